@@ -1,0 +1,14 @@
+import { getContractAddress, type Address } from 'viem';
+import { privateKeyToAddress } from 'viem/accounts';
+
+/**
+ * The devnet deploys our contracts from one dedicated key at fixed nonces, so every devnet chain
+ * has them at the same addresses (as the spec's "one shared address" per facilitator group).
+ * Devnet only: this key is public and must never hold real funds.
+ */
+export const DEVNET_DEPLOYER_KEY = '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba' as const;
+export const DEVNET_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_DEPLOYER_KEY);
+
+/** Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator. */
+export const DEVNET_USDC_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 0n });
+export const DEVNET_FACILITATOR_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 1n });

@@ -1,0 +1,149 @@
+import { z } from 'zod';
+import type { Address } from 'viem';
+import { ConfigError } from '../config';
+import { DEVNET_FACILITATOR_ADDRESS, DEVNET_USDC_ADDRESS } from './devnet-addresses';
+
+/**
+ * The single source of truth for networks: ids, chain ids, CAIP-2, contract addresses, which routes
+ * each network allows, and RPC URLs. Nothing else hard-codes these. Addresses and RPC URLs can be
+ * overridden per network from the environment (see `buildNetworkTable`).
+ */
+
+export const EVM_NETWORK_IDS = [
+  'base', 'base-sepolia', 'optimism', 'optimism-sepolia', 'arbitrum', 'avalanche', 'bsc', 'bot-chain',
+  'bot-chain-testnet', 'arc-testnet', 'polygon', 'unichain', 'ink', 'worldchain', 'sei', 'hyperevm',
+  'megaeth', 'tempo', 'monad', 'robinhood', 'fluent-testnet', 'ethereum', 'sonic',
+] as const;
+export const SOLANA_NETWORK_IDS = ['solana', 'solana-devnet'] as const;
+export type EvmNetworkId = (typeof EVM_NETWORK_IDS)[number];
+export type SolanaNetworkId = (typeof SOLANA_NETWORK_IDS)[number];
+export type NetworkId = EvmNetworkId | SolanaNetworkId;
+
+/** Which facilitator contract a network uses (spec: "Facilitator contract per network"). */
+type FacilitatorGroup = 'testnet' | 'mainnet' | 'fluent' | 'none';
+
+interface StaticNetwork {
+  chainId?: number;
+  testnet: boolean;
+  facilitator: FacilitatorGroup;
+  /** Upstream batching-gateway domain, when the gateway supports the network. */
+  gatewayDomain?: number;
+  /** Takes Permit2 payments only (no EIP-3009 token on that chain). */
+  permit2Only?: boolean;
+  /** Cross-chain destinations are refused (spec: Avalanche, Sei, Arc testnet are same-chain only). */
+  sameChainOnly?: boolean;
+  /** Listed for POST /v1/permit only. */
+  permitOnly?: boolean;
+  usdc?: Address;
+  /** Default RPC URLs: the devnet anvil chains that `npm start` runs. */
+  rpcUrls?: string[];
+}
+
+const TABLE: Record<EvmNetworkId, StaticNetwork> = {
+  'base-sepolia': { chainId: 84532, testnet: true, facilitator: 'testnet', gatewayDomain: 6, usdc: DEVNET_USDC_ADDRESS, rpcUrls: ['http://127.0.0.1:8545'] },
+  'optimism-sepolia': { chainId: 11155420, testnet: true, facilitator: 'testnet', gatewayDomain: 2, usdc: DEVNET_USDC_ADDRESS, rpcUrls: ['http://127.0.0.1:8546'] },
+  'arc-testnet': { chainId: 5042002, testnet: true, facilitator: 'testnet', gatewayDomain: 26, sameChainOnly: true },
+  'bot-chain-testnet': { testnet: true, facilitator: 'testnet', permit2Only: true },
+  'fluent-testnet': { chainId: 20994, testnet: true, facilitator: 'fluent', permitOnly: true },
+  base: { chainId: 8453, testnet: false, facilitator: 'mainnet', gatewayDomain: 6, usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' },
+  optimism: { chainId: 10, testnet: false, facilitator: 'mainnet', gatewayDomain: 2, usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85' },
+  arbitrum: { chainId: 42161, testnet: false, facilitator: 'mainnet', gatewayDomain: 3, usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831' },
+  avalanche: { chainId: 43114, testnet: false, facilitator: 'mainnet', gatewayDomain: 1, sameChainOnly: true, usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E' },
+  polygon: { chainId: 137, testnet: false, facilitator: 'mainnet', gatewayDomain: 7, usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359' },
+  unichain: { chainId: 130, testnet: false, facilitator: 'mainnet', gatewayDomain: 10 },
+  ink: { chainId: 57073, testnet: false, facilitator: 'mainnet' },
+  worldchain: { chainId: 480, testnet: false, facilitator: 'mainnet', gatewayDomain: 14 },
+  sei: { chainId: 1329, testnet: false, facilitator: 'mainnet', gatewayDomain: 16, sameChainOnly: true },
+  hyperevm: { chainId: 999, testnet: false, facilitator: 'mainnet', gatewayDomain: 19 },
+  megaeth: { chainId: 4326, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  bsc: { chainId: 56, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  'bot-chain': { testnet: false, facilitator: 'mainnet', permit2Only: true },
+  tempo: { testnet: false, facilitator: 'mainnet', permit2Only: true },
+  monad: { chainId: 143, testnet: false, facilitator: 'mainnet' },
+  robinhood: { testnet: false, facilitator: 'mainnet' },
+  ethereum: { chainId: 1, testnet: false, facilitator: 'none', gatewayDomain: 0, usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48' },
+  sonic: { chainId: 146, testnet: false, facilitator: 'none', gatewayDomain: 13 },
+};
+
+export interface EvmNetwork {
+  id: EvmNetworkId;
+  kind: 'evm';
+  chainId: number | undefined;
+  caip2: string | undefined;
+  testnet: boolean;
+  facilitator: Address | undefined;
+  usdc: Address | undefined;
+  gatewayDomain: number | undefined;
+  permit2Only: boolean;
+  sameChainOnly: boolean;
+  permitOnly: boolean;
+  rpcUrls: string[];
+  /** Settlement works here: chain id, RPC, facilitator and USDC are all known. */
+  enabled: boolean;
+}
+
+export type NetworkTable = ReadonlyMap<EvmNetworkId, EvmNetwork>;
+
+/** Environment variable suffix of a network id: `base-sepolia` -> `BASE_SEPOLIA`. */
+export const envSuffix = (id: string) => id.toUpperCase().replace(/-/g, '_');
+
+const addressSchema = z.string().regex(/^0x[0-9a-fA-F]{40}$/);
+const urlList = z.array(z.string().url()).min(1);
+
+function readEnv<T>(env: Record<string, string | undefined>, name: string, parse: (raw: string) => T): T | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  try {
+    return parse(raw);
+  } catch {
+    throw new ConfigError(`Invalid configuration:\n  ${name}: ${JSON.stringify(raw)} is not valid`);
+  }
+}
+
+/**
+ * Builds the network table with env overrides:
+ * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
+ * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`.
+ */
+export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
+  const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
+  const facilitators: Record<FacilitatorGroup, Address | undefined> = {
+    testnet: addr('FACILITATOR_ADDRESS_TESTNET') ?? DEVNET_FACILITATOR_ADDRESS,
+    mainnet: addr('FACILITATOR_ADDRESS_MAINNET'),
+    fluent: addr('FACILITATOR_ADDRESS_FLUENT'),
+    none: undefined,
+  };
+  const table = new Map<EvmNetworkId, EvmNetwork>();
+  for (const id of EVM_NETWORK_IDS) {
+    const s = TABLE[id];
+    const sfx = envSuffix(id);
+    const rpcRaw = env[`RPC_URLS_${sfx}`];
+    const rpcUrls =
+      rpcRaw === 'none'
+        ? []
+        : (readEnv(env, `RPC_URLS_${sfx}`, (v) => urlList.parse(v.split(',').map((u) => u.trim()))) ?? s.rpcUrls ?? []);
+    const chainId = readEnv(env, `CHAIN_ID_${sfx}`, (v) => z.coerce.number().int().positive().parse(v)) ?? s.chainId;
+    const usdc = addr(`USDC_ADDRESS_${sfx}`) ?? s.usdc;
+    const facilitator = facilitators[s.facilitator];
+    table.set(id, {
+      id,
+      kind: 'evm',
+      chainId,
+      caip2: chainId === undefined ? undefined : `eip155:${chainId}`,
+      testnet: s.testnet,
+      facilitator,
+      usdc,
+      gatewayDomain: s.gatewayDomain,
+      permit2Only: s.permit2Only ?? false,
+      sameChainOnly: s.sameChainOnly ?? false,
+      permitOnly: s.permitOnly ?? false,
+      rpcUrls,
+      enabled: chainId !== undefined && rpcUrls.length > 0 && facilitator !== undefined,
+    });
+  }
+  return table;
+}
+
+export const isEvmNetworkId = (v: string): v is EvmNetworkId => (EVM_NETWORK_IDS as readonly string[]).includes(v);
+export const isSolanaNetworkId = (v: string): v is SolanaNetworkId =>
+  (SOLANA_NETWORK_IDS as readonly string[]).includes(v);

@@ -1,0 +1,77 @@
+import { z } from 'zod';
+
+/**
+ * The whole service configuration, read once from the environment and validated with zod.
+ * Defaults describe the embedded devnet stack that `npm start` runs, so a newcomer sets nothing.
+ * A bad value stops start-up with a message that names the variable (see `loadConfig`).
+ */
+
+const hexKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 0x-prefixed 32-byte hex private key');
+const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
+const boolish = z
+  .enum(['true', 'false', '1', '0', 'yes', 'no'])
+  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+
+/** Anvil's well-known dev account #1: the default relayer of the devnet worker. Never use on a real chain. */
+export const DEVNET_RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+
+const schema = z.object({
+  NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(4021),
+  /** Public origin of the API; SIWE messages must name its host as their domain. */
+  PUBLIC_URL: z.string().url().optional(),
+  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 64kb').default('64kb'),
+
+  TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
+  TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
+  TEMPORAL_TASK_QUEUE: z.string().min(1).default('x402-settlement'),
+  TEMPORAL_UI_URL: z.string().url().default('http://127.0.0.1:8233'),
+
+  /** PostgreSQL when set (postgres:// or postgresql://); the embedded SQLite file otherwise. */
+  DATABASE_URL: z
+    .string()
+    .regex(/^postgres(ql)?:\/\//, 'must be a postgres:// or postgresql:// URL')
+    .optional(),
+  SQLITE_PATH: z.string().min(1).default('.data/facilitator.sqlite'),
+
+  /** HMAC key of the `siwe-session` cookie. Required in production; devnet derives a file-backed one. */
+  SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
+  SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(8 * 3600),
+  SIWE_NONCE_TTL_SECONDS: z.coerce.number().int().positive().default(600),
+
+  /** How long POST /v1/settle waits for the workflow before answering `settlement_pending`. */
+  SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
+  /** An authorization must stay valid at least this long after verification (EIP-3009 validBefore). */
+  MIN_VALIDITY_SECONDS: z.coerce.number().int().min(0).max(3600).default(6),
+  /** Upper bound on one receipt wait inside an activity; the activity retries after it. */
+  RECEIPT_WAIT_MS: z.coerce.number().int().min(100).default(30_000),
+
+  /** Relayer signing key of this worker process, used on every EVM network it serves. */
+  RELAYER_PRIVATE_KEY: hexKey.default(DEVNET_RELAYER_KEY),
+
+  /** Where platform fees are paid; fees are 0 unless an organization sets platformFeeBps. */
+  PLATFORM_FEE_RECIPIENT: address.optional(),
+  /** Live (mainnet) settlement is off unless explicitly enabled. */
+  MAINNETS_ENABLED: boolish.default('false'),
+});
+
+export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };
+
+export class ConfigError extends Error {}
+
+/** Parse `env`; throws ConfigError naming every bad variable. */
+export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
+  const result = schema.safeParse(env);
+  if (!result.success) {
+    const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
+    throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
+  }
+  const c = result.data;
+  if (c.NODE_ENV === 'production' && !c.SESSION_SECRET) {
+    throw new ConfigError('Invalid configuration:\n  SESSION_SECRET: required when NODE_ENV=production');
+  }
+  return { ...c, publicUrl: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`, env };
+}

@@ -1,0 +1,197 @@
+import { EntitySchema } from '@mikro-orm/core';
+
+/**
+ * Persistent records. Plain classes described by EntitySchema (no decorators), so the same
+ * definitions work under tsx, swc and tsc. Ids are UUIDs or business keys.
+ */
+
+/** An organization: created by its owner's first SIWE sign-in; owns API keys and payout settings. */
+export class Organization {
+  id!: string;
+  ownerAddress!: string; // lower-case 0x address of the SIWE signer that created it
+  name!: string;
+  payoutWalletTest?: string | null;
+  payoutWalletLive?: string | null;
+  platformFeeBps: number = 0;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+/** API key pair. Only hashes are stored; `keyHint` is a short non-secret form for listings. */
+export class ApiKey {
+  id!: string;
+  organizationId!: string;
+  name!: string;
+  testNet!: boolean;
+  publicKeyHash!: string;
+  secretKeyHash!: string;
+  keyHint!: string;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+  lastUsedAt?: Date | null;
+  revokedAt?: Date | null;
+}
+
+/** A SIWE nonce handed out by the server; single-use (usedAt set atomically on sign-in). */
+export class SiweNonce {
+  nonce!: string;
+  expiresAt!: Date;
+  usedAt?: Date | null;
+}
+
+/** A signed-in wallet session behind the `siwe-session` cookie; sign-out revokes it. */
+export class Session {
+  id!: string;
+  organizationId!: string;
+  address!: string;
+  expiresAt!: Date;
+  revokedAt?: Date | null;
+  createdAt: Date = new Date();
+}
+
+/**
+ * One settlement attempt per business key (the workflow id). The primary key is the durable
+ * idempotency record that outlives Temporal's retention.
+ */
+export class Settlement {
+  id!: string; // workflow id: settle:<network>:<payer>:<nonce>
+  organizationId!: string;
+  apiKeyId!: string;
+  route!: string; // eip3009 | permit2-exact | permit2-upto | ...
+  network!: string;
+  payer!: string;
+  recipient?: string | null; // payout wallet or creditedRecipient
+  amount!: string;
+  fee: string = '0';
+  transaction?: string | null;
+  state!: string; // verifying | submitted | settled | failed | rejected
+  errorReason?: string | null;
+  response?: string | null; // final settle response JSON, replayed to repeats
+  requestId?: string | null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+/**
+ * Write-ahead record of every relayer transaction: signed and stored before it is broadcast, so a
+ * retried activity re-sends the same bytes (same hash, same nonce) instead of a second transaction.
+ */
+export class RelayerTransaction {
+  id!: string; // business key of the effect, e.g. settle:...:submit
+  chainId!: number;
+  signer!: string;
+  nonce!: number;
+  rawTx!: string;
+  hash!: string;
+  status!: string; // signed | mined | reverted
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+const timestamps = {
+  createdAt: { type: 'datetime', onCreate: () => new Date() },
+  updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
+} as const;
+
+export const OrganizationSchema = new EntitySchema<Organization>({
+  class: Organization,
+  tableName: 'organizations',
+  properties: {
+    id: { type: 'string', primary: true, length: 36 },
+    ownerAddress: { type: 'string', length: 42, unique: true },
+    name: { type: 'string' },
+    payoutWalletTest: { type: 'string', length: 42, nullable: true },
+    payoutWalletLive: { type: 'string', length: 42, nullable: true },
+    platformFeeBps: { type: 'integer', default: 0 },
+    ...timestamps,
+  },
+});
+
+export const ApiKeySchema = new EntitySchema<ApiKey>({
+  class: ApiKey,
+  tableName: 'api_keys',
+  indexes: [{ properties: ['organizationId'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 36 },
+    organizationId: { type: 'string', length: 36 },
+    name: { type: 'string' },
+    testNet: { type: 'boolean' },
+    publicKeyHash: { type: 'string', length: 64, unique: true },
+    secretKeyHash: { type: 'string', length: 64 },
+    keyHint: { type: 'string' },
+    ...timestamps,
+    lastUsedAt: { type: 'datetime', nullable: true },
+    revokedAt: { type: 'datetime', nullable: true },
+  },
+});
+
+export const SiweNonceSchema = new EntitySchema<SiweNonce>({
+  class: SiweNonce,
+  tableName: 'siwe_nonces',
+  properties: {
+    nonce: { type: 'string', primary: true, length: 64 },
+    expiresAt: { type: 'datetime' },
+    usedAt: { type: 'datetime', nullable: true },
+  },
+});
+
+export const SessionSchema = new EntitySchema<Session>({
+  class: Session,
+  tableName: 'sessions',
+  properties: {
+    id: { type: 'string', primary: true, length: 64 },
+    organizationId: { type: 'string', length: 36 },
+    address: { type: 'string', length: 42 },
+    expiresAt: { type: 'datetime' },
+    revokedAt: { type: 'datetime', nullable: true },
+    createdAt: { type: 'datetime', onCreate: () => new Date() },
+  },
+});
+
+export const SettlementSchema = new EntitySchema<Settlement>({
+  class: Settlement,
+  tableName: 'settlements',
+  indexes: [{ properties: ['organizationId'] }, { properties: ['state'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 200 },
+    organizationId: { type: 'string', length: 36 },
+    apiKeyId: { type: 'string', length: 36 },
+    route: { type: 'string', length: 32 },
+    network: { type: 'string', length: 32 },
+    payer: { type: 'string', length: 64 },
+    recipient: { type: 'string', length: 64, nullable: true },
+    amount: { type: 'string', length: 80 },
+    fee: { type: 'string', length: 80, default: '0' },
+    transaction: { type: 'string', length: 100, nullable: true },
+    state: { type: 'string', length: 16 },
+    errorReason: { type: 'string', nullable: true },
+    response: { type: 'text', nullable: true },
+    requestId: { type: 'string', length: 64, nullable: true },
+    ...timestamps,
+  },
+});
+
+export const RelayerTransactionSchema = new EntitySchema<RelayerTransaction>({
+  class: RelayerTransaction,
+  tableName: 'relayer_transactions',
+  uniques: [{ properties: ['chainId', 'signer', 'nonce'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 220 },
+    chainId: { type: 'integer' },
+    signer: { type: 'string', length: 42 },
+    nonce: { type: 'integer' },
+    rawTx: { type: 'text' },
+    hash: { type: 'string', length: 66 },
+    status: { type: 'string', length: 16 },
+    ...timestamps,
+  },
+});
+
+export const ALL_ENTITIES = [
+  OrganizationSchema,
+  ApiKeySchema,
+  SiweNonceSchema,
+  SessionSchema,
+  SettlementSchema,
+  RelayerTransactionSchema,
+];

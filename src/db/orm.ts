@@ -1,0 +1,34 @@
+import { MikroORM as LibSqlORM } from '@mikro-orm/libsql';
+import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
+import type { MikroORM } from '@mikro-orm/core';
+import type { Config } from '../config';
+import { ALL_ENTITIES } from './entities';
+
+export type Database = MikroORM;
+
+/**
+ * Opens the database: PostgreSQL when DATABASE_URL is set, else the embedded SQLite file.
+ * `migrate` brings the schema up to date (create tables/columns; never drops). Exactly one process
+ * should migrate at a time: `npm start` and the test setup do it before starting the api and workers.
+ */
+export async function openDatabase(
+  config: Pick<Config, 'DATABASE_URL' | 'SQLITE_PATH'>,
+  opts: { migrate?: boolean } = {},
+): Promise<Database> {
+  const common = { entities: ALL_ENTITIES, debug: false, allowGlobalContext: false, discovery: { warnWhenNoEntities: true } };
+  let orm: MikroORM;
+  if (config.DATABASE_URL) {
+    orm = await PostgresORM.init({ ...common, clientUrl: config.DATABASE_URL, pool: { min: 0, max: 10 } });
+  } else {
+    orm = await LibSqlORM.init({ ...common, dbName: config.SQLITE_PATH });
+    // WAL + busy timeout: the api and the worker are separate processes writing the same file.
+    const conn = orm.em.getConnection();
+    await conn.execute('pragma journal_mode = wal');
+    await conn.execute('pragma busy_timeout = 10000');
+  }
+  if (opts.migrate) {
+    await orm.schema.ensureDatabase();
+    await orm.schema.updateSchema({ safe: true });
+  }
+  return orm;
+}
