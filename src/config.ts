@@ -55,7 +55,7 @@ const schema = z.object({
   /** Where platform fees are paid; fees are 0 unless an organization sets platformFeeBps. */
   PLATFORM_FEE_RECIPIENT: address.optional(),
   /** Live (mainnet) settlement is off unless explicitly enabled. */
-  MAINNETS_ENABLED: boolish.default('false'),
+  MAINNETS_ENABLED: boolish.default(false),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };

@@ -1,0 +1,23 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import type { ApiDeps, ApiState } from './context';
+import { errorHandler } from './middleware/errors';
+import { requestId } from './middleware/request-id';
+import { registerRoutes } from './routes';
+
+/** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
+export function createApp(deps: ApiDeps): Koa<ApiState> {
+  const app = new Koa<ApiState>({ proxy: false });
+  app.silent = true; // errors are logged by errorHandler with the request id
+  app.use(requestId(deps.logger));
+  app.use(errorHandler());
+  app.use(async (ctx, next) => {
+    ctx.state.em = deps.db.em.fork();
+    await next();
+  });
+  const router = new Router<ApiState>();
+  registerRoutes(router, deps);
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

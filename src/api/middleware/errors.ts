@@ -1,0 +1,30 @@
+import type { Middleware } from 'koa';
+import { ApiError, envelope, type ErrorShape } from '../errors';
+
+/**
+ * Last line of defence: every thrown error becomes a response in the route's own error shape
+ * (or the generic envelope), never a stack trace. Client errors keep their 4xx; the rest is 500.
+ */
+export function errorHandler(): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not found');
+    } catch (err: any) {
+      const status: number =
+        err instanceof ApiError ? err.status : Number.isInteger(err?.status) && err.status >= 400 && err.status < 500 ? err.status : 500;
+      const message = status >= 500 ? 'internal error' : clientMessage(err);
+      if (status >= 500) ctx.state.log?.error({ err }, 'unhandled error');
+      const shape: ErrorShape | undefined = ctx.state.errorShape;
+      const out = shape ? shape(status, message) : { status, body: envelope(status, message) };
+      ctx.status = out.status;
+      ctx.body = out.body;
+    }
+  };
+}
+
+function clientMessage(err: any): string {
+  if (err?.type === 'entity.too.large') return 'request body too large';
+  if (err?.type === 'entity.parse.failed' || err instanceof SyntaxError) return 'malformed JSON body';
+  return typeof err?.message === 'string' ? err.message : 'bad request';
+}

@@ -1,0 +1,18 @@
+import { bodyParser } from '@koa/bodyparser';
+import type { Middleware } from 'koa';
+
+/**
+ * JSON body parsing for one route, with a size limit. Mounted per route (after the route's error
+ * shape is set) so a malformed or oversized body is answered in that route's shape.
+ */
+export function jsonBody(limit: string): Middleware {
+  const parse = bodyParser({ enableTypes: ['json'], jsonLimit: limit, encoding: 'utf-8' });
+  return async (ctx, next) => {
+    if (ctx.request.length && !ctx.is('application/json')) {
+      const err: any = new Error('Content-Type must be application/json');
+      err.status = 415;
+      throw err;
+    }
+    await parse(ctx, next);
+  };
+}
