@@ -6,7 +6,7 @@ import { privateKeyToAddress } from 'viem/accounts';
  * has them at the same addresses (as the spec's "one shared address" per facilitator group).
  * Devnet only: this key is public and must never hold real funds.
  */
-export const DEVNET_DEPLOYER_KEY = '0x8b3a350cf5c34c9194ca85829a2df0ec3153be0318b5e2d3348e872092edffba' as const;
+export const DEVNET_DEPLOYER_KEY = '0x7852aa47ca0129eee8e75cf49ba958467fb6ba86dd42986cec560c1d735d31e2' as const;
 export const DEVNET_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_DEPLOYER_KEY);
 
 /** Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator. */

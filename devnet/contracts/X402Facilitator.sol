@@ -1,0 +1,166 @@
+// SPDX-License-Identifier: UNLICENSED
+pragma solidity ^0.8.24;
+
+/// @dev The slice of an EIP-3009 token the facilitator uses.
+interface ITransferWithAuthorization {
+    function transferWithAuthorization(
+        address from,
+        address to,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature
+    ) external;
+}
+
+/// @dev The slice of an EIP-2612 token the facilitator uses.
+interface IPermitToken {
+    function permit(
+        address owner,
+        address spender,
+        uint256 value,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external;
+}
+
+/// @title X402Facilitator
+/// @notice Settles x402 payments on behalf of the facilitator service.
+///         `settle` pulls an EIP-3009 `TransferWithAuthorization` (the typed data x402 buyers sign)
+///         whose payee is this contract and
+///         splits it between the payout address and the platform fee recipient in the same
+///         transaction. `transferWithPermit` moves tokens with an EIP-2612 permit.
+///         Only allow-listed relayers may call either: the payout and fee arguments are not covered
+///         by the payer's signature, so an open entry point would let anyone redirect the funds.
+contract X402Facilitator {
+    error NotOwner(address caller);
+    error NotRelayer(address caller);
+    error ZeroAddress();
+    error FeeExceedsValue(uint256 fee, uint256 value);
+    error TokenCallFailed(address token);
+    error Reentrancy();
+
+    event OwnershipTransferred(address indexed previousOwner, address indexed newOwner);
+    event RelayerSet(address indexed relayer, bool allowed);
+    event Settled(
+        address indexed token,
+        address indexed from,
+        bytes32 indexed nonce,
+        address payout,
+        uint256 value,
+        uint256 fee
+    );
+    event PermitTransfer(address indexed token, address indexed owner, address indexed recipient, uint256 value);
+
+    address public owner;
+    mapping(address => bool) private _relayers;
+    uint256 private _lock = 1;
+
+    constructor(address owner_) {
+        if (owner_ == address(0)) revert ZeroAddress();
+        owner = owner_;
+        emit OwnershipTransferred(address(0), owner_);
+    }
+
+    modifier onlyOwner() {
+        if (msg.sender != owner) revert NotOwner(msg.sender);
+        _;
+    }
+
+    modifier onlyRelayer() {
+        if (!_relayers[msg.sender]) revert NotRelayer(msg.sender);
+        if (_lock != 1) revert Reentrancy();
+        _lock = 2;
+        _;
+        _lock = 1;
+    }
+
+    function transferOwnership(address newOwner) external onlyOwner {
+        if (newOwner == address(0)) revert ZeroAddress();
+        emit OwnershipTransferred(owner, newOwner);
+        owner = newOwner;
+    }
+
+    function setRelayer(address relayer, bool allowed) external onlyOwner {
+        if (relayer == address(0)) revert ZeroAddress();
+        _relayers[relayer] = allowed;
+        emit RelayerSet(relayer, allowed);
+    }
+
+    function isRelayer(address account) external view returns (bool) {
+        return _relayers[account];
+    }
+
+    /// @notice Pulls `value` from `from` with an EIP-3009 TransferWithAuthorization (payee: this
+    ///         contract), then pays `value - fee` to `payout` and `fee` to `feeRecipient`.
+    ///         x402 clients sign TransferWithAuthorization, not ReceiveWithAuthorization, so anyone
+    ///         could submit it first; the funds would then sit in this contract and our settle
+    ///         reverts (the service reports invalid_transaction_state and never pays out twice).
+    function settle(
+        address token,
+        address from,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature,
+        address payout,
+        uint256 fee,
+        address feeRecipient
+    ) external onlyRelayer {
+        if (payout == address(0)) revert ZeroAddress();
+        if (fee > value) revert FeeExceedsValue(fee, value);
+        if (fee != 0 && feeRecipient == address(0)) revert ZeroAddress();
+
+        ITransferWithAuthorization(token).transferWithAuthorization(
+            from, address(this), value, validAfter, validBefore, nonce, signature
+        );
+
+        unchecked {
+            _pay(token, payout, value - fee);
+        }
+        if (fee != 0) _pay(token, feeRecipient, fee);
+
+        emit Settled(token, from, nonce, payout, value, fee);
+    }
+
+    /// @notice Applies an EIP-2612 permit granting this contract `value`, then moves `value` from
+    ///         `owner_` to `recipient`. The permit must succeed: a pre-existing allowance is never
+    ///         spent without a fresh signature.
+    function transferWithPermit(
+        address token,
+        address owner_,
+        address recipient,
+        uint256 value,
+        uint256 deadline,
+        uint8 v,
+        bytes32 r,
+        bytes32 s
+    ) external onlyRelayer {
+        if (recipient == address(0)) revert ZeroAddress();
+        IPermitToken(token).permit(owner_, address(this), value, deadline, v, r, s);
+        _call(token, abi.encodeWithSignature("transferFrom(address,address,uint256)", owner_, recipient, value));
+        emit PermitTransfer(token, owner_, recipient, value);
+    }
+
+    function _pay(address token, address to, uint256 amount) private {
+        if (amount == 0) return;
+        _call(token, abi.encodeWithSignature("transfer(address,uint256)", to, amount));
+    }
+
+    /// @dev Calls an ERC-20 and accepts either no return data or an ABI-encoded `true`; bubbles up
+    ///      the token's revert data so callers see the token's own error.
+    function _call(address token, bytes memory data) private {
+        if (token.code.length == 0) revert TokenCallFailed(token);
+        (bool ok, bytes memory ret) = token.call(data);
+        if (!ok) {
+            assembly ("memory-safe") {
+                revert(add(ret, 32), mload(ret))
+            }
+        }
+        if (ret.length != 0 && (ret.length < 32 || abi.decode(ret, (uint256)) != 1)) revert TokenCallFailed(token);
+    }
+}
