@@ -219,6 +219,22 @@ export function waitForHttp(
 }
 
 /**
+ * Runs `start` again (up to `attempts` times) when it fails because a port was taken between choosing
+ * it and binding it: findFreePort is racy, and the Temporal dev server also picks internal ports itself.
+ * Relies on the failure message quoting the process output (waitUntil does).
+ */
+export async function retryOnPortClash<T>(start: () => Promise<T>, log: LogFn, attempts = 3): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await start();
+    } catch (err) {
+      if (attempt >= attempts || !/already in use/i.test(String((err as Error)?.message))) throw err;
+      log(`port already in use, retrying (attempt ${attempt + 1} of ${attempts})`);
+    }
+  }
+}
+
+/**
  * A port that was free a moment ago (the OS picks it). Another process can still take it before the
  * caller binds, so callers that spawn a server should treat "address in use" as retryable.
  */
