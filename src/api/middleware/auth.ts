@@ -1,0 +1,69 @@
+import type { Middleware } from 'koa';
+import type { ApiContext, ApiDeps, ApiState, AuthContext } from '../context';
+import { ApiError } from '../errors';
+import { authenticateApiKey } from '../../auth/api-keys';
+import { findActiveSession } from '../../auth/sessions';
+import { readSessionCookie, SESSION_COOKIE } from '../../auth/session-cookie';
+import type { Session } from '../../db/entities';
+
+/**
+ * Authentication middleware. Errors are thrown as ApiError so the error handler answers in the
+ * route's own shape (settle/verify/permit set ctx.state.errorShape) or the generic envelope.
+ */
+
+const BEARER = /^Bearer\s+(\S+)\s*$/i;
+
+/** The signed-in session behind the cookie, or 401. */
+export async function currentSession(ctx: ApiContext, deps: ApiDeps): Promise<Session> {
+  const id = readSessionCookie(ctx);
+  if (!id) throw new ApiError(401, 'sign-in required: missing or invalid siwe-session cookie');
+  const em = ctx.state.em ?? deps.db.em.fork();
+  const session = await findActiveSession(em, id);
+  if (!session) throw new ApiError(401, 'session expired or signed out');
+  return session;
+}
+
+async function authenticateSession(ctx: ApiContext, deps: ApiDeps): Promise<AuthContext> {
+  const session = await currentSession(ctx, deps);
+  return { organizationId: session.organizationId, method: 'session', address: session.address };
+}
+
+/** Requires a valid `siwe-session` cookie; sets ctx.state.auth (method 'session'). */
+export function requireSession(deps: ApiDeps): Middleware<ApiState> {
+  return async (ctx, next) => {
+    ctx.state.auth = await authenticateSession(ctx, deps);
+    await next();
+  };
+}
+
+/**
+ * Requires `Authorization: Bearer <pk_ key>`: missing, malformed or unknown -> 401, revoked -> 403.
+ * With `allowSession`, a request without an Authorization header may sign in by cookie instead; a
+ * present but bad Authorization header never falls back to the cookie.
+ */
+export function requireApiKey(deps: ApiDeps, opts: { allowSession?: boolean } = {}): Middleware<ApiState> {
+  return async (ctx, next) => {
+    const header = ctx.get('authorization');
+    if (!header && opts.allowSession && ctx.cookies.get(SESSION_COOKIE, { signed: false })) {
+      ctx.state.auth = await authenticateSession(ctx, deps);
+      return next();
+    }
+    if (!header) throw new ApiError(401, 'missing API key: send Authorization: Bearer <pk_ key>');
+    const match = BEARER.exec(header);
+    if (!match) throw new ApiError(401, 'malformed Authorization header: expected Bearer <pk_ key>');
+    const em = ctx.state.em ?? deps.db.em.fork();
+    const key = await authenticateApiKey(em, match[1]);
+    ctx.state.auth = { organizationId: key.organizationId, method: 'api_key', apiKeyId: key.apiKeyId, testNet: key.testNet };
+    await next();
+  };
+}
+
+/**
+ * Test keys settle testnets only and live keys mainnets only (403 otherwise). Sessions carry no key
+ * mode and are not restricted here.
+ */
+export function assertKeyModeAllows(auth: AuthContext, network: { testnet: boolean }): void {
+  if (auth.method !== 'api_key' || auth.testNet === undefined) return;
+  if (auth.testNet && !network.testnet) throw new ApiError(403, 'test keys settle testnets only');
+  if (!auth.testNet && network.testnet) throw new ApiError(403, 'live keys settle mainnets only');
+}

@@ -1,0 +1,48 @@
+import type Router from '@koa/router';
+import type { ApiDeps, ApiState } from '../context';
+import { jsonBody } from '../middleware/json-body';
+import { currentSession } from '../middleware/auth';
+import { parseBody } from '../../auth/parse-body';
+import { issueNonce } from '../../auth/siwe-nonces';
+import { signInWithEthereum, verifyBody } from '../../auth/siwe-sign-in';
+import { revokeSession } from '../../auth/sessions';
+import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../../auth/session-cookie';
+
+/** SIWE sign-in: nonce, verify (sets the siwe-session cookie), sign-out, and who-am-I. */
+
+/** Sign-in bodies are a short message and a signature. */
+export const AUTH_BODY_LIMIT = '8kb';
+
+export function registerAuthRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+  router.get('/v1/auth/nonce', async (ctx) => {
+    const { nonce } = await issueNonce(ctx.state.em, deps.config.SIWE_NONCE_TTL_SECONDS);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { nonce };
+  });
+
+  router.post('/v1/auth/verify', jsonBody(AUTH_BODY_LIMIT), async (ctx) => {
+    const input = parseBody(verifyBody, ctx.request.body);
+    const signedIn = await signInWithEthereum(ctx.state.em, deps.config, input);
+    setSessionCookie(ctx, deps.config, signedIn.sessionId);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = { address: signedIn.address, organizationId: signedIn.organizationId, expiresAt: signedIn.expiresAt.toISOString() };
+  });
+
+  // Idempotent: revokes the session when the cookie is valid, always clears the cookie, answers 204.
+  router.post('/v1/auth/signout', async (ctx) => {
+    const id = readSessionCookie(ctx);
+    if (id) await revokeSession(ctx.state.em, id);
+    clearSessionCookie(ctx, deps.config);
+    ctx.status = 204;
+  });
+
+  router.get('/v1/auth/session', async (ctx) => {
+    const session = await currentSession(ctx, deps);
+    ctx.set('Cache-Control', 'no-store');
+    ctx.body = {
+      address: session.address,
+      organizationId: session.organizationId,
+      expiresAt: new Date(session.expiresAt).toISOString(),
+    };
+  });
+}

@@ -1,0 +1,19 @@
+import type Router from '@koa/router';
+import type { ApiDeps, ApiState } from '../context';
+import { jsonBody } from '../middleware/json-body';
+import { requireSession } from '../middleware/auth';
+import { parseBody } from '../../auth/parse-body';
+import { getOrganization, patchOrganizationBody, toOrganizationBody, updateOrganization } from '../../auth/organizations';
+import { AUTH_BODY_LIMIT } from './auth';
+
+/** The signed-in owner's organization: name, payout wallets and platform fee. */
+export function registerOrganizationRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+  router.get('/v1/organization', requireSession(deps), async (ctx) => {
+    ctx.body = toOrganizationBody(await getOrganization(ctx.state.em, ctx.state.auth!.organizationId));
+  });
+
+  router.patch('/v1/organization', requireSession(deps), jsonBody(AUTH_BODY_LIMIT), async (ctx) => {
+    const patch = parseBody(patchOrganizationBody, ctx.request.body);
+    ctx.body = toOrganizationBody(await updateOrganization(ctx.state.em, ctx.state.auth!.organizationId, patch));
+  });
+}

@@ -1,0 +1,107 @@
+import { randomUUID } from 'node:crypto';
+import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
+import { checksumAddress, zeroAddress, type Address } from 'viem';
+import { z } from 'zod';
+import { Organization } from '../db/entities';
+import { ApiError } from '../api/errors';
+
+/** Organizations: one per owner wallet, created on its first sign-in; payout settings. */
+
+/** Body of GET/PATCH /v1/organization. Addresses are lower-case, as stored. */
+export interface OrganizationBody {
+  id: string;
+  name: string;
+  ownerAddress: string;
+  payoutWalletTest: string | null;
+  payoutWalletLive: string | null;
+  platformFeeBps: number;
+  createdAt: string;
+  updatedAt: string;
+}
+
+export function toOrganizationBody(org: Organization): OrganizationBody {
+  return {
+    id: org.id,
+    name: org.name,
+    ownerAddress: org.ownerAddress,
+    payoutWalletTest: org.payoutWalletTest ?? null,
+    payoutWalletLive: org.payoutWalletLive ?? null,
+    platformFeeBps: org.platformFeeBps,
+    createdAt: new Date(org.createdAt).toISOString(),
+    updatedAt: new Date(org.updatedAt).toISOString(),
+  };
+}
+
+/** EIP-55: all-lower or all-upper hex carries no checksum; mixed case must be the exact checksum. */
+function hasValidChecksum(address: string): boolean {
+  const hex = address.slice(2);
+  return hex === hex.toLowerCase() || hex === hex.toUpperCase() || checksumAddress(address as Address) === address;
+}
+
+/** A payout address: any case, but mixed case must be a valid EIP-55 checksum; never the zero address. */
+const payoutWallet = z
+  .string({ error: 'must be a 0x-prefixed 20-byte hex address or null' })
+  .regex(/^0x[0-9a-fA-F]{40}$/, { error: 'must be a 0x-prefixed 20-byte hex address or null', abort: true })
+  .refine(hasValidChecksum, { error: 'has an invalid EIP-55 checksum', abort: true })
+  .refine((v) => v.toLowerCase() !== zeroAddress, 'must not be the zero address')
+  .transform((v) => v.toLowerCase())
+  .nullable();
+
+export const patchOrganizationBody = z
+  .strictObject({
+    name: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
+    payoutWalletTest: payoutWallet,
+    payoutWalletLive: payoutWallet,
+    platformFeeBps: z
+      .number({ error: 'must be an integer from 0 to 10000' })
+      .int('must be an integer from 0 to 10000')
+      .min(0, 'must be an integer from 0 to 10000')
+      .max(10000, 'must be an integer from 0 to 10000'),
+  })
+  .partial()
+  .refine((v) => Object.keys(v).length > 0, {
+    error: 'must set at least one of name, payoutWalletTest, payoutWalletLive, platformFeeBps',
+    when: (payload) => payload.issues.length === 0, // an unknown key alone is reported as just that
+  });
+export type OrganizationPatch = z.infer<typeof patchOrganizationBody>;
+
+/**
+ * The owner's organization, created on first sign-in. Two first sign-ins racing both try the insert;
+ * the loser hits the unique owner_address constraint and re-reads the winner's row.
+ */
+export async function ensureOrganizationForOwner(em: EntityManager, ownerAddress: string): Promise<Organization> {
+  const owner = ownerAddress.toLowerCase();
+  const existing = await em.findOne(Organization, { ownerAddress: owner }, { disableIdentityMap: true });
+  if (existing) return existing;
+  const now = new Date();
+  const row = Object.assign(new Organization(), {
+    id: randomUUID(),
+    ownerAddress: owner,
+    name: owner,
+    payoutWalletTest: null,
+    payoutWalletLive: null,
+    platformFeeBps: 0,
+    createdAt: now,
+    updatedAt: now,
+  });
+  try {
+    await em.insert(Organization, row);
+    return row;
+  } catch (err) {
+    if (!(err instanceof UniqueConstraintViolationException)) throw err;
+    return em.findOneOrFail(Organization, { ownerAddress: owner }, { disableIdentityMap: true });
+  }
+}
+
+export async function getOrganization(em: EntityManager, id: string): Promise<Organization> {
+  const org = await em.findOne(Organization, { id });
+  if (!org) throw new ApiError(404, 'organization not found');
+  return org;
+}
+
+export async function updateOrganization(em: EntityManager, id: string, patch: OrganizationPatch): Promise<Organization> {
+  const org = await getOrganization(em, id);
+  em.assign(org, { ...patch, updatedAt: new Date() });
+  await em.flush();
+  return org;
+}
