@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
 import type { ApiDeps, ApiState } from './context';
@@ -8,6 +9,8 @@ import { registerRoutes } from './routes';
 /** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
 export function createApp(deps: ApiDeps): Koa<ApiState> {
   const app = new Koa<ApiState>({ proxy: false });
+  // Signs the siwe-session cookie. Without SESSION_SECRET (devnet), sessions last one process.
+  app.keys = [deps.config.SESSION_SECRET ?? randomBytes(32).toString('hex')];
   app.silent = true; // errors are logged by errorHandler with the request id
   app.use(requestId(deps.logger));
   app.use(errorHandler());

@@ -1,4 +1,4 @@
-import { EntitySchema } from '@mikro-orm/core';
+import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
 /**
  * Persistent records. Plain classes described by EntitySchema (no decorators), so the same
@@ -54,6 +54,7 @@ export class Session {
  * idempotency record that outlives Temporal's retention.
  */
 export class Settlement {
+  [OptionalProps]?: 'createdAt' | 'updatedAt' | 'fee';
   id!: string; // workflow id: settle:<network>:<payer>:<nonce>
   organizationId!: string;
   apiKeyId!: string;
@@ -77,6 +78,7 @@ export class Settlement {
  * retried activity re-sends the same bytes (same hash, same nonce) instead of a second transaction.
  */
 export class RelayerTransaction {
+  [OptionalProps]?: 'createdAt' | 'updatedAt';
   id!: string; // business key of the effect, e.g. settle:...:submit
   chainId!: number;
   signer!: string;

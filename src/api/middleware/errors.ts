@@ -3,7 +3,7 @@ import { ApiError, envelope, type ErrorShape } from '../errors';
 
 /**
  * Last line of defence: every thrown error becomes a response in the route's own error shape
- * (or the generic envelope), never a stack trace. Client errors keep their 4xx; the rest is 500.
+ * or the generic envelope, never a stack trace. Client errors keep their 4xx; the rest is 500.
  */
 export function errorHandler(): Middleware {
   return async (ctx, next) => {
@@ -15,7 +15,9 @@ export function errorHandler(): Middleware {
         err instanceof ApiError ? err.status : Number.isInteger(err?.status) && err.status >= 400 && err.status < 500 ? err.status : 500;
       const message = status >= 500 ? 'internal error' : clientMessage(err);
       if (status >= 500) ctx.state.log?.error({ err }, 'unhandled error');
-      const shape: ErrorShape | undefined = ctx.state.errorShape;
+      // ApiError (auth, not found, ...) always uses the generic envelope, as the spec's 401/403 rules say;
+      // everything else (malformed or oversized bodies, crashes) takes the route's own shape.
+      const shape: ErrorShape | undefined = err instanceof ApiError ? undefined : ctx.state.errorShape;
       const out = shape ? shape(status, message) : { status, body: envelope(status, message) };
       ctx.status = out.status;
       ctx.body = out.body;

@@ -1,10 +1,17 @@
 import type Router from '@koa/router';
 import type { ApiDeps, ApiState } from '../context';
+import { registerApiKeyRoutes } from './api-keys';
+import { registerAuthRoutes } from './auth';
+import { registerOrganizationRoutes } from './organization';
+import { registerSettleRoutes } from './settle';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   router.get('/healthz', (ctx) => {
     ctx.body = { ok: true };
   });
-  void deps;
+  registerAuthRoutes(router, deps);
+  registerOrganizationRoutes(router, deps);
+  registerApiKeyRoutes(router, deps);
+  registerSettleRoutes(router, deps);
 }

@@ -1,0 +1,106 @@
+import { Context, ApplicationFailure } from '@temporalio/activity';
+import { BaseError, ContractFunctionRevertedError, encodeFunctionData, type Address, type Hex } from 'viem';
+import type { MikroORM } from '@mikro-orm/core';
+import type { Config } from '../src/config';
+import type { NetworkTable, EvmNetworkId } from '../src/chains/networks';
+import { tokenAbi, facilitatorAbi } from '../src/chains/evm/abi';
+import { publicClientFor } from '../src/chains/evm/clients';
+import { verifyExactEvm, type Verification } from '../src/chains/evm/verify-exact';
+import type { Relayer } from '../src/chains/evm/relayer';
+import { Settlement } from '../src/db/entities';
+import { relayerTxId } from '../src/temporal/workflow-ids';
+import type { SettleInput } from '../src/settle/types';
+
+export interface SettlementActivityDeps {
+  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS'>;
+  db: MikroORM;
+  networks: NetworkTable;
+  relayerFor(network: EvmNetworkId): Relayer;
+}
+
+export type SubmitResult = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
+export type ReceiptResult = { status: 'success' | 'reverted'; blockNumber: string };
+
+/** Activities of the settlement workflow. Each is idempotent: safe to retry after any crash. */
+export function createSettlementActivities(deps: SettlementActivityDeps) {
+  const network = (id: EvmNetworkId) => {
+    const n = deps.networks.get(id);
+    if (!n) throw ApplicationFailure.nonRetryable(`unknown network ${id}`, 'invalid_network');
+    return n;
+  };
+
+  return {
+    /** Upserts the settlement record (keyed by workflow id). */
+    async recordSettlement(rec: Partial<Settlement> & { id: string }): Promise<void> {
+      const em = deps.db.em.fork();
+      const now = new Date();
+      await em.upsert(Settlement, { ...rec, createdAt: now, updatedAt: now } as Settlement, {
+        onConflictExcludeFields: ['createdAt'],
+      });
+    },
+
+    /** Every verification rule against the chain's current state; no transaction. */
+    async verifyExactPayment(input: SettleInput): Promise<Verification> {
+      const n = network(input.network);
+      const client = publicClientFor(n);
+      return verifyExactEvm(input.paymentPayload, input.paymentRequirements, n, {
+        nowSeconds: Math.floor(Date.now() / 1000),
+        minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
+        reads: {
+          balanceOf: (token, owner) => client.readContract({ address: token, abi: tokenAbi, functionName: 'balanceOf', args: [owner] }),
+          authorizationState: (token, authorizer, nonce) =>
+            client.readContract({ address: token, abi: tokenAbi, functionName: 'authorizationState', args: [authorizer, nonce] }),
+        },
+      });
+    },
+
+    /**
+     * Calls the facilitator's `settle` once for this workflow. A retry returns the transaction that
+     * was already recorded; a call that would revert is reported before anything is signed.
+     */
+    async submitSettlement(input: SettleInput): Promise<SubmitResult> {
+      const n = network(input.network);
+      const relayer = deps.relayerFor(input.network);
+      const a = input.paymentPayload.payload.authorization;
+      const data = encodeFunctionData({
+        abi: facilitatorAbi,
+        functionName: 'settle',
+        args: [
+          input.paymentRequirements.asset as Address,
+          a.from as Address,
+          BigInt(a.value),
+          BigInt(a.validAfter),
+          BigInt(a.validBefore),
+          a.nonce as Hex,
+          input.paymentPayload.payload.signature as Hex,
+          input.payout as Address,
+          BigInt(input.fee),
+          input.feeRecipient as Address,
+        ],
+      });
+      try {
+        const { hash } = await relayer.send(relayerTxId(input.workflowId, 'settle'), { to: n.facilitator as Address, data });
+        return { submitted: true, hash };
+      } catch (err) {
+        const revert = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
+        if (revert) return { submitted: false, reason: 'invalid_transaction_state', detail: (revert as Error).message.split('\n')[0] };
+        throw err; // transient (RPC down, timeout): Temporal retries
+      }
+    },
+
+    /**
+     * Waits for the receipt of the recorded transaction, bounded; throws (retryable) on timeout
+     * after re-broadcasting, so a dropped transaction is sent again with the same bytes.
+     */
+    async awaitSettlementReceipt(input: { network: EvmNetworkId; workflowId: string }): Promise<ReceiptResult> {
+      const relayer = deps.relayerFor(input.network);
+      const tx = await relayer.find(relayerTxId(input.workflowId, 'settle'));
+      if (!tx) throw ApplicationFailure.nonRetryable('no recorded transaction to wait for', 'invalid_transaction_state');
+      const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
+      if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
+      return { status: receipt.status, blockNumber: receipt.blockNumber.toString() };
+    },
+  };
+}
+
+export type SettlementActivities = ReturnType<typeof createSettlementActivities>;

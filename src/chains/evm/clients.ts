@@ -1,0 +1,34 @@
+import { createPublicClient, defineChain, fallback, http, type Chain, type PublicClient } from 'viem';
+import type { EvmNetwork } from '../networks';
+
+/** A viem chain for a network-table entry (only the fields viem needs to sign and call). */
+export function viemChain(network: EvmNetwork): Chain {
+  if (network.chainId === undefined) throw new Error(`network ${network.id} has no chain id`);
+  return defineChain({
+    id: network.chainId,
+    name: network.id,
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: network.rpcUrls } },
+    testnet: network.testnet,
+  });
+}
+
+const cache = new Map<string, PublicClient>();
+
+/**
+ * One public client per network, over a `fallback` transport of the network's RPC URLs. Each call
+ * is bounded (timeout) and retried by viem a couple of times before the activity's own retry.
+ */
+export function publicClientFor(network: EvmNetwork): PublicClient {
+  const key = `${network.id}|${network.rpcUrls.join(',')}`;
+  let client = cache.get(key);
+  if (!client) {
+    const transport = fallback(
+      network.rpcUrls.map((url) => http(url, { timeout: 10_000, retryCount: 2, retryDelay: 50 })),
+      { rank: false },
+    );
+    client = createPublicClient({ chain: viemChain(network), transport, pollingInterval: 50 }) as PublicClient;
+    cache.set(key, client);
+  }
+  return client;
+}

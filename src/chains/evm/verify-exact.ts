@@ -1,0 +1,67 @@
+import { isAddressEqual, verifyTypedData, type Address, type Hex } from 'viem';
+import type { EvmNetwork } from '../networks';
+import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
+import type { SettleReason } from '../../x402/error-reasons';
+import { transferWithAuthorizationTypedData } from './eip3009';
+
+/** Chain reads the verification needs; the activity implements them with viem over RPC. */
+export interface ExactEvmChainReads {
+  balanceOf(token: Address, owner: Address): Promise<bigint>;
+  authorizationState(token: Address, authorizer: Address, nonce: Hex): Promise<boolean>;
+}
+
+export type Verification = { isValid: true; payer: string } | { isValid: false; invalidReason: SettleReason; payer: string };
+
+/**
+ * Verifies an EIP-3009 `exact` payment before any transaction, in this order (docs/decisions.md):
+ * network, scheme, recipients, asset, EIP-712 signature, validAfter, validBefore, value, balance, nonce.
+ * Pure checks run first so a bad payment costs no RPC call.
+ */
+export async function verifyExactEvm(
+  payload: ExactEvmPayload,
+  req: PaymentRequirements,
+  network: EvmNetwork,
+  opts: { nowSeconds: number; minValiditySeconds: number; reads: ExactEvmChainReads },
+): Promise<Verification> {
+  const a = payload.payload.authorization;
+  const payer = a.from;
+  const fail = (invalidReason: SettleReason): Verification => ({ isValid: false, invalidReason, payer });
+
+  if (!network.enabled || payload.network !== req.network || network.id !== req.network) return fail('invalid_network');
+  if (network.permit2Only) return fail('unsupported_scheme');
+  if (payload.scheme !== 'exact' || req.scheme !== 'exact') return fail('invalid_scheme');
+  const facilitator = network.facilitator as Address;
+  if (!isAddressEqual(req.payTo as Address, facilitator) || !isAddressEqual(a.to as Address, facilitator)) {
+    return fail('invalid_exact_evm_payload_recipient_mismatch');
+  }
+  if (!network.usdc || !isAddressEqual(req.asset as Address, network.usdc)) return fail('invalid_exact_evm_payload_asset_mismatch');
+  const name = req.extra?.name;
+  const version = req.extra?.version;
+  if (!name || !version) return fail('invalid_payment_requirements');
+
+  const typed = transferWithAuthorizationTypedData(
+    { name, version, chainId: network.chainId as number, verifyingContract: req.asset as Address },
+    a,
+  );
+  let signatureOk = false;
+  try {
+    signatureOk = await verifyTypedData({ address: a.from as Address, signature: payload.payload.signature as Hex, ...typed });
+  } catch {
+    signatureOk = false; // malformed signature bytes
+  }
+  if (!signatureOk) return fail('invalid_exact_evm_payload_signature');
+
+  if (BigInt(a.validAfter) > BigInt(opts.nowSeconds)) return fail('invalid_exact_evm_payload_authorization_valid_after');
+  if (BigInt(a.validBefore) < BigInt(opts.nowSeconds + opts.minValiditySeconds)) {
+    return fail('invalid_exact_evm_payload_authorization_valid_before');
+  }
+  if (BigInt(a.value) !== BigInt(req.maxAmountRequired)) return fail('invalid_exact_evm_payload_authorization_value');
+
+  const [balance, used] = await Promise.all([
+    opts.reads.balanceOf(req.asset as Address, a.from as Address),
+    opts.reads.authorizationState(req.asset as Address, a.from as Address, a.nonce as Hex),
+  ]);
+  if (balance < BigInt(a.value)) return fail('insufficient_funds');
+  if (used) return fail('invalid_exact_evm_payload_authorization_nonce_used');
+  return { isValid: true, payer };
+}

@@ -1,0 +1,137 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import type { EntityManager } from '@mikro-orm/core';
+import type { ApiDeps, AuthContext } from '../api/context';
+import { assertKeyModeAllows } from '../api/middleware/auth';
+import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import { Organization, Settlement } from '../db/entities';
+import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
+import {
+  exactEvmPayloadSchema,
+  paymentPayloadEnvelopeSchema,
+  paymentRequirementsSchema,
+  type SettleResponse,
+} from '../x402/schemas';
+import { settleWorkflowId } from '../temporal/workflow-ids';
+import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { classifySettleRoute } from './classify';
+import type { SettleInput, SettleOutcome } from './types';
+
+export interface SettleReply {
+  status: number;
+  body: SettleResponse;
+}
+
+const FINAL_STATES = new Set(['settled', 'failed']);
+
+export const settleFailure = (reason: SettleReason | string, network = '', payer?: string): SettleReply => ({
+  status: settleStatusFor(reason),
+  body: { success: false, errorReason: reason, transaction: '', network, ...(payer ? { payer } : {}) },
+});
+
+/**
+ * POST /v1/settle after authentication: validate, route, resolve the payout, then start (or attach
+ * to) the settlement workflow and wait for it up to SETTLE_WAIT_MS.
+ */
+export async function settlePayment(
+  deps: ApiDeps,
+  req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
+): Promise<SettleReply> {
+  const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
+  const envelope = paymentPayloadEnvelopeSchema.safeParse(body.paymentPayload);
+  const rawNetwork = typeof (body.paymentPayload as { network?: unknown })?.network === 'string' ? String((body.paymentPayload as { network: string }).network) : '';
+  if (!envelope.success) return settleFailure('invalid_payload', rawNetwork);
+  const requirements = paymentRequirementsSchema.safeParse(body.paymentRequirements);
+  if (!requirements.success) return settleFailure('invalid_payment_requirements', rawNetwork);
+
+  const route = classifySettleRoute(envelope.data, requirements.data);
+  if (route !== 'eip3009') return settleFailure('unsupported_scheme', rawNetwork); // later routes: issue 4
+  const parsed = exactEvmPayloadSchema.safeParse(body.paymentPayload);
+  if (!parsed.success) return settleFailure('invalid_payload', rawNetwork);
+  const payload = parsed.data;
+  const payer = payload.payload.authorization.from;
+
+  const network = isEvmNetworkId(payload.network) ? deps.networks.get(payload.network) : undefined;
+  if (!network) return settleFailure('invalid_network', rawNetwork, payer);
+  assertKeyModeAllows(req.auth, network); // 403 before anything else is said about the network
+  if (!network.enabled || network.permitOnly) return settleFailure('invalid_network', rawNetwork, payer);
+  if (!network.testnet && !deps.config.MAINNETS_ENABLED) return settleFailure('invalid_network', rawNetwork, payer);
+
+  const org = await req.em.findOne(Organization, { id: req.auth.organizationId });
+  const payout = requirements.data.extra?.creditedRecipient ?? (network.testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
+  if (!org || !payout) return settleFailure('payout_wallet_not_configured', network.id, payer);
+
+  const workflowId = settleWorkflowId(network.id, payer, payload.payload.authorization.nonce);
+  const known = await req.em.findOne(Settlement, { id: workflowId });
+  if (known && FINAL_STATES.has(known.state) && known.response) {
+    return reply(JSON.parse(known.response) as SettleResponse, known.organizationId, req.auth, network);
+  }
+
+  const { fee, feeRecipient } = platformFee(BigInt(payload.payload.authorization.value), org, deps);
+  const input: SettleInput = {
+    workflowId,
+    requestId: req.requestId,
+    organizationId: org.id,
+    apiKeyId: req.auth.apiKeyId ?? '',
+    route: 'eip3009',
+    network: network.id,
+    paymentPayload: payload,
+    paymentRequirements: requirements.data,
+    payout,
+    fee: fee.toString(),
+    feeRecipient,
+  };
+  const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.settlement, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    searchAttributes: [
+      { key: X402Kind, value: 'settle' },
+      { key: X402Network, value: network.id },
+      { key: X402Payer, value: payer.toLowerCase() },
+      { key: X402State, value: 'verifying' },
+      { key: X402Organization, value: org.id },
+    ],
+    memo: { requestId: req.requestId },
+  });
+
+  try {
+    const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
+    if (result.done) return reply(result.value.response, result.value.organizationId, req.auth, network);
+  } catch (err) {
+    const rejected = rejectionOf(err);
+    if (rejected) return { status: settleStatusFor(rejected.errorReason ?? ''), body: rejected };
+    throw err;
+  }
+  // Still running: answer pending with the transaction hash once one is recorded; a repeat of
+  // this request attaches to the same workflow.
+  const row = await req.em.fork().findOne(Settlement, { id: workflowId });
+  return {
+    status: settleStatusFor('settlement_pending'),
+    body: { success: false, errorReason: 'settlement_pending', transaction: row?.transaction ?? '', network: network.id, payer },
+  };
+}
+
+/** An authorization already settled for another organization is not theirs to claim. */
+function reply(response: SettleResponse, ownerOrg: string, auth: AuthContext, network: EvmNetwork): SettleReply {
+  if (ownerOrg !== auth.organizationId) return settleFailure('invalid_transaction_state', network.id, response.payer);
+  return { status: response.success ? 200 : settleStatusFor(response.errorReason ?? ''), body: response };
+}
+
+/** A workflow that ended failed with our SettlementRejected failure carries its settle response. */
+function rejectionOf(err: unknown): SettleResponse | undefined {
+  if (!(err instanceof WorkflowFailedError)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === 'SettlementRejected' && cause.details?.[0]) {
+    return cause.details[0] as SettleResponse;
+  }
+  return undefined;
+}
+
+function platformFee(value: bigint, org: Organization, deps: ApiDeps): { fee: bigint; feeRecipient: string } {
+  const recipient = deps.config.PLATFORM_FEE_RECIPIENT;
+  if (!recipient || !org.platformFeeBps) return { fee: 0n, feeRecipient: '0x0000000000000000000000000000000000000000' };
+  return { fee: (value * BigInt(org.platformFeeBps)) / 10_000n, feeRecipient: recipient };
+}

@@ -1,0 +1,51 @@
+import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle } from '@temporalio/client';
+import type { SearchAttributePair, Workflow } from '@temporalio/common';
+
+/**
+ * Starts the workflow under its business-key id, or attaches to the execution that already has it.
+ * Running: USE_EXISTING returns that run. Completed: REJECT for a successful one (we attach and read
+ * its result); a *failed* run (rejected before any transaction) may run again.
+ */
+export async function startOrAttach<W extends Workflow>(
+  client: Client,
+  workflow: string,
+  opts: {
+    workflowId: string;
+    taskQueue: string;
+    args: unknown[];
+    searchAttributes: SearchAttributePair[];
+    memo?: Record<string, unknown>;
+  },
+): Promise<WorkflowHandle<W>> {
+  try {
+    return await client.workflow.start<Workflow>(workflow, {
+      workflowId: opts.workflowId,
+      taskQueue: opts.taskQueue,
+      args: opts.args,
+      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      typedSearchAttributes: opts.searchAttributes,
+      memo: opts.memo,
+    }) as WorkflowHandle<W>;
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle<W>(opts.workflowId);
+    throw err;
+  }
+}
+
+/** Waits for the result until `deadline`; `undefined` when it is not there yet. */
+export async function resultBefore<T>(client: Client, handle: WorkflowHandle, deadline: number): Promise<{ done: true; value: T } | { done: false }> {
+  try {
+    const value = (await client.withDeadline(deadline, () => handle.result())) as T;
+    return { done: true, value };
+  } catch (err) {
+    if (Date.now() >= deadline - 5 && isDeadlineError(err)) return { done: false };
+    throw err;
+  }
+}
+
+function isDeadlineError(err: unknown): boolean {
+  const e = err as { code?: number; cause?: { code?: number }; message?: string };
+  // gRPC DEADLINE_EXCEEDED = 4; the client wraps it in a ServiceError.
+  return e?.code === 4 || e?.cause?.code === 4 || /deadline/i.test(String(e?.message));
+}

@@ -1,0 +1,2 @@
+/** Workflow type names as registered by the worker (exported function names in workflows/). */
+export const WORKFLOW_TYPES = { settlement: 'settlementWorkflow' } as const;

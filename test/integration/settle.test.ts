@@ -1,0 +1,102 @@
+import type { Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { Settlement } from '../../src/db/entities';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { exactPayment } from '../support/payments';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/** POST /v1/settle on the real stack: Temporal dev server, anvil with our contracts, real DB, real HTTP. */
+describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
+  let h: SettleHarness;
+  const buyer = TEST_ACCOUNTS.buyers[kind === 'sqlite' ? 0 : 1];
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, { relayerIndex: 0, platformFeeBps: 250 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const pay = (o: Partial<Parameters<typeof exactPayment>[0]> = {}) =>
+    exactPayment({
+      buyer,
+      network: 'base-sepolia',
+      chainId: h.stack.chains['base-sepolia'].chainId,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+      ...o,
+    });
+
+  test('settles a payment: exact response, payout minus platform fee, one on-chain transfer, recorded', async () => {
+    const body = await pay({ value: 2_000_000n });
+    const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
+    const [buyerBefore, payoutBefore, feeBefore] = await Promise.all([
+      h.balanceOf(buyer.address),
+      h.balanceOf(h.payout),
+      h.balanceOf(h.feeRecipient),
+    ]);
+
+    const res = await h.settle(body);
+
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    const receipt = await h.chain.getTransactionReceipt({ hash: res.body.transaction });
+    expect(receipt.status).toBe('success');
+    expect(receipt.to?.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2_000_000n);
+    expect(await h.balanceOf(h.payout)).toBe(payoutBefore + 1_950_000n); // 2.5 % platform fee
+    expect(await h.balanceOf(h.feeRecipient)).toBe(feeBefore + 50_000n);
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+
+    const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: `settle:base-sepolia:${buyer.address.toLowerCase()}:${nonce}` });
+    expect(row).toMatchObject({
+      route: 'eip3009',
+      network: 'base-sepolia',
+      payer: buyer.address.toLowerCase(),
+      recipient: h.payout.toLowerCase(),
+      amount: '2000000',
+      fee: '50000',
+      transaction: res.body.transaction,
+      state: 'settled',
+      errorReason: null,
+    });
+    expect(JSON.parse(row.response!)).toEqual(res.body);
+
+    // The same authorization later: same answer, no second transfer.
+    const again = await h.settle(body);
+    expect(again.status).toBe(200);
+    expect(again.body).toEqual(res.body);
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2_000_000n);
+  });
+
+  test('50 concurrent identical requests: exactly one transfer and identical bodies', async () => {
+    const body = await pay({ value: 1_234_567n });
+    const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
+    const before = await h.balanceOf(buyer.address);
+
+    const replies = await Promise.all(Array.from({ length: 50 }, () => h.settle(body)));
+
+    expect(new Set(replies.map((r) => r.status))).toEqual(new Set([200]));
+    const first = JSON.stringify(replies[0].body);
+    expect(replies.every((r) => JSON.stringify(r.body) === first)).toBe(true);
+    expect(replies[0].body.success).toBe(true);
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(before - 1_234_567n);
+  });
+
+  test('a payer with no funds gets insufficient_funds and nothing is sent', async () => {
+    const poor = privateKeyToAccount(generatePrivateKey());
+    const body = await exactPayment({
+      buyer: poor,
+      network: 'base-sepolia',
+      chainId: h.stack.chains['base-sepolia'].chainId,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+    });
+    const res = await h.settle(body);
+    expect(res.status).toBe(402);
+    expect(res.body).toEqual({ success: false, errorReason: 'insufficient_funds', transaction: '', network: 'base-sepolia', payer: poor.address });
+  });
+});

@@ -1,0 +1,47 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
+import { startTemporalDevServer } from '../../temporal/dev-server';
+import { startAnvil } from '../../devnet/anvil';
+import { deployDevnet } from '../../devnet/deploy';
+import { TEST_ACCOUNTS } from './accounts';
+import { STACK_INFO_PATH, type StackInfo } from './stack-info';
+
+/**
+ * Starts the real stack once for the whole run: a Temporal dev server (in memory), two anvil chains
+ * with the real chain ids of base-sepolia and optimism-sepolia, our contracts deployed, and the
+ * workflow bundle built once (workers spawned by tests load it instead of re-bundling).
+ */
+export default async function globalSetup(): Promise<void> {
+  const quiet = () => undefined;
+  const [temporal, base, optimism] = await Promise.all([
+    startTemporalDevServer({ uiPort: false, log: quiet }),
+    startAnvil({ chainId: 84532, log: quiet }),
+    startAnvil({ chainId: 11155420, log: quiet }),
+  ]);
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism];
+
+  const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
+  const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
+  const [deployed] = await Promise.all([
+    deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
+    deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
+  ]);
+
+  const workflowBundlePath = join(dirname(STACK_INFO_PATH), 'test-workflow-bundle.js');
+  mkdirSync(dirname(STACK_INFO_PATH), { recursive: true });
+  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
+  writeFileSync(workflowBundlePath, code);
+
+  const info: StackInfo = {
+    temporalAddress: temporal.address,
+    workflowBundlePath,
+    chains: {
+      'base-sepolia': { rpcUrl: base.rpcUrl, chainId: base.chainId },
+      'optimism-sepolia': { rpcUrl: optimism.rpcUrl, chainId: optimism.chainId },
+    },
+    usdc: deployed.usdc,
+    facilitator: deployed.facilitator,
+  };
+  writeFileSync(STACK_INFO_PATH, JSON.stringify(info, null, 2));
+}

@@ -1,0 +1,5 @@
+/** Stops what the global setup started (Temporal dev server and anvil chains). */
+export default async function globalTeardown(): Promise<void> {
+  const stack: { stop(): Promise<unknown> }[] = (globalThis as any).__X402_STACK__ ?? [];
+  await Promise.all(stack.map((s) => s.stop()));
+}

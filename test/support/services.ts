@@ -1,0 +1,51 @@
+import { join } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { spawnManaged, waitUntil, type ManagedProcess } from '../../devnet/process';
+import type { Config } from '../../src/config';
+import { readStackInfo } from './stack-info';
+
+const ROOT = join(__dirname, '..', '..');
+
+/**
+ * Environment of one test file's services on the shared stack: its own task queue (so only its
+ * own workers pick up its workflows), its own relayer key and its own database.
+ */
+export function stackEnv(opts: { taskQueue: string; relayerKey: string }): Record<string, string> {
+  const stack = readStackInfo();
+  const env: Record<string, string> = {
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', // the worker's 'worker ready' line is info
+    TEMPORAL_ADDRESS: stack.temporalAddress,
+    TEMPORAL_TASK_QUEUE: opts.taskQueue,
+    RELAYER_PRIVATE_KEY: opts.relayerKey,
+    RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
+    RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
+    WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath,
+  };
+  return env;
+}
+
+/** The database variables of a test database's config, for a worker process. */
+export function dbEnv(config: Config): Record<string, string> {
+  return config.DATABASE_URL ? { DATABASE_URL: config.DATABASE_URL } : { SQLITE_PATH: config.SQLITE_PATH };
+}
+
+/** A real worker process (workers/main.ts under tsx), ready once it has said so. */
+export async function startWorker(env: Record<string, string>): Promise<ManagedProcess> {
+  let ready = false;
+  const proc = spawnManaged('worker', join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'workers', 'main.ts')], {
+    env: { ...process.env, ...env },
+    cwd: ROOT,
+    log: (line) => {
+      if (line.includes('worker ready')) ready = true;
+      if (process.env.TEST_WORKER_LOGS) process.stderr.write(`[worker] ${line}\n`);
+    },
+  });
+  await waitUntil('worker ready', async () => ready, { timeoutMs: 60_000, intervalMs: 50, process: proc });
+  return proc;
+}
+
+export async function connectTestTemporal(): Promise<Client> {
+  const connection = await Connection.connect({ address: readStackInfo().temporalAddress });
+  return new Client({ connection });
+}

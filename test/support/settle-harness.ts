@@ -1,0 +1,106 @@
+import { randomBytes } from 'node:crypto';
+import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { Client } from '@temporalio/client';
+import type { ManagedProcess } from '../../devnet/process';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
+import { TEST_ACCOUNTS } from './accounts';
+import { openTestDatabase, type DbKind, type TestDatabase } from './db';
+import { request, signIn, startApi, type JsonResponse, type RunningApi } from './http';
+import { connectTestTemporal, dbEnv, stackEnv, startWorker } from './services';
+import { readStackInfo, type StackInfo } from './stack-info';
+
+/**
+ * One test file's slice of the real stack for settlement tests: a database of the given kind, the
+ * API in-process over real HTTP, a real worker process on its own task queue, a signed-in
+ * organization with a payout wallet and a test API key, and chain helpers.
+ */
+export interface SettleHarness {
+  stack: StackInfo;
+  tdb: TestDatabase;
+  api: RunningApi;
+  temporal: Client;
+  worker: ManagedProcess;
+  env: Record<string, string>;
+  apiKey: string;
+  cookie: string;
+  chain: PublicClient;
+  payout: Address;
+  feeRecipient: Address;
+  settle(body: unknown, headers?: Record<string, string>): Promise<JsonResponse>;
+  restartWorker(opts?: { kill?: boolean }): Promise<void>;
+  balanceOf(who: Address): Promise<bigint>;
+  /** Settled events of the facilitator for this payer and nonce, over the whole chain. */
+  settledEvents(from: Address, nonce: Hex): Promise<number>;
+  close(): Promise<void>;
+}
+
+export async function startSettleHarness(
+  kind: DbKind,
+  opts: { relayerIndex: number; env?: Record<string, string>; platformFeeBps?: number },
+): Promise<SettleHarness> {
+  const stack = readStackInfo();
+  const feeRecipient = TEST_ACCOUNTS.feeRecipient.address;
+  // A fresh payout wallet per harness, so balance deltas are exact.
+  const payout = privateKeyToAccount(generatePrivateKey()).address;
+  const env = {
+    ...stackEnv({ taskQueue: `settle-${kind}-${randomBytes(4).toString('hex')}`, relayerKey: TEST_ACCOUNTS.relayerKeys[opts.relayerIndex] }),
+    PLATFORM_FEE_RECIPIENT: feeRecipient,
+    ...opts.env,
+  };
+  const tdb = await openTestDatabase(kind, env);
+  const temporal = await connectTestTemporal();
+  const api = await startApi({ db: tdb.db, config: tdb.config, temporal });
+  const workerEnv = { ...env, ...dbEnv(tdb.config) };
+  let worker = await startWorker(workerEnv);
+
+  const owner = privateKeyToAccount(generatePrivateKey());
+  const cookie = await signIn(api.baseUrl, owner);
+  const patched = await request('PATCH', `${api.baseUrl}/v1/organization`, {
+    cookie,
+    json: { payoutWalletTest: payout, platformFeeBps: opts.platformFeeBps ?? 0 },
+  });
+  if (patched.status !== 200) throw new Error(`PATCH /v1/organization: ${patched.status} ${JSON.stringify(patched.body)}`);
+  const key = await request('POST', `${api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'seller backend', test_net: true } });
+  if (key.status !== 201) throw new Error(`POST /v1/api_keys: ${key.status} ${JSON.stringify(key.body)}`);
+
+  const chain = createPublicClient({ transport: http(stack.chains['base-sepolia'].rpcUrl) });
+  const h: SettleHarness = {
+    stack,
+    tdb,
+    api,
+    temporal,
+    get worker() {
+      return worker;
+    },
+    env: workerEnv,
+    apiKey: key.body.api_key,
+    cookie,
+    chain,
+    payout,
+    feeRecipient,
+    settle: (body, headers = {}) =>
+      request('POST', `${api.baseUrl}/v1/settle`, { json: body, headers: { authorization: `Bearer ${h.apiKey}`, ...headers } }),
+    async restartWorker({ kill = false } = {}) {
+      if (kill) {
+        worker.child.kill('SIGKILL');
+        await worker.exited;
+      } else await worker.stop();
+      worker = await startWorker(workerEnv);
+    },
+    balanceOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),
+    async settledEvents(from, nonce) {
+      const logs = await chain.getLogs({ address: stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
+      return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'Settled' }).filter(
+        (l) => l.args.from.toLowerCase() === from.toLowerCase() && l.args.nonce === nonce,
+      ).length;
+    },
+    async close() {
+      await worker.stop();
+      await api.close();
+      await temporal.connection.close();
+      await tdb.close();
+    },
+  };
+  return h;
+}

@@ -1,0 +1,2 @@
+// Every workflow the worker registers. Deterministic code only: no I/O here (see activities/).
+export { settlementWorkflow } from './settlement';
