@@ -1,0 +1,230 @@
+import { randomBytes } from 'node:crypto';
+import { createWalletClient, http, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { request } from '../support/http';
+import { exactPayment } from '../support/payments';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * Every way POST /v1/settle refuses a payment, on the real stack: the exact status and body, and
+ * that no money moved.
+ */
+describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
+  let h: SettleHarness;
+  const buyer = TEST_ACCOUNTS.buyers[2];
+  const stranger = privateKeyToAccount(generatePrivateKey());
+  const now = () => BigInt(Math.floor(Date.now() / 1000));
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, { relayerIndex: 1 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const pay = (o: Partial<Parameters<typeof exactPayment>[0]> = {}) =>
+    exactPayment({
+      buyer,
+      network: 'base-sepolia',
+      chainId: h.stack.chains['base-sepolia'].chainId,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+      ...o,
+    });
+  const rejected = (errorReason: string, network = 'base-sepolia', payer: string | null = buyer.address) => ({
+    success: false,
+    errorReason,
+    transaction: '',
+    network,
+    ...(payer ? { payer } : {}),
+  });
+
+  /** Sends the body, checks the answer, and checks the buyer's balance did not move. */
+  async function expectRejected(body: unknown, status: number, expected: object) {
+    const before = await h.balanceOf(buyer.address);
+    const res = await h.settle(body);
+    expect({ status: res.status, body: res.body }).toEqual({ status, body: expected });
+    expect(await h.balanceOf(buyer.address)).toBe(before);
+  }
+
+  test.each([
+    ['payTo is not the facilitator', { payTo: '0x000000000000000000000000000000000000dEaD' }],
+    ['authorization.to is not the facilitator', { to: '0x000000000000000000000000000000000000dEaD' }],
+  ])('%s -> invalid_exact_evm_payload_recipient_mismatch', async (_, o) => {
+    await expectRejected(await pay(o as never), 400, rejected('invalid_exact_evm_payload_recipient_mismatch'));
+  });
+
+  test('an asset other than the network USDC -> invalid_exact_evm_payload_asset_mismatch', async () => {
+    await expectRejected(await pay({ asset: '0x000000000000000000000000000000000000bEEF' }), 400, rejected('invalid_exact_evm_payload_asset_mismatch'));
+  });
+
+  test('signed by someone else -> invalid_exact_evm_payload_signature', async () => {
+    await expectRejected(await pay({ signer: stranger }), 400, rejected('invalid_exact_evm_payload_signature'));
+  });
+
+  test('signed for another token domain version -> invalid_exact_evm_payload_signature', async () => {
+    const body = await pay();
+    body.paymentRequirements.extra = { name: 'USDC', version: '1' };
+    await expectRejected(body, 400, rejected('invalid_exact_evm_payload_signature'));
+  });
+
+  test('not yet valid -> invalid_exact_evm_payload_authorization_valid_after', async () => {
+    await expectRejected(
+      await pay({ validAfter: now() + 3600n, validBefore: now() + 7200n }),
+      400,
+      rejected('invalid_exact_evm_payload_authorization_valid_after'),
+    );
+  });
+
+  test('expiring within the minimum validity -> invalid_exact_evm_payload_authorization_valid_before', async () => {
+    await expectRejected(await pay({ validBefore: now() + 2n }), 400, rejected('invalid_exact_evm_payload_authorization_valid_before'));
+  });
+
+  test('value differs from maxAmountRequired -> invalid_exact_evm_payload_authorization_value', async () => {
+    await expectRejected(
+      await pay({ value: 1_000_000n, maxAmountRequired: 2_000_000n }),
+      400,
+      rejected('invalid_exact_evm_payload_authorization_value'),
+    );
+  });
+
+  test('more than the balance -> insufficient_funds (402)', async () => {
+    const balance = await h.balanceOf(buyer.address);
+    await expectRejected(await pay({ value: balance + 1n }), 402, rejected('insufficient_funds'));
+  });
+
+  test('nonce already used on-chain -> invalid_exact_evm_payload_authorization_nonce_used (409)', async () => {
+    // The buyer cancels the authorization on the token itself by spending its nonce elsewhere.
+    const nonce = `0x${randomBytes(32).toString('hex')}` as Hex;
+    const spent = await pay({ nonce, value: 1n });
+    const a = spent.paymentPayload.payload.authorization;
+    const wallet = createWalletClient({ account: buyer, transport: http(h.stack.chains['base-sepolia'].rpcUrl) });
+    const hash = await wallet.writeContract({
+      chain: null,
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transferWithAuthorization',
+      args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), nonce, spent.paymentPayload.payload.signature],
+    });
+    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    await expectRejected(await pay({ nonce }), 409, rejected('invalid_exact_evm_payload_authorization_nonce_used'));
+  });
+
+  test('a network that is not enabled -> invalid_network', async () => {
+    await expectRejected(await pay({ network: 'arc-testnet' }), 400, rejected('invalid_network', 'arc-testnet'));
+  });
+
+  test('an unknown network -> invalid_network', async () => {
+    await expectRejected(await pay({ network: 'atlantis' }), 400, rejected('invalid_network', 'atlantis'));
+  });
+
+  test('payload and requirements name different networks -> invalid_network', async () => {
+    const body = await pay();
+    body.paymentRequirements.network = 'optimism-sepolia';
+    await expectRejected(body, 400, rejected('invalid_network'));
+  });
+
+  test('requirements without the token domain (extra) -> invalid_payment_requirements', async () => {
+    const body = await pay();
+    delete (body.paymentRequirements as { extra?: unknown }).extra;
+    await expectRejected(body, 400, rejected('invalid_payment_requirements'));
+  });
+
+  test('malformed payload and requirements -> invalid_payload / invalid_payment_requirements', async () => {
+    const body = await pay();
+    const badNonce = structuredClone(body);
+    badNonce.paymentPayload.payload.authorization.nonce = '0x1234';
+    await expectRejected(badNonce, 400, rejected('invalid_payload', 'base-sepolia', null));
+    const badAmount = structuredClone(body);
+    badAmount.paymentRequirements.maxAmountRequired = '1.5';
+    await expectRejected(badAmount, 400, rejected('invalid_payment_requirements', 'base-sepolia', null));
+    await expectRejected({ paymentPayload: 42 }, 400, rejected('invalid_payload', '', null));
+    await expectRejected([], 400, rejected('invalid_payload', '', null));
+  });
+
+  test('a rejected authorization can be settled once the problem is fixed (nothing was sent)', async () => {
+    const poorBuyer = privateKeyToAccount(generatePrivateKey());
+    const nonce = `0x${randomBytes(32).toString('hex')}` as Hex;
+    const body = await exactPayment({
+      buyer: poorBuyer,
+      network: 'base-sepolia',
+      chainId: h.stack.chains['base-sepolia'].chainId,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+      value: 5n,
+      nonce,
+    });
+    const first = await h.settle(body);
+    expect(first.body).toEqual(rejected('insufficient_funds', 'base-sepolia', poorBuyer.address));
+    // Fund the buyer, then the very same authorization settles.
+    const funder = createWalletClient({ account: buyer, transport: http(h.stack.chains['base-sepolia'].rpcUrl) });
+    const hash = await funder.writeContract({ chain: null, address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [poorBuyer.address, 5n] });
+    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const second = await h.settle(body);
+    expect(second.status).toBe(200);
+    expect(second.body.success).toBe(true);
+    expect(await h.settledEvents(poorBuyer.address, nonce)).toBe(1);
+  });
+
+  describe('bodies', () => {
+    const raw = (body: string, contentType = 'application/json') =>
+      request('POST', `${h.api.baseUrl}/v1/settle`, { body, headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': contentType } });
+
+    test('malformed JSON -> 400 in the settle shape', async () => {
+      const res = await raw('{"paymentPayload": ');
+      expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: rejected('invalid_payload', '', null) });
+    });
+
+    test('a 2 MB body -> 413 in the settle shape', async () => {
+      const res = await raw(JSON.stringify({ paymentPayload: { pad: 'x'.repeat(2 * 1024 * 1024) } }));
+      expect({ status: res.status, body: res.body }).toEqual({ status: 413, body: rejected('invalid_payload', '', null) });
+    });
+
+    test('a non-JSON content type -> 415 in the settle shape', async () => {
+      const res = await raw('paymentPayload=1', 'application/x-www-form-urlencoded');
+      expect({ status: res.status, body: res.body }).toEqual({ status: 415, body: rejected('invalid_payload', '', null) });
+    });
+  });
+
+  describe('API keys on settle', () => {
+    test('missing, malformed and unknown keys -> 401 envelope', async () => {
+      const body = await pay();
+      for (const authorization of [undefined, 'Basic abc', `Bearer pk_test_${'0'.repeat(64)}`, 'Bearer sk_test_abc']) {
+        const res = await request('POST', `${h.api.baseUrl}/v1/settle`, { json: body, headers: authorization ? { authorization } : {} });
+        expect(res.status).toBe(401);
+        expect(res.body).toEqual({ type: 'api_error', code: 401, message: expect.any(String) });
+      }
+    });
+
+    test('a revoked key -> 403 envelope', async () => {
+      const created = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie: h.cookie, json: { name: 'to revoke', test_net: true } });
+      const del = await request('DELETE', `${h.api.baseUrl}/v1/api_keys/${created.body.id}`, { cookie: h.cookie });
+      expect(del.status).toBe(200);
+      const res = await h.settle(await pay(), { authorization: `Bearer ${created.body.api_key}` });
+      expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { type: 'api_error', code: 403, message: 'API key revoked' } });
+    });
+
+    test('a test key on a mainnet network and a live key on a testnet -> 403 envelope', async () => {
+      const onMainnet = await h.settle(await pay({ network: 'base' }));
+      expect({ status: onMainnet.status, body: onMainnet.body }).toEqual({
+        status: 403,
+        body: { type: 'api_error', code: 403, message: 'test keys settle testnets only' },
+      });
+      const live = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie: h.cookie, json: { name: 'live', test_net: false } });
+      const res = await h.settle(await pay(), { authorization: `Bearer ${live.body.api_key}` });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 403,
+        body: { type: 'api_error', code: 403, message: 'live keys settle mainnets only' },
+      });
+    });
+
+    test('last_used_at is recorded for the key that settled', async () => {
+      const list = await request('GET', `${h.api.baseUrl}/v1/api_keys`, { cookie: h.cookie });
+      const used = list.body.apiKeys.filter((k: { last_used_at: string | null }) => k.last_used_at !== null);
+      expect(used.length).toBeGreaterThanOrEqual(1);
+    });
+  });
+});
