@@ -8,6 +8,8 @@ import { z } from 'zod';
 
 const hexKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 0x-prefixed 32-byte hex private key');
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
+/** A whole number written plainly: no '', '0x10' or '1e3' (z.coerce would read '' as 0). */
+const int = () => z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int());
 const boolish = z
   .enum(['true', 'false', '1', '0', 'yes', 'no'])
   .transform((v) => v === 'true' || v === '1' || v === 'yes');
@@ -20,7 +22,7 @@ const schema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 
   HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(4021),
+  PORT: int().pipe(z.number().min(0).max(65535)).default(4021),
   /** Public origin of the API; SIWE messages must name its host as their domain. */
   PUBLIC_URL: z.string().url().optional(),
   BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 64kb').default('64kb'),
@@ -39,15 +41,15 @@ const schema = z.object({
 
   /** HMAC key of the `siwe-session` cookie. Required in production; devnet derives a file-backed one. */
   SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-  SESSION_TTL_SECONDS: z.coerce.number().int().positive().default(8 * 3600),
-  SIWE_NONCE_TTL_SECONDS: z.coerce.number().int().positive().default(600),
+  SESSION_TTL_SECONDS: int().pipe(z.number().positive()).default(8 * 3600),
+  SIWE_NONCE_TTL_SECONDS: int().pipe(z.number().positive()).default(600),
 
   /** How long POST /v1/settle waits for the workflow before answering `settlement_pending`. */
-  SETTLE_WAIT_MS: z.coerce.number().int().min(100).max(300_000).default(20_000),
+  SETTLE_WAIT_MS: int().pipe(z.number().min(100).max(300_000)).default(20_000),
   /** An authorization must stay valid at least this long after verification (EIP-3009 validBefore). */
-  MIN_VALIDITY_SECONDS: z.coerce.number().int().min(0).max(3600).default(6),
+  MIN_VALIDITY_SECONDS: int().pipe(z.number().max(3600)).default(6),
   /** Upper bound on one receipt wait inside an activity; the activity retries after it. */
-  RECEIPT_WAIT_MS: z.coerce.number().int().min(100).default(30_000),
+  RECEIPT_WAIT_MS: int().pipe(z.number().min(100)).default(30_000),
 
   /** Relayer signing key of this worker process, used on every EVM network it serves. */
   RELAYER_PRIVATE_KEY: hexKey.default(DEVNET_RELAYER_KEY),
@@ -64,7 +66,9 @@ export class ConfigError extends Error {}
 
 /** Parse `env`; throws ConfigError naming every bad variable. */
 export function loadConfig(env: Record<string, string | undefined> = process.env): Config {
-  const result = schema.safeParse(env);
+  // An empty variable counts as unset, as in the network table's overrides.
+  const set = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const result = schema.safeParse(set);
   if (!result.success) {
     const lines = result.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`);
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);

@@ -122,7 +122,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       rpcRaw === 'none'
         ? []
         : (readEnv(env, `RPC_URLS_${sfx}`, (v) => urlList.parse(v.split(',').map((u) => u.trim()))) ?? s.rpcUrls ?? []);
-    const chainId = readEnv(env, `CHAIN_ID_${sfx}`, (v) => z.coerce.number().int().positive().parse(v)) ?? s.chainId;
+    const chainId = readEnv(env, `CHAIN_ID_${sfx}`, (v) => z.string().regex(/^[1-9]\d*$/).transform(Number).parse(v)) ?? s.chainId;
     const usdc = addr(`USDC_ADDRESS_${sfx}`) ?? s.usdc;
     const facilitator = facilitators[s.facilitator];
     table.set(id, {

@@ -26,4 +26,4 @@ export const SETTLE_REASON_STATUS = {
 export type SettleReason = keyof typeof SETTLE_REASON_STATUS;
 
 export const settleStatusFor = (reason: string): number =>
-  (SETTLE_REASON_STATUS as Record<string, number>)[reason] ?? 400;
+  Object.hasOwn(SETTLE_REASON_STATUS, reason) ? SETTLE_REASON_STATUS[reason as SettleReason] : 400;

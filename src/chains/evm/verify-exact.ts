@@ -1,4 +1,4 @@
-import { isAddressEqual, verifyTypedData, type Address, type Hex } from 'viem';
+import { getAddress, isAddressEqual, parseSignature, size, verifyTypedData, type Address, type Hex } from 'viem';
 import type { EvmNetwork } from '../networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
@@ -9,6 +9,8 @@ export interface ExactEvmChainReads {
   balanceOf(token: Address, owner: Address): Promise<bigint>;
   authorizationState(token: Address, authorizer: Address, nonce: Hex): Promise<boolean>;
 }
+
+const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 export type Verification = { isValid: true; payer: string } | { isValid: false; invalidReason: SettleReason; payer: string };
 
@@ -39,13 +41,18 @@ export async function verifyExactEvm(
   const version = req.extra?.version;
   if (!name || !version) return fail('invalid_payment_requirements');
 
+  // Any spelling of an address is accepted; the typed data needs checksummed ones.
+  const checksummed = { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) };
   const typed = transferWithAuthorizationTypedData(
-    { name, version, chainId: network.chainId as number, verifyingContract: req.asset as Address },
-    a,
+    { name, version, chainId: network.chainId as number, verifyingContract: getAddress(req.asset.toLowerCase()) },
+    checksummed,
   );
   let signatureOk = false;
   try {
-    signatureOk = await verifyTypedData({ address: a.from as Address, signature: payload.payload.signature as Hex, ...typed });
+    const signature = payload.payload.signature as Hex;
+    // EIP-2 / USDC reject the high-s twin of a signature; so must we, or settle would revert later.
+    const lowS = size(signature) !== 65 || BigInt(parseSignature(signature).s) <= SECP256K1N_HALF;
+    signatureOk = lowS && (await verifyTypedData({ address: checksummed.from, signature, ...typed }));
   } catch {
     signatureOk = false; // malformed signature bytes
   }

@@ -1,0 +1,78 @@
+import { classifySettleRoute } from '../../src/settle/classify';
+
+const SIG = `0x${'1c'.repeat(65)}`;
+const ADDR = '0x1111111111111111111111111111111111111111';
+const eip3009 = {
+  signature: SIG,
+  authorization: { from: ADDR, to: ADDR, value: '1', validAfter: '0', validBefore: '9', nonce: `0x${'ab'.repeat(32)}` },
+};
+const permit2 = {
+  signature: SIG,
+  owner: ADDR,
+  permit: { permitted: { token: ADDR, amount: '1' }, nonce: '1', deadline: '9' },
+  witness: { to: ADDR },
+};
+const BATCHED = { name: 'GatewayWalletBatched', version: '1' };
+const route = (network: string, payload: Record<string, unknown>, extra?: Record<string, unknown> | null) =>
+  classifySettleRoute({ network, payload }, { extra } as never);
+
+describe('classifySettleRoute', () => {
+  test('step 1: solana and solana-devnet are solana', () => {
+    expect(route('solana', { transaction: 'AQID' })).toBe('solana');
+    expect(route('solana-devnet', { transaction: 'AQID' })).toBe('solana');
+  });
+
+  test('step 1 wins even with the batched marker', () => {
+    expect(route('solana', { transaction: 'AQID' }, BATCHED)).toBe('solana');
+    expect(route('solana-devnet', eip3009, BATCHED)).toBe('solana');
+  });
+
+  test('step 1 wins over a Permit2-shaped payload', () => {
+    expect(route('solana', permit2)).toBe('solana');
+    expect(route('solana-devnet', permit2, BATCHED)).toBe('solana');
+  });
+
+  test('solana-like ids that are not solana ids do not take step 1', () => {
+    expect(route('Solana', eip3009)).toBe('eip3009');
+    expect(route('solana-mainnet', eip3009)).toBe('eip3009');
+  });
+
+  test('step 2: the batched marker needs name GatewayWalletBatched and version "1"', () => {
+    expect(route('base-sepolia', eip3009, BATCHED)).toBe('batched');
+    expect(route('base', eip3009, { ...BATCHED, verifyingContract: ADDR })).toBe('batched');
+    expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched' })).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched', version: '2' })).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched', version: 1 })).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, { name: 'USDC', version: '1' })).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, { name: 'gatewaywalletbatched', version: '1' })).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, { version: '1' })).toBe('eip3009');
+  });
+
+  test('step 2 wins over a Permit2-shaped payload', () => {
+    expect(route('bsc', permit2, BATCHED)).toBe('batched');
+  });
+
+  test('step 3: a payload with permit, witness and owner is permit2', () => {
+    expect(route('bsc', permit2)).toBe('permit2');
+    expect(route('base-sepolia', permit2, { name: 'USDC', version: '2' })).toBe('permit2');
+    expect(route('megaeth', permit2, null)).toBe('permit2');
+  });
+
+  test('step 3 needs all three of permit, witness and owner', () => {
+    const { permit, witness, owner, signature } = permit2;
+    expect(route('bsc', { signature, witness, owner })).toBe('eip3009');
+    expect(route('bsc', { signature, permit, owner })).toBe('eip3009');
+    expect(route('bsc', { signature, permit, witness })).toBe('eip3009');
+  });
+
+  test('a payload that is both EIP-3009 and Permit2 shaped is permit2 (step 3 before step 4)', () => {
+    expect(route('base-sepolia', { ...eip3009, ...permit2 })).toBe('permit2');
+  });
+
+  test('step 4: everything else is eip3009', () => {
+    expect(route('base-sepolia', eip3009)).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, null)).toBe('eip3009');
+    expect(route('base-sepolia', eip3009, { name: 'USDC', version: '2', destinationChainId: 10 })).toBe('eip3009');
+    expect(route('base-sepolia', {})).toBe('eip3009');
+  });
+});

@@ -1,0 +1,176 @@
+import { ConfigError, DEVNET_RELAYER_KEY, loadConfig } from '../../src/config';
+
+/** The ConfigError that loadConfig throws for `env` (fails the test if it does not throw one). */
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    loadConfig(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`loadConfig(${JSON.stringify(env)}) did not throw`);
+}
+/** Variable names listed in a ConfigError message (`  NAME: reason` lines). */
+const namedVars = (err: ConfigError) =>
+  err.message
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().split(':')[0]);
+
+describe('loadConfig defaults', () => {
+  test('an empty environment gives the devnet defaults', () => {
+    const env = {};
+    const c = loadConfig(env);
+    expect(c).toEqual({
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'info',
+      HOST: '127.0.0.1',
+      PORT: 4021,
+      BODY_LIMIT: '64kb',
+      TEMPORAL_ADDRESS: '127.0.0.1:7233',
+      TEMPORAL_NAMESPACE: 'default',
+      TEMPORAL_TASK_QUEUE: 'x402-settlement',
+      TEMPORAL_UI_URL: 'http://127.0.0.1:8233',
+      SQLITE_PATH: '.data/facilitator.sqlite',
+      SESSION_TTL_SECONDS: 8 * 3600,
+      SIWE_NONCE_TTL_SECONDS: 600,
+      SETTLE_WAIT_MS: 20_000,
+      MIN_VALIDITY_SECONDS: 6,
+      RECEIPT_WAIT_MS: 30_000,
+      RELAYER_PRIVATE_KEY: DEVNET_RELAYER_KEY,
+      MAINNETS_ENABLED: false,
+      publicUrl: 'http://localhost:4021',
+      env: {},
+    });
+    expect(c.DATABASE_URL).toBeUndefined();
+    expect(c.SESSION_SECRET).toBeUndefined();
+    expect(c.PUBLIC_URL).toBeUndefined();
+    expect(c.PLATFORM_FEE_RECIPIENT).toBeUndefined();
+    expect(c.env).toBe(env);
+  });
+
+  test('the devnet relayer key is anvil account #1', () => {
+    expect(DEVNET_RELAYER_KEY).toBe('0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d');
+  });
+
+  test('unknown variables are ignored but kept in env', () => {
+    const env = { PATH: '/usr/bin', SOMETHING: 'x' };
+    const c = loadConfig(env);
+    expect((c as Record<string, unknown>).SOMETHING).toBeUndefined();
+    expect(c.env).toBe(env);
+  });
+});
+
+describe('loadConfig parses values', () => {
+  test('numbers are coerced from strings', () => {
+    const c = loadConfig({ PORT: '8080', SETTLE_WAIT_MS: '100', MIN_VALIDITY_SECONDS: '0', SESSION_TTL_SECONDS: '60' });
+    expect(c.PORT).toBe(8080);
+    expect(c.SETTLE_WAIT_MS).toBe(100);
+    expect(c.MIN_VALIDITY_SECONDS).toBe(0);
+    expect(c.SESSION_TTL_SECONDS).toBe(60);
+    expect(c.publicUrl).toBe('http://localhost:8080');
+  });
+
+  test('PUBLIC_URL sets publicUrl', () => {
+    const c = loadConfig({ PUBLIC_URL: 'https://pay.example.com', PORT: '9000' });
+    expect(c.PUBLIC_URL).toBe('https://pay.example.com');
+    expect(c.publicUrl).toBe('https://pay.example.com');
+  });
+
+  test.each([
+    ['true', true],
+    ['1', true],
+    ['yes', true],
+    ['false', false],
+    ['0', false],
+    ['no', false],
+  ])('MAINNETS_ENABLED=%s -> %s', (raw, value) => {
+    expect(loadConfig({ MAINNETS_ENABLED: raw }).MAINNETS_ENABLED).toBe(value);
+  });
+
+  test('postgres:// and postgresql:// DATABASE_URLs pass', () => {
+    expect(loadConfig({ DATABASE_URL: 'postgres://u:p@db:5432/x' }).DATABASE_URL).toBe('postgres://u:p@db:5432/x');
+    expect(loadConfig({ DATABASE_URL: 'postgresql://db/x' }).DATABASE_URL).toBe('postgresql://db/x');
+  });
+
+  test('a 32-byte relayer key and an address fee recipient pass', () => {
+    const key = `0x${'a1'.repeat(32)}`;
+    const c = loadConfig({ RELAYER_PRIVATE_KEY: key, PLATFORM_FEE_RECIPIENT: '0x1111111111111111111111111111111111111111' });
+    expect(c.RELAYER_PRIVATE_KEY).toBe(key);
+    expect(c.PLATFORM_FEE_RECIPIENT).toBe('0x1111111111111111111111111111111111111111');
+  });
+
+  test('production with a 32-character SESSION_SECRET passes', () => {
+    const c = loadConfig({ NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(32) });
+    expect(c.NODE_ENV).toBe('production');
+    expect(c.SESSION_SECRET).toBe('s'.repeat(32));
+  });
+});
+
+describe('loadConfig rejects bad values with a ConfigError naming the variable', () => {
+  test.each<[string, string]>([
+    ['PORT', 'abc'],
+    ['PORT', '70000'],
+    ['PORT', '-1'],
+    ['PORT', '80.5'],
+    ['RELAYER_PRIVATE_KEY', '0x12'],
+    ['RELAYER_PRIVATE_KEY', 'a1'.repeat(32)],
+    ['DATABASE_URL', 'mysql://x'],
+    ['DATABASE_URL', 'sqlite:./x.db'],
+    ['NODE_ENV', 'staging'],
+    ['LOG_LEVEL', 'verbose'],
+    ['PUBLIC_URL', 'not a url'],
+    ['BODY_LIMIT', '64 kilobytes'],
+    ['TEMPORAL_UI_URL', 'localhost'],
+    ['SESSION_SECRET', 'short'],
+    ['SESSION_TTL_SECONDS', '0'],
+    ['SETTLE_WAIT_MS', '99'],
+    ['SETTLE_WAIT_MS', '300001'],
+    ['MIN_VALIDITY_SECONDS', '-1'],
+    ['MIN_VALIDITY_SECONDS', '3601'],
+    ['RECEIPT_WAIT_MS', '10'],
+    ['PLATFORM_FEE_RECIPIENT', '0x12'],
+    ['MAINNETS_ENABLED', 'on'],
+  ])('%s=%s', (name, value) => {
+    const err = configError({ [name]: value });
+    expect(err.message.startsWith('Invalid configuration:\n')).toBe(true);
+    expect(namedVars(err)).toEqual([name]);
+  });
+
+  test('the message does not echo a bad private key', () => {
+    const almostKey = `0x${'a1'.repeat(31)}`;
+    const err = configError({ RELAYER_PRIVATE_KEY: almostKey });
+    expect(err.message).not.toContain(almostKey);
+    expect(err.message).toContain('RELAYER_PRIVATE_KEY: must be a 0x-prefixed 32-byte hex private key');
+  });
+
+  test('every bad variable is named at once', () => {
+    const err = configError({ PORT: 'abc', RELAYER_PRIVATE_KEY: '0x12', DATABASE_URL: 'mysql://x' });
+    expect(namedVars(err).sort()).toEqual(['DATABASE_URL', 'PORT', 'RELAYER_PRIVATE_KEY']);
+    expect(err.message).toContain('DATABASE_URL: must be a postgres:// or postgresql:// URL');
+  });
+
+  test('production without SESSION_SECRET fails', () => {
+    const err = configError({ NODE_ENV: 'production' });
+    expect(err.message).toBe('Invalid configuration:\n  SESSION_SECRET: required when NODE_ENV=production');
+  });
+
+  test('production with a too-short SESSION_SECRET fails on SESSION_SECRET', () => {
+    const err = configError({ NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(31) });
+    expect(err.message).toBe('Invalid configuration:\n  SESSION_SECRET: must be at least 32 characters');
+  });
+
+  test('ConfigError is an Error', () => {
+    expect(configError({ PORT: 'abc' })).toBeInstanceOf(Error);
+  });
+});
+
+describe('loadConfig reads numbers strictly', () => {
+  test('an empty variable counts as unset (not 0)', () => {
+    const c = loadConfig({ PORT: '', MIN_VALIDITY_SECONDS: '' });
+    expect([c.PORT, c.MIN_VALIDITY_SECONDS]).toEqual([4021, 6]);
+  });
+  test.each(['0x10', '1e3', ' ', '-1', '4.5'])('PORT=%j is refused', (v) => {
+    expect(namedVars(configError({ PORT: v }))).toEqual(['PORT']);
+  });
+});

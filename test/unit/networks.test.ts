@@ -1,0 +1,255 @@
+import { ConfigError } from '../../src/config';
+import { DEVNET_FACILITATOR_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
+import {
+  buildNetworkTable,
+  envSuffix,
+  EVM_NETWORK_IDS,
+  isEvmNetworkId,
+  isSolanaNetworkId,
+  type EvmNetwork,
+  type EvmNetworkId,
+} from '../../src/chains/networks';
+
+const MAINNET_FACILITATOR = '0x4444444444444444444444444444444444444444';
+const FLUENT_FACILITATOR = '0x5555555555555555555555555555555555555555';
+const TESTNET_FACILITATOR = '0x6666666666666666666666666666666666666666';
+
+function configError(env: Record<string, string | undefined>): ConfigError {
+  try {
+    buildNetworkTable(env);
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return err as ConfigError;
+  }
+  throw new Error(`buildNetworkTable(${JSON.stringify(env)}) did not throw`);
+}
+const ids = (pred: (n: EvmNetwork) => boolean) =>
+  [...buildNetworkTable({}).values()].filter(pred).map((n) => n.id).sort();
+
+describe('buildNetworkTable defaults', () => {
+  const table = buildNetworkTable({});
+
+  test('holds every EVM network id of the spec, in order', () => {
+    expect([...table.keys()]).toEqual([...EVM_NETWORK_IDS]);
+    expect([...EVM_NETWORK_IDS].sort()).toEqual(
+      [
+        'base', 'base-sepolia', 'optimism', 'optimism-sepolia', 'arbitrum', 'avalanche', 'bsc', 'bot-chain',
+        'bot-chain-testnet', 'arc-testnet', 'polygon', 'unichain', 'ink', 'worldchain', 'sei', 'hyperevm',
+        'megaeth', 'tempo', 'monad', 'robinhood', 'fluent-testnet', 'ethereum', 'sonic',
+      ].sort(),
+    );
+  });
+
+  test('base-sepolia is enabled on the devnet chain with the devnet addresses', () => {
+    expect(table.get('base-sepolia')).toEqual({
+      id: 'base-sepolia',
+      kind: 'evm',
+      chainId: 84532,
+      caip2: 'eip155:84532',
+      testnet: true,
+      facilitator: DEVNET_FACILITATOR_ADDRESS,
+      usdc: DEVNET_USDC_ADDRESS,
+      gatewayDomain: 6,
+      permit2Only: false,
+      sameChainOnly: false,
+      permitOnly: false,
+      rpcUrls: ['http://127.0.0.1:8545'],
+      enabled: true,
+    });
+  });
+
+  test('optimism-sepolia is enabled on the second devnet chain', () => {
+    const n = table.get('optimism-sepolia')!;
+    expect(n.chainId).toBe(11155420);
+    expect(n.rpcUrls).toEqual(['http://127.0.0.1:8546']);
+    expect(n.facilitator).toBe(DEVNET_FACILITATOR_ADDRESS);
+    expect(n.usdc).toBe(DEVNET_USDC_ADDRESS);
+    expect(n.enabled).toBe(true);
+  });
+
+  test('base (8453) is known but disabled: no RPC, no mainnet facilitator', () => {
+    expect(table.get('base')).toEqual({
+      id: 'base',
+      kind: 'evm',
+      chainId: 8453,
+      caip2: 'eip155:8453',
+      testnet: false,
+      facilitator: undefined,
+      usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+      gatewayDomain: 6,
+      permit2Only: false,
+      sameChainOnly: false,
+      permitOnly: false,
+      rpcUrls: [],
+      enabled: false,
+    });
+  });
+
+  test('only the two devnet chains are enabled', () => {
+    expect(ids((n) => n.enabled)).toEqual(['base-sepolia', 'optimism-sepolia']);
+  });
+
+  test('testnets are arc-testnet, base-sepolia, bot-chain-testnet, fluent-testnet, optimism-sepolia', () => {
+    expect(ids((n) => n.testnet)).toEqual(['arc-testnet', 'base-sepolia', 'bot-chain-testnet', 'fluent-testnet', 'optimism-sepolia']);
+  });
+
+  test('megaeth, bsc, tempo, bot-chain and bot-chain-testnet are permit2Only', () => {
+    expect(ids((n) => n.permit2Only)).toEqual(['bot-chain', 'bot-chain-testnet', 'bsc', 'megaeth', 'tempo']);
+  });
+
+  test('avalanche, sei and arc-testnet are sameChainOnly', () => {
+    expect(ids((n) => n.sameChainOnly)).toEqual(['arc-testnet', 'avalanche', 'sei']);
+  });
+
+  test('fluent-testnet is permitOnly', () => {
+    expect(ids((n) => n.permitOnly)).toEqual(['fluent-testnet']);
+  });
+
+  test('caip2 is eip155:<chainId>, and absent without a chain id', () => {
+    for (const n of table.values()) {
+      expect(n.caip2).toBe(n.chainId === undefined ? undefined : `eip155:${n.chainId}`);
+    }
+    expect(table.get('tempo')!.chainId).toBeUndefined();
+    expect(table.get('tempo')!.caip2).toBeUndefined();
+  });
+
+  test('testnet facilitator groups share the devnet facilitator', () => {
+    for (const id of ['arc-testnet', 'bot-chain-testnet', 'base-sepolia', 'optimism-sepolia'] as EvmNetworkId[]) {
+      expect(table.get(id)!.facilitator).toBe(DEVNET_FACILITATOR_ADDRESS);
+    }
+    expect(table.get('fluent-testnet')!.facilitator).toBeUndefined();
+  });
+
+  test('reads process.env when called without an argument', () => {
+    const saved = process.env.CHAIN_ID_BASE_SEPOLIA;
+    process.env.CHAIN_ID_BASE_SEPOLIA = '31337';
+    try {
+      expect(buildNetworkTable().get('base-sepolia')!.chainId).toBe(31337);
+    } finally {
+      if (saved === undefined) delete process.env.CHAIN_ID_BASE_SEPOLIA;
+      else process.env.CHAIN_ID_BASE_SEPOLIA = saved;
+    }
+  });
+});
+
+describe('buildNetworkTable env overrides', () => {
+  test('RPC_URLS_BASE alone does not enable base; with FACILITATOR_ADDRESS_MAINNET it does', () => {
+    const rpcOnly = buildNetworkTable({ RPC_URLS_BASE: 'https://base.example/rpc' }).get('base')!;
+    expect(rpcOnly.rpcUrls).toEqual(['https://base.example/rpc']);
+    expect(rpcOnly.enabled).toBe(false);
+
+    const table = buildNetworkTable({ RPC_URLS_BASE: 'https://base.example/rpc', FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR });
+    const base = table.get('base')!;
+    expect(base.enabled).toBe(true);
+    expect(base.facilitator).toBe(MAINNET_FACILITATOR);
+    expect(base.chainId).toBe(8453);
+    // Only base gained an RPC: other mainnets stay disabled.
+    expect([...table.values()].filter((n) => n.enabled).map((n) => n.id).sort()).toEqual(['base', 'base-sepolia', 'optimism-sepolia']);
+    expect(table.get('optimism')!.facilitator).toBe(MAINNET_FACILITATOR);
+    expect(table.get('optimism')!.enabled).toBe(false);
+  });
+
+  test('FACILITATOR_ADDRESS_MAINNET without an RPC enables nothing', () => {
+    const table = buildNetworkTable({ FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR });
+    expect([...table.values()].filter((n) => n.enabled).map((n) => n.id).sort()).toEqual(['base-sepolia', 'optimism-sepolia']);
+  });
+
+  test('RPC_URLS is a comma-separated, trimmed list', () => {
+    const n = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: 'https://a.example/rpc, https://b.example/rpc ,http://127.0.0.1:9545' }).get(
+      'base-sepolia',
+    )!;
+    expect(n.rpcUrls).toEqual(['https://a.example/rpc', 'https://b.example/rpc', 'http://127.0.0.1:9545']);
+    expect(n.enabled).toBe(true);
+  });
+
+  test('RPC_URLS_BASE_SEPOLIA=none disables base-sepolia only', () => {
+    const table = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: 'none' });
+    expect(table.get('base-sepolia')!.rpcUrls).toEqual([]);
+    expect(table.get('base-sepolia')!.enabled).toBe(false);
+    expect(table.get('optimism-sepolia')!.enabled).toBe(true);
+  });
+
+  test('an empty RPC_URLS value counts as unset', () => {
+    expect(buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: '' }).get('base-sepolia')!.rpcUrls).toEqual(['http://127.0.0.1:8545']);
+  });
+
+  test('USDC_ADDRESS_<NET> overrides the token', () => {
+    const usdc = '0x036CbD53842c5426634e7929541eC2318f3dCF7e';
+    expect(buildNetworkTable({ USDC_ADDRESS_BASE_SEPOLIA: usdc }).get('base-sepolia')!.usdc).toBe(usdc);
+  });
+
+  test('CHAIN_ID_<NET> overrides or supplies the chain id', () => {
+    const table = buildNetworkTable({
+      CHAIN_ID_TEMPO: '4217',
+      RPC_URLS_TEMPO: 'https://tempo.example/rpc',
+      FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
+      CHAIN_ID_BASE_SEPOLIA: '31337',
+    });
+    expect(table.get('tempo')).toMatchObject({ chainId: 4217, caip2: 'eip155:4217', enabled: true, permit2Only: true });
+    expect(table.get('base-sepolia')).toMatchObject({ chainId: 31337, caip2: 'eip155:31337' });
+  });
+
+  test('a network without chain id stays disabled even with RPC and facilitator', () => {
+    const tempo = buildNetworkTable({ RPC_URLS_TEMPO: 'https://tempo.example/rpc', FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR }).get('tempo')!;
+    expect(tempo.enabled).toBe(false);
+  });
+
+  test('FACILITATOR_ADDRESS_TESTNET replaces the devnet facilitator on every testnet group network', () => {
+    const table = buildNetworkTable({ FACILITATOR_ADDRESS_TESTNET: TESTNET_FACILITATOR });
+    for (const id of ['arc-testnet', 'bot-chain-testnet', 'base-sepolia', 'optimism-sepolia'] as EvmNetworkId[]) {
+      expect(table.get(id)!.facilitator).toBe(TESTNET_FACILITATOR);
+    }
+    expect(table.get('base')!.facilitator).toBeUndefined();
+  });
+
+  test('FACILITATOR_ADDRESS_FLUENT is fluent-testnet only', () => {
+    const table = buildNetworkTable({ FACILITATOR_ADDRESS_FLUENT: FLUENT_FACILITATOR, RPC_URLS_FLUENT_TESTNET: 'https://fluent.example' });
+    expect(table.get('fluent-testnet')).toMatchObject({ facilitator: FLUENT_FACILITATOR, enabled: true, permitOnly: true });
+    expect([...table.values()].filter((n) => n.facilitator === FLUENT_FACILITATOR).map((n) => n.id)).toEqual(['fluent-testnet']);
+  });
+
+  test('ethereum and sonic have no facilitator and are never enabled', () => {
+    const table = buildNetworkTable({
+      FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
+      RPC_URLS_ETHEREUM: 'https://eth.example',
+      RPC_URLS_SONIC: 'https://sonic.example',
+    });
+    for (const id of ['ethereum', 'sonic'] as EvmNetworkId[]) {
+      expect(table.get(id)!.facilitator).toBeUndefined();
+      expect(table.get(id)!.enabled).toBe(false);
+    }
+  });
+
+  test.each<[string, string]>([
+    ['USDC_ADDRESS_BASE_SEPOLIA', '0x1234'],
+    ['USDC_ADDRESS_BASE_SEPOLIA', 'usdc'],
+    ['FACILITATOR_ADDRESS_MAINNET', '0x12'],
+    ['FACILITATOR_ADDRESS_TESTNET', '0xZZ44444444444444444444444444444444444444'],
+    ['FACILITATOR_ADDRESS_FLUENT', 'fluent'],
+    ['RPC_URLS_BASE', 'not a url'],
+    ['RPC_URLS_BASE_SEPOLIA', 'http://127.0.0.1:8545,,'],
+    ['CHAIN_ID_BASE', 'eight'],
+    ['CHAIN_ID_BASE', '-1'],
+    ['CHAIN_ID_BASE', '1.5'],
+  ])('%s=%j throws a ConfigError naming it', (name, value) => {
+    const err = configError({ [name]: value });
+    expect(err.message).toBe(`Invalid configuration:\n  ${name}: ${JSON.stringify(value)} is not valid`);
+  });
+});
+
+describe('network id helpers', () => {
+  test('envSuffix upper-cases and replaces dashes', () => {
+    expect(envSuffix('base-sepolia')).toBe('BASE_SEPOLIA');
+    expect(envSuffix('bot-chain-testnet')).toBe('BOT_CHAIN_TESTNET');
+    expect(envSuffix('base')).toBe('BASE');
+  });
+
+  test('isEvmNetworkId / isSolanaNetworkId', () => {
+    expect(isEvmNetworkId('base-sepolia')).toBe(true);
+    expect(isEvmNetworkId('solana')).toBe(false);
+    expect(isEvmNetworkId('Base')).toBe(false);
+    expect(isSolanaNetworkId('solana')).toBe(true);
+    expect(isSolanaNetworkId('solana-devnet')).toBe(true);
+    expect(isSolanaNetworkId('base')).toBe(false);
+  });
+});
