@@ -1,5 +1,6 @@
 import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { waitUntil } from '../../devnet/process';
 import { Settlement } from '../../src/db/entities';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
@@ -62,6 +63,16 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
       errorReason: null,
     });
     expect(JSON.parse(row.response!)).toEqual(res.body);
+
+    // Operators find it in Temporal by our search attributes; the request id is in the memo.
+    const workflowId = row.id;
+    const query = `WorkflowId="${workflowId}" AND X402Kind="settle" AND X402State="settled" AND X402Network="base-sepolia" AND X402Payer="${buyer.address.toLowerCase()}"`;
+    const found = await waitUntil('the workflow to be visible by its search attributes', async () => {
+      for await (const wf of h.temporal.workflow.list({ query })) return wf;
+      return undefined;
+    }, { timeoutMs: 15_000, intervalMs: 200 });
+    expect(found.workflowId).toBe(workflowId);
+    expect(found.memo).toEqual({ requestId: res.headers.get('x-request-id') });
 
     // The same authorization later: same answer, no second transfer.
     const again = await h.settle(body);
