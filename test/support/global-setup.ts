@@ -5,7 +5,7 @@ import { startTemporalDevServer } from '../../temporal/dev-server';
 import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
 import { TEST_ACCOUNTS } from './accounts';
-import { STACK_INFO_PATH, type StackInfo } from './stack-info';
+import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
 /**
  * Starts the real stack once for the whole run: a Temporal dev server (in memory), two anvil chains
@@ -28,8 +28,9 @@ export default async function globalSetup(): Promise<void> {
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
   ]);
 
-  const workflowBundlePath = join(dirname(STACK_INFO_PATH), 'test-workflow-bundle.js');
-  mkdirSync(dirname(STACK_INFO_PATH), { recursive: true });
+  const infoPath = stackInfoPath();
+  const workflowBundlePath = join(dirname(infoPath), `test-workflow-bundle-${process.pid}.js`);
+  mkdirSync(dirname(infoPath), { recursive: true });
   const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
   writeFileSync(workflowBundlePath, code);
 
@@ -43,5 +44,7 @@ export default async function globalSetup(): Promise<void> {
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,
   };
-  writeFileSync(STACK_INFO_PATH, JSON.stringify(info, null, 2));
+  writeFileSync(infoPath, JSON.stringify(info, null, 2));
+  process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files
+  (globalThis as any).__X402_STACK_FILES__ = [infoPath, workflowBundlePath];
 }

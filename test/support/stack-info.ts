@@ -10,8 +10,12 @@ export interface StackInfo {
   facilitator: `0x${string}`;
 }
 
-export const STACK_INFO_PATH = join(__dirname, '..', '..', '.data', 'test-stack.json');
+/** Per test run (several runs may share the machine); the global setup exports it to the tests. */
+export const stackInfoPath = (pid = process.pid) => join(__dirname, '..', '..', '.data', `test-stack-${pid}.json`);
+export const STACK_INFO_ENV = 'X402_TEST_STACK_INFO';
 
 export function readStackInfo(): StackInfo {
-  return JSON.parse(readFileSync(STACK_INFO_PATH, 'utf8')) as StackInfo;
+  const path = process.env[STACK_INFO_ENV];
+  if (!path) throw new Error(`${STACK_INFO_ENV} is not set: run the tests through jest (its global setup starts the stack)`);
+  return JSON.parse(readFileSync(path, 'utf8')) as StackInfo;
 }
