@@ -3,8 +3,8 @@ import { BaseError, ContractFunctionRevertedError, encodeFunctionData, type Addr
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { NetworkTable, EvmNetworkId } from '../src/chains/networks';
-import { tokenAbi, facilitatorAbi } from '../src/chains/evm/abi';
-import { publicClientFor } from '../src/chains/evm/clients';
+import { facilitatorAbi } from '../src/chains/evm/abi';
+import { tokenReads } from '../src/chains/evm/token-reads';
 import { verifyExactEvm, type Verification } from '../src/chains/evm/verify-exact';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { Settlement } from '../src/db/entities';
@@ -42,15 +42,10 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
     /** Every verification rule against the chain's current state; no transaction. */
     async verifyExactPayment(input: SettleInput): Promise<Verification> {
       const n = network(input.network);
-      const client = publicClientFor(n);
       return verifyExactEvm(input.paymentPayload, input.paymentRequirements, n, {
         nowSeconds: Math.floor(Date.now() / 1000),
         minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
-        reads: {
-          balanceOf: (token, owner) => client.readContract({ address: token, abi: tokenAbi, functionName: 'balanceOf', args: [owner] }),
-          authorizationState: (token, authorizer, nonce) =>
-            client.readContract({ address: token, abi: tokenAbi, functionName: 'authorizationState', args: [authorizer, nonce] }),
-        },
+        reads: tokenReads(n),
       });
     },
 

@@ -2,21 +2,15 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/core';
 import type { ApiDeps, AuthContext } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
-import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import type { EvmNetwork } from '../chains/networks';
 import { Organization, Settlement } from '../db/entities';
 import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
-import {
-  exactEvmPayloadSchema,
-  paymentPayloadEnvelopeSchema,
-  paymentRequirementsSchema,
-  type SettleResponse,
-} from '../x402/schemas';
+import type { SettleResponse } from '../x402/schemas';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
-import { classifySettleRoute } from './classify';
+import { parseExactPayment } from './parse-payment';
 import type { SettleInput, SettleOutcome } from './types';
 
 export interface SettleReply {
@@ -39,28 +33,12 @@ export async function settlePayment(
   deps: ApiDeps,
   req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
 ): Promise<SettleReply> {
-  const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
-  const envelope = paymentPayloadEnvelopeSchema.safeParse(body.paymentPayload);
-  const rawNetwork = typeof (body.paymentPayload as { network?: unknown })?.network === 'string' ? String((body.paymentPayload as { network: string }).network) : '';
-  if (!envelope.success) return settleFailure('invalid_payload', rawNetwork);
-  const requirements = paymentRequirementsSchema.safeParse(body.paymentRequirements);
-  if (!requirements.success) return settleFailure('invalid_payment_requirements', rawNetwork);
-
-  const route = classifySettleRoute(envelope.data, requirements.data);
-  if (route !== 'eip3009') return settleFailure('unsupported_scheme', rawNetwork); // later routes: issue 4
-  const parsed = exactEvmPayloadSchema.safeParse(body.paymentPayload);
-  if (!parsed.success) return settleFailure('invalid_payload', rawNetwork);
-  const payload = parsed.data;
-  const payer = payload.payload.authorization.from;
-
-  const network = isEvmNetworkId(payload.network) ? deps.networks.get(payload.network) : undefined;
-  if (!network) return settleFailure('invalid_network', rawNetwork, payer);
-  assertKeyModeAllows(req.auth, network); // 403 before anything else is said about the network
-  if (!network.enabled || network.permitOnly) return settleFailure('invalid_network', rawNetwork, payer);
-  if (!network.testnet && !deps.config.MAINNETS_ENABLED) return settleFailure('invalid_network', rawNetwork, payer);
+  const parsed = parseExactPayment(deps, req.auth, req.body);
+  if (!parsed.ok) return settleFailure(parsed.reason, parsed.network, parsed.payer);
+  const { payload, requirements, network, payer } = parsed;
 
   const org = await req.em.findOne(Organization, { id: req.auth.organizationId });
-  const payout = requirements.data.extra?.creditedRecipient ?? (network.testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
+  const payout = requirements.extra?.creditedRecipient ?? (network.testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
   if (!org || !payout) return settleFailure('payout_wallet_not_configured', network.id, payer);
 
   const workflowId = settleWorkflowId(network.id, payer, payload.payload.authorization.nonce);
@@ -78,7 +56,7 @@ export async function settlePayment(
     route: 'eip3009',
     network: network.id,
     paymentPayload: payload,
-    paymentRequirements: requirements.data,
+    paymentRequirements: requirements,
     payout,
     fee: fee.toString(),
     feeRecipient,

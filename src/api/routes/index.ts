@@ -4,6 +4,8 @@ import { registerApiKeyRoutes } from './api-keys';
 import { registerAuthRoutes } from './auth';
 import { registerOrganizationRoutes } from './organization';
 import { registerSettleRoutes } from './settle';
+import { registerSupportedRoutes } from './supported';
+import { registerVerifyRoutes } from './verify';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
@@ -14,4 +16,6 @@ export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   registerOrganizationRoutes(router, deps);
   registerApiKeyRoutes(router, deps);
   registerSettleRoutes(router, deps);
+  registerVerifyRoutes(router, deps);
+  registerSupportedRoutes(router, deps);
 }
