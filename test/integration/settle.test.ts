@@ -4,6 +4,7 @@ import { waitUntil } from '../../devnet/process';
 import { Settlement } from '../../src/db/entities';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
+import { request, signIn } from '../support/http';
 import { exactPayment } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
@@ -95,6 +96,22 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
     expect(replies[0].body.success).toBe(true);
     expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
     expect(await h.balanceOf(buyer.address)).toBe(before - 1_234_567n);
+  });
+
+  test("another organization cannot claim an authorization settled for this one", async () => {
+    const body = await pay({ value: 10n });
+    const ours = await h.settle(body);
+    expect(ours.status).toBe(200);
+    const other = privateKeyToAccount(generatePrivateKey());
+    const cookie = await signIn(h.api.baseUrl, other);
+    await request('PATCH', `${h.api.baseUrl}/v1/organization`, { cookie, json: { payoutWalletTest: other.address } });
+    const key = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'other seller', test_net: true } });
+    const theirs = await h.settle(body, { authorization: `Bearer ${key.body.api_key}` });
+    expect({ status: theirs.status, body: theirs.body }).toEqual({
+      status: 409,
+      body: { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: 'base-sepolia', payer: buyer.address },
+    });
+    expect(await h.balanceOf(other.address)).toBe(0n);
   });
 
   test('a payer with no funds gets insufficient_funds and nothing is sent', async () => {
