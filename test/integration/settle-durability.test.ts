@@ -1,11 +1,9 @@
 import type { Hex } from 'viem';
 import { rpc } from '../../devnet/anvil';
-import { waitUntil } from '../../devnet/process';
 import { RelayerTransaction } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
-import { exactPayment } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -29,15 +27,7 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     await h?.close();
   });
 
-  const pay = () =>
-    exactPayment({
-      buyer,
-      network: 'base-sepolia',
-      chainId: h.stack.chains['base-sepolia'].chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-      value: 3_000_000n,
-    });
+  const pay = () => h.pay(buyer, { value: 3_000_000n });
 
   test('worker killed after broadcasting: one transaction, one transfer, the same final answer', async () => {
     const body = await pay();
@@ -69,15 +59,9 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
 
     await rpc(rpcUrl, 'evm_mine', []);
     await rpc(rpcUrl, 'evm_setAutomine', [true]);
-    const final = await waitUntil(
-      'the settlement to complete',
-      async () => {
-        const res = await h.settle(body);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
-    );
+    const final = await h.settleUntilFinal(body);
 
+    expect(final.status).toBe(200);
     expect(final.body).toEqual({ success: true, transaction: hash, network: 'base-sepolia', payer: buyer.address });
     expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 3_000_000n);
@@ -101,14 +85,7 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     expect(await rpc(rpcUrl, 'anvil_dropTransaction', [hash])).toBeDefined();
     await rpc(rpcUrl, 'evm_setAutomine', [true]);
 
-    const final = await waitUntil(
-      'the settlement to complete',
-      async () => {
-        const res = await h.settle(body);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 90_000, intervalMs: 500 },
-    );
+    const final = await h.settleUntilFinal(body, 90_000);
     expect(final.body.transaction).toBe(hash); // the same bytes were sent again, not a new transaction
     expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);

@@ -5,7 +5,7 @@ import { tokenAbi } from '../../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
-import { exactPayment } from '../support/payments';
+import type { ExactPaymentOptions } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -25,15 +25,7 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
     await h?.close();
   });
 
-  const pay = (o: Partial<Parameters<typeof exactPayment>[0]> = {}) =>
-    exactPayment({
-      buyer,
-      network: 'base-sepolia',
-      chainId: h.stack.chains['base-sepolia'].chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-      ...o,
-    });
+  const pay = (o: Partial<ExactPaymentOptions> = {}) => h.pay(buyer, o);
   const rejected = (errorReason: string, network = 'base-sepolia', payer: string | null = buyer.address) => ({
     success: false,
     errorReason,
@@ -148,15 +140,7 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
   test('a rejected authorization can be settled once the problem is fixed (nothing was sent)', async () => {
     const poorBuyer = privateKeyToAccount(generatePrivateKey());
     const nonce = `0x${randomBytes(32).toString('hex')}` as Hex;
-    const body = await exactPayment({
-      buyer: poorBuyer,
-      network: 'base-sepolia',
-      chainId: h.stack.chains['base-sepolia'].chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-      value: 5n,
-      nonce,
-    });
+    const body = await h.pay(poorBuyer, { value: 5n, nonce });
     const first = await h.settle(body);
     expect(first.body).toEqual(rejected('insufficient_funds', 'base-sepolia', poorBuyer.address));
     // Fund the buyer, then the very same authorization settles.

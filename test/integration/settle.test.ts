@@ -5,7 +5,7 @@ import { Settlement } from '../../src/db/entities';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request, signIn } from '../support/http';
-import { exactPayment } from '../support/payments';
+import type { ExactPaymentOptions } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /** POST /v1/settle on the real stack: Temporal dev server, anvil with our contracts, real DB, real HTTP. */
@@ -20,15 +20,7 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
     await h?.close();
   });
 
-  const pay = (o: Partial<Parameters<typeof exactPayment>[0]> = {}) =>
-    exactPayment({
-      buyer,
-      network: 'base-sepolia',
-      chainId: h.stack.chains['base-sepolia'].chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-      ...o,
-    });
+  const pay = (o: Partial<ExactPaymentOptions> = {}) => h.pay(buyer, o);
 
   test('settles a payment: exact response, payout minus platform fee, one on-chain transfer, recorded', async () => {
     const body = await pay({ value: 2_000_000n });
@@ -116,13 +108,7 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
 
   test('a payer with no funds gets insufficient_funds and nothing is sent', async () => {
     const poor = privateKeyToAccount(generatePrivateKey());
-    const body = await exactPayment({
-      buyer: poor,
-      network: 'base-sepolia',
-      chainId: h.stack.chains['base-sepolia'].chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-    });
+    const body = await h.pay(poor);
     const res = await h.settle(body);
     expect(res.status).toBe(402);
     expect(res.body).toEqual({ success: false, errorReason: 'insufficient_funds', transaction: '', network: 'base-sepolia', payer: poor.address });

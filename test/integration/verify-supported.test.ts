@@ -1,7 +1,7 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
-import { exactPayment } from '../support/payments';
+import type { ExactPaymentOptions } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /** POST /v1/verify (deprecated) shares settle's rules without sending anything; GET /v1/supported. */
@@ -16,15 +16,7 @@ describe('POST /v1/verify and GET /v1/supported', () => {
     await h?.close();
   });
 
-  const pay = (o: Partial<Parameters<typeof exactPayment>[0]> = {}) =>
-    exactPayment({
-      buyer,
-      network: 'base-sepolia',
-      chainId: h.stack.chains['base-sepolia'].chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-      ...o,
-    });
+  const pay = (o: Partial<ExactPaymentOptions> = {}) => h.pay(buyer, o);
   const verify = (body: unknown, headers: Record<string, string> = {}) =>
     request('POST', `${h.api.baseUrl}/v1/verify`, { json: body, headers: { authorization: `Bearer ${h.apiKey}`, ...headers } });
   const authContext = { organizationId: expect.stringMatching(/^[0-9a-f-]{36}$/), authMethod: 'organization_specific', timestamp: expect.any(String) };

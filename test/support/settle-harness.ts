@@ -1,12 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, http, parseEventLogs, type Address, type Hex, type LocalAccount, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Client } from '@temporalio/client';
-import type { ManagedProcess } from '../../devnet/process';
+import { waitUntil, type ManagedProcess } from '../../devnet/process';
 import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
+import type { Logger } from '../../src/logger';
 import { TEST_ACCOUNTS } from './accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from './db';
 import { request, signIn, startApi, type JsonResponse, type RunningApi } from './http';
+import { exactPayment, type ExactPaymentOptions } from './payments';
 import { connectTestTemporal, dbEnv, stackEnv, startWorker } from './services';
 import { readStackInfo, type StackInfo } from './stack-info';
 
@@ -28,6 +30,10 @@ export interface SettleHarness {
   payout: Address;
   feeRecipient: Address;
   settle(body: unknown, headers?: Record<string, string>): Promise<JsonResponse>;
+  /** Repeats the request until it is final (not 202 pending), as a seller would. */
+  settleUntilFinal(body: unknown, timeoutMs?: number): Promise<JsonResponse>;
+  /** A base-sepolia payment from `buyer` to this stack's facilitator, signed as a buyer would. */
+  pay(buyer: LocalAccount, o?: Partial<ExactPaymentOptions>): ReturnType<typeof exactPayment>;
   restartWorker(opts?: { kill?: boolean }): Promise<void>;
   balanceOf(who: Address): Promise<bigint>;
   /** Settled events of the facilitator for this payer and nonce, over the whole chain. */
@@ -37,7 +43,15 @@ export interface SettleHarness {
 
 export async function startSettleHarness(
   kind: DbKind,
-  opts: { relayerIndex: number; env?: Record<string, string>; platformFeeBps?: number },
+  opts: {
+    relayerIndex: number;
+    env?: Record<string, string>;
+    platformFeeBps?: number;
+    /** The API's logger (default: silent unless LOG_LEVEL is set). */
+    logger?: Logger;
+    /** Sees every line the worker process prints. */
+    onWorkerLine?: (line: string) => void;
+  },
 ): Promise<SettleHarness> {
   const stack = readStackInfo();
   const feeRecipient = TEST_ACCOUNTS.feeRecipient.address;
@@ -50,9 +64,10 @@ export async function startSettleHarness(
   };
   const tdb = await openTestDatabase(kind, env);
   const temporal = await connectTestTemporal();
-  const api = await startApi({ db: tdb.db, config: tdb.config, temporal });
+  const api = await startApi({ db: tdb.db, config: tdb.config, temporal, logger: opts.logger });
   const workerEnv = { ...env, ...dbEnv(tdb.config) };
-  let worker = await startWorker(workerEnv);
+  const workerOpts = { onLine: opts.onWorkerLine };
+  let worker = await startWorker(workerEnv, workerOpts);
 
   const owner = privateKeyToAccount(generatePrivateKey());
   const cookie = await signIn(api.baseUrl, owner);
@@ -81,12 +96,30 @@ export async function startSettleHarness(
     feeRecipient,
     settle: (body, headers = {}) =>
       request('POST', `${api.baseUrl}/v1/settle`, { json: body, headers: { authorization: `Bearer ${h.apiKey}`, ...headers } }),
+    settleUntilFinal: (body, timeoutMs = 60_000) =>
+      waitUntil(
+        'the settlement to be final',
+        async () => {
+          const res = await h.settle(body);
+          return res.status === 202 ? undefined : res;
+        },
+        { timeoutMs, intervalMs: 500 },
+      ),
+    pay: (buyer, o = {}) =>
+      exactPayment({
+        buyer,
+        network: 'base-sepolia',
+        chainId: stack.chains['base-sepolia'].chainId,
+        usdc: stack.usdc,
+        facilitator: stack.facilitator,
+        ...o,
+      }),
     async restartWorker({ kill = false } = {}) {
       if (kill) {
         worker.child.kill('SIGKILL');
         await worker.exited;
       } else await worker.stop();
-      worker = await startWorker(workerEnv);
+      worker = await startWorker(workerEnv, workerOpts);
     },
     balanceOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),
     async settledEvents(from, nonce) {

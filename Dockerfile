@@ -1,0 +1,30 @@
+# syntax=docker/dockerfile:1
+# One image for the facilitator's processes; docker-compose.yml picks the command:
+#   node dist/src/api/main.js      the API (default)
+#   node dist/workers/main.js      the Temporal worker (bundles dist/workflows at start)
+#   node dist/src/db/migrate.js    the schema migration (run once before the api and worker)
+# Compiled with `npm run build` (tsc -p .), run without tsx or dev dependencies.
+
+ARG NODE_IMAGE=node:20-bookworm-slim
+
+FROM ${NODE_IMAGE} AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY . .
+RUN npm run build
+
+FROM ${NODE_IMAGE} AS runtime
+ENV NODE_ENV=production
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
+# Only what the three processes load (the tests, bench and devnet stay in the build stage).
+COPY --from=build /app/dist/src ./dist/src
+COPY --from=build /app/dist/workers ./dist/workers
+COPY --from=build /app/dist/workflows ./dist/workflows
+COPY --from=build /app/dist/activities ./dist/activities
+COPY --from=build /app/dist/temporal ./dist/temporal
+USER node
+EXPOSE 4021
+CMD ["node", "dist/src/api/main.js"]

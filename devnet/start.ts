@@ -1,0 +1,420 @@
+/**
+ * `npm start`: the whole embedded stack and the service, as child processes this script owns.
+ *
+ *   1. Temporal dev server (SQLite .data/temporal.db, UI on 8233, our search attributes), unless
+ *      TEMPORAL_ADDRESS points at an existing cluster. The first run may build the Temporal CLI.
+ *   2. One anvil per devnet chain (every network whose RPC URL is a loopback http URL: by default
+ *      base-sepolia = 84532 on 8545 and optimism-sepolia = 11155420 on 8546), with the real chain id
+ *      and its state in .data/anvil-<network>.json (dumped on exit and every few seconds).
+ *   3. Our contracts deployed (idempotent: skipped when they are already there), the worker's
+ *      relayer allowed, demo buyers funded on a fresh chain.
+ *   4. The database migrated (SQLite .data/facilitator.sqlite, or DATABASE_URL).
+ *   5. The worker (tsx workers/main.ts) and the API (tsx src/api/main.ts).
+ *
+ * Ctrl-C (SIGINT) or SIGTERM stops everything in order (api, worker, then chains and Temporal), so a
+ * second `npm start` finds all its data again. If any child dies, its last output is printed and
+ * everything stops with exit code 1.
+ */
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { createPublicClient, formatUnits, http, type Address } from 'viem';
+import { privateKeyToAddress } from 'viem/accounts';
+import { ConfigError, DEVNET_RELAYER_KEY, loadConfig, type Config } from '../src/config';
+import { buildNetworkTable, type EvmNetwork } from '../src/chains/networks';
+import { tokenAbi } from '../src/chains/evm/abi';
+import { openDatabase } from '../src/db/orm';
+import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
+import { startAnvil, rpc, type Anvil } from './anvil';
+import { deployDevnet, devnetAddresses } from './deploy';
+import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
+import {
+  canConnect,
+  describeExit,
+  repoRoot,
+  spawnManaged,
+  waitForHttp,
+  waitUntil,
+  type LogFn,
+  type ManagedProcess,
+} from './process';
+
+const ROOT = repoRoot();
+const DATA_DIR = path.join(ROOT, '.data');
+const SESSION_SECRET_FILE = path.join(DATA_DIR, 'session-secret');
+const TEMPORAL_DB = path.join(DATA_DIR, 'temporal.db');
+const TSX = path.join(ROOT, 'node_modules', '.bin', process.platform === 'win32' ? 'tsx.cmd' : 'tsx');
+const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+
+// ---------------------------------------------------------------------------------------------
+// Output: our own progress on stderr as `[start] ...`, children as `[name] ...`, the summary on stdout.
+
+const say = (line: string) => process.stderr.write(`[start] ${line}\n`);
+const seconds = (since: number) => `${((Date.now() - since) / 1000).toFixed(1)} s`;
+
+const RECENT_LINES = 40;
+
+/** Output of one child: printed with its name, the last lines kept to explain a crash. */
+class ChildLog {
+  private readonly lines: string[] = [];
+  /** While stopping, children's goodbye noise (closed connections, ...) is not printed. */
+  static quiet = false;
+
+  constructor(readonly name: string) {}
+
+  readonly log: LogFn = (line) => {
+    const text = formatPinoLine(line);
+    this.lines.push(text);
+    if (this.lines.length > RECENT_LINES) this.lines.shift();
+    if (!ChildLog.quiet) process.stderr.write(`[${this.name}] ${text}\n`);
+  };
+
+  recent(): string {
+    return this.lines.length ? this.lines.map((l) => `  | ${l}`).join('\n') : '  | (no output)';
+  }
+}
+
+const PINO_LEVELS: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
+
+/** The api and worker log pino JSON; show `LEVEL msg {fields}` without the fields every line repeats. */
+function formatPinoLine(line: string): string {
+  if (!line.startsWith('{')) return line;
+  try {
+    const { level, time: _time, pid: _pid, hostname: _host, name: _name, msg, ...rest } = JSON.parse(line) as Record<string, unknown>;
+    const fields = Object.keys(rest).length ? ` ${JSON.stringify(rest)}` : '';
+    return `${PINO_LEVELS[level as number] ?? String(level)} ${String(msg ?? '')}${fields}`;
+  } catch {
+    return line;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What is running, and stopping it.
+
+interface Child {
+  name: string;
+  log: ChildLog;
+  pid: number;
+  /** Set for processes spawned here (api, worker); others are watched by pid. */
+  proc?: ManagedProcess;
+  stop(): Promise<void>;
+}
+
+const apps: Child[] = []; // api, worker: stopped first
+const infra: Child[] = []; // anvils, Temporal: stopped last (anvil dumps its state on the way out)
+let stopping = false;
+let stoppingSince = 0;
+let exitCode = 0;
+
+async function shutdown(code: number): Promise<never> {
+  if (!stopping) {
+    stopping = true;
+    stoppingSince = Date.now();
+    exitCode = code;
+    if (apps.length + infra.length > 0) {
+      say('stopping: api and worker, then chains (anvil writes its state to .data/) and Temporal ...');
+      const started = Date.now();
+      ChildLog.quiet = code === 0;
+      await Promise.all(apps.map((c) => c.stop().catch(() => undefined)));
+      await Promise.all(infra.map((c) => c.stop().catch(() => undefined)));
+      say(`stopped everything in ${seconds(started)}`);
+    }
+    process.exit(exitCode);
+  }
+  return new Promise<never>(() => undefined); // already stopping: the first caller exits
+}
+
+for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+  process.on(signal, () => {
+    // tsx relays the terminal's Ctrl-C to us a second time right away; only a later one is news.
+    if (!stopping) void shutdown(0);
+    else if (Date.now() - stoppingSince > 1000) say(`still stopping (${signal} again); anvil may be writing its state`);
+  });
+}
+
+/** A child that ends while we are not stopping is a failure of the whole stack. */
+async function childDied(child: Child, how: string): Promise<void> {
+  // Ctrl-C in a terminal signals the whole process group at once: a child may exit before our own
+  // SIGINT handler has run. Give that handler a moment before calling the exit unexpected.
+  await new Promise((resolve) => setTimeout(resolve, 500));
+  if (stopping) return;
+  process.stderr.write(`\n[start] ${child.name} ${how} unexpectedly; its last output:\n${child.log.recent()}\n\n`);
+  await shutdown(1);
+}
+
+function watch(child: Child): void {
+  if (child.proc) {
+    void child.proc.exited.then((info) => childDied(child, describeExit(info)));
+    return;
+  }
+  // anvil and the Temporal server are spawned by their own modules, which hand back a pid.
+  const timer = setInterval(() => {
+    if (stopping) return clearInterval(timer);
+    try {
+      process.kill(child.pid, 0);
+    } catch {
+      clearInterval(timer);
+      void childDied(child, 'exited');
+    }
+  }, 1000);
+  timer.unref();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Steps.
+
+/** SESSION_SECRET from the environment, else the one in .data/session-secret (created on first start). */
+function sessionSecret(): string {
+  if (process.env.SESSION_SECRET) return process.env.SESSION_SECRET;
+  if (existsSync(SESSION_SECRET_FILE)) {
+    const secret = readFileSync(SESSION_SECRET_FILE, 'utf8').trim();
+    if (secret.length >= 32) return secret;
+    say(`${path.relative(ROOT, SESSION_SECRET_FILE)} is too short; writing a new one (existing sessions end)`);
+  }
+  const secret = randomBytes(32).toString('hex');
+  writeFileSync(SESSION_SECRET_FILE, `${secret}\n`, { mode: 0o600 });
+  chmodSync(SESSION_SECRET_FILE, 0o600);
+  return secret;
+}
+
+/** The loopback port of a devnet RPC URL, or undefined when the network points elsewhere. */
+function localRpcPort(network: EvmNetwork): number | undefined {
+  if (network.rpcUrls.length !== 1) return undefined;
+  const url = new URL(network.rpcUrls[0]!);
+  if (url.protocol !== 'http:' || !LOOPBACK.has(url.hostname)) return undefined;
+  return Number(url.port || 80);
+}
+
+async function checkPortsFree(ports: { port: number; what: string }[]): Promise<void> {
+  const busy: string[] = [];
+  for (const { port, what } of ports) if (await canConnect('127.0.0.1', port, 500)) busy.push(`${port} (${what})`);
+  if (busy.length) {
+    throw new Error(`port ${busy.join(', ')} already in use: is another \`npm start\` running? Stop it first.`);
+  }
+}
+
+async function startTemporal(config: Config): Promise<DevServer> {
+  const started = Date.now();
+  const port = Number(config.TEMPORAL_ADDRESS.split(':').pop());
+  const uiPort = Number(new URL(config.TEMPORAL_UI_URL).port || 80);
+  const log = new ChildLog('temporal');
+  const server = await startTemporalDevServer({
+    dbFile: TEMPORAL_DB,
+    port,
+    uiPort,
+    namespace: config.TEMPORAL_NAMESPACE,
+    log: log.log,
+  });
+  const child: Child = { name: 'temporal', log, pid: server.pid, stop: () => server.stop() };
+  infra.push(child);
+  watch(child);
+  say(`Temporal ready at ${server.address} (${seconds(started)})`);
+  return server;
+}
+
+async function startChain(network: EvmNetwork, port: number): Promise<Anvil> {
+  const started = Date.now();
+  const stateFile = path.join(DATA_DIR, `anvil-${network.id}.json`);
+  const resumed = existsSync(stateFile);
+  const log = new ChildLog(`anvil:${network.id}`);
+  const anvil = await startAnvil({ chainId: network.chainId!, port, stateFile, log: log.log });
+  const child: Child = { name: `anvil:${network.id}`, log, pid: anvil.pid, stop: () => anvil.stop() };
+  infra.push(child);
+  watch(child);
+  const block = Number(await rpc<string>(anvil.rpcUrl, 'eth_blockNumber'));
+  say(`anvil ${network.id} (chain ${anvil.chainId}) on ${anvil.rpcUrl}, ${resumed ? `state loaded from .data/, block ${block}` : 'fresh chain'} (${seconds(started)})`);
+  return anvil;
+}
+
+async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Address): Promise<void> {
+  const started = Date.now();
+  const { facilitator } = devnetAddresses();
+  const code = await rpc<string>(anvil.rpcUrl, 'eth_getCode', [facilitator, 'latest']);
+  const present = code !== '0x' && code !== '';
+  await deployDevnet({
+    rpcUrl: anvil.rpcUrl,
+    chainId: anvil.chainId,
+    relayers: [relayer],
+    buyers: DEMO_BUYERS.map((b) => ({ address: b.address, amount: DEMO_BUYER_USDC })),
+  });
+  say(
+    present
+      ? `contracts already on ${network.id}: deploy skipped, relayer checked (${seconds(started)})`
+      : `contracts deployed on ${network.id}, relayer allowed, demo buyers funded (${seconds(started)})`,
+  );
+}
+
+async function migrate(config: Config): Promise<void> {
+  const started = Date.now();
+  const db = await openDatabase(config, { migrate: true });
+  await db.close(true);
+  const where = config.DATABASE_URL ? new URL(config.DATABASE_URL).pathname.slice(1) || 'postgres' : path.relative(ROOT, path.resolve(config.SQLITE_PATH));
+  say(`database migrated (${where}, ${seconds(started)})`);
+}
+
+function spawnApp(name: string, entry: string, env: NodeJS.ProcessEnv, onLine?: (line: string) => void): Child {
+  const log = new ChildLog(name);
+  const proc = spawnManaged(name, TSX, [entry], {
+    cwd: ROOT,
+    env,
+    log: (line) => {
+      onLine?.(line);
+      log.log(line);
+    },
+  });
+  const child: Child = {
+    name,
+    log,
+    pid: proc.child.pid ?? 0,
+    proc,
+    stop: async () => {
+      await proc.stop({ signal: 'SIGINT', timeoutMs: 15_000 });
+    },
+  };
+  apps.push(child);
+  return child;
+}
+
+async function startWorker(env: NodeJS.ProcessEnv): Promise<void> {
+  const started = Date.now();
+  let ready = false;
+  // Readiness is the worker's own 'worker ready' log line (info level), so it must log at least info.
+  const quieter = ['warn', 'error', 'fatal', 'silent'].includes(String(env.LOG_LEVEL));
+  const child = spawnApp('worker', 'workers/main.ts', quieter ? { ...env, LOG_LEVEL: 'info' } : env, (line) => {
+    if (line.includes('worker ready')) ready = true;
+  });
+  // The first start bundles the workflow code (webpack), which takes a while on small machines.
+  await waitUntil('the worker to be ready', async () => ready, { timeoutMs: 180_000, intervalMs: 100, process: child.proc });
+  watch(child);
+  say(`worker ready (${seconds(started)})`);
+}
+
+async function startApi(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
+  const started = Date.now();
+  const child = spawnApp('api', 'src/api/main.ts', env);
+  const host = ['0.0.0.0', '::', '[::]'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  await waitForHttp(`http://${host.includes(':') ? `[${host}]` : host}:${config.PORT}/healthz`, {
+    timeoutMs: 120_000,
+    intervalMs: 100,
+    process: child.proc,
+  });
+  watch(child);
+  say(`API ready (${seconds(started)})`);
+}
+
+/** Runs the starts in parallel; every one that succeeded is registered (and so stopped on failure). */
+async function all<T>(starts: Promise<T>[]): Promise<T[]> {
+  const results = await Promise.allSettled(starts);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<T>).value);
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const started = Date.now();
+  process.chdir(ROOT); // relative paths in the config (SQLITE_PATH) mean the repository
+  mkdirSync(DATA_DIR, { recursive: true });
+
+  const externalTemporal = process.env.TEMPORAL_ADDRESS;
+  const childEnv: NodeJS.ProcessEnv = { ...process.env, SESSION_SECRET: sessionSecret() };
+  const config = loadConfig(childEnv);
+  const networks = buildNetworkTable(childEnv);
+  const devnets = [...networks.values()]
+    .filter((n) => n.enabled)
+    .map((n) => ({ network: n, port: localRpcPort(n) }))
+    .filter((d): d is { network: EvmNetwork; port: number } => d.port !== undefined);
+  const relayer = privateKeyToAddress(config.RELAYER_PRIVATE_KEY as `0x${string}`);
+
+  await checkPortsFree([
+    { port: config.PORT, what: 'API' },
+    ...(externalTemporal
+      ? []
+      : [
+          { port: Number(config.TEMPORAL_ADDRESS.split(':').pop()), what: 'Temporal' },
+          { port: Number(new URL(config.TEMPORAL_UI_URL).port || 80), what: 'Temporal UI' },
+        ]),
+    ...devnets.map((d) => ({ port: d.port, what: `anvil ${d.network.id}` })),
+  ]);
+
+  say(
+    `starting ${externalTemporal ? `(Temporal at ${externalTemporal}) ` : 'Temporal, '}` +
+      `${devnets.map((d) => `anvil ${d.network.id}`).join(', ')}; data in ${path.relative(process.cwd(), DATA_DIR) || '.'}/`,
+  );
+  const [temporal, ...anvils] = await all<DevServer | Anvil | undefined>([
+    externalTemporal ? Promise.resolve(undefined) : startTemporal(config),
+    ...devnets.map((d) => startChain(d.network, d.port)),
+  ]);
+  if (stopping) return;
+  await all<void>([
+    ...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)),
+    migrate(config),
+  ]);
+  if (stopping) return;
+
+  childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
+  await all([startWorker(childEnv), startApi(config, childEnv)]);
+  if (stopping) return;
+
+  await printSummary(config, devnets.map((d) => d.network), relayer, (temporal as DevServer | undefined)?.uiUrl, Date.now() - started);
+}
+
+async function printSummary(
+  config: Config,
+  chains: EvmNetwork[],
+  relayer: Address,
+  temporalUi: string | undefined,
+  elapsedMs: number,
+): Promise<void> {
+  const api = config.publicUrl;
+  const { usdc, facilitator } = devnetAddresses();
+  const balances = await Promise.all(
+    chains.map(async (n) => {
+      const client = createPublicClient({ transport: http(n.rpcUrls[0]) });
+      return Promise.all(
+        DEMO_BUYERS.map((b) => client.readContract({ address: n.usdc!, abi: tokenAbi, functionName: 'balanceOf', args: [b.address] })),
+      );
+    }),
+  );
+  const usd = (v: bigint) => formatUnits(v, 6);
+  const pad = (s: string, n: number) => s.padEnd(n);
+  const relayerNote = config.RELAYER_PRIVATE_KEY.toLowerCase() === DEVNET_RELAYER_KEY ? ' (anvil account #1)' : '';
+
+  const lines = [
+    '',
+    `x402 facilitator is running (started in ${(elapsedMs / 1000).toFixed(1)} s). Ctrl-C stops everything; data stays in .data/.`,
+    '',
+    `  API           ${api}   (listening on ${config.HOST}:${config.PORT})`,
+    `  Temporal UI   ${temporalUi ?? `${config.TEMPORAL_UI_URL} (TEMPORAL_UI_URL)`}   (namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`,
+    ...chains.map((n, i) => `  ${i === 0 ? 'Chains      ' : '            '}  ${pad(n.id, 17)} chain ${pad(String(n.chainId), 9)} ${n.rpcUrls[0]}`),
+    `  Contracts     USDC ${usdc}, facilitator ${facilitator} (same on every devnet chain)`,
+    `  Relayer       ${relayer}${relayerNote}`,
+    `  Database      ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : path.relative(ROOT, path.resolve(config.SQLITE_PATH))}`,
+    '',
+    'Sign in with Ethereum (EIP-4361), then create an API key:',
+    `  1. GET   ${api}/v1/auth/nonce                        -> {"nonce"}`,
+    `  2. POST  ${api}/v1/auth/verify  {"message","signature"} -> sets the siwe-session cookie`,
+    `           (SIWE message domain "${new URL(api).host}", uri "${api}", the nonce from step 1)`,
+    `  3. PATCH ${api}/v1/organization {"payoutWalletTest":"0x..."}   (where test payments are paid out)`,
+    `  4. POST  ${api}/v1/api_keys     {"name":"my backend","test_net":true} -> api_key pk_test_... (shown once)`,
+    `  Then sellers call POST ${api}/v1/settle with "Authorization: Bearer pk_test_...".`,
+    '  `npm run smoke` does all of this with a fresh account and settles 1 USDC from the first demo buyer.',
+    '',
+    'DEVNET ONLY - demo buyer accounts (anvil\'s public test mnemonic; never send real funds to them):',
+    ...DEMO_BUYERS.map(
+      (b, i) =>
+        `  #${b.index}  ${b.address}  private key ${b.privateKey}\n` +
+        `      USDC: ${chains.map((n, c) => `${usd(balances[c]![i]!)} on ${n.id}`).join(', ')}`,
+    ),
+    '',
+  ];
+  process.stdout.write(`${lines.join('\n')}\n`);
+}
+
+main().catch(async (err) => {
+  if (stopping) return;
+  const message = err instanceof ConfigError ? err.message : err instanceof Error ? err.message : String(err);
+  process.stderr.write(`\n[start] could not start: ${message}\n\n`);
+  await shutdown(1);
+});
