@@ -1,8 +1,12 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
+import { createPermitActivities } from './permit';
 
 export type ActivityDeps = SettlementActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
-  return { ...createSettlementActivities(deps) };
+  return {
+    ...createSettlementActivities(deps),
+    ...createPermitActivities(deps),
+  };
 }

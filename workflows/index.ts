@@ -1,2 +1,3 @@
 // Every workflow the worker registers. Deterministic code only: no I/O here (see activities/).
 export { settlementWorkflow } from './settlement';
+export { permitWorkflow } from './permit';

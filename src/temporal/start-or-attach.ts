@@ -2,9 +2,10 @@ import { WorkflowExecutionAlreadyStartedError, type Client, type WorkflowHandle 
 import type { SearchAttributePair, Workflow } from '@temporalio/common';
 
 /**
- * Starts the workflow under its business-key id, or attaches to the execution that already has it.
- * Running: USE_EXISTING returns that run. Completed: REJECT for a successful one (we attach and read
- * its result); a *failed* run (rejected before any transaction) may run again.
+ * Starts the workflow under its business-key id, or attaches to the execution that already has it
+ * (running, or completed successfully); a *failed* run (rejected before any transaction) may run
+ * again. The conflict policy is FAIL rather than USE_EXISTING so that the answer itself says which
+ * happened (`onStart`): the SDK's start() does not expose the server's `started` flag.
  */
 export async function startOrAttach<W extends Workflow>(
   client: Client,
@@ -15,21 +16,25 @@ export async function startOrAttach<W extends Workflow>(
     args: unknown[];
     searchAttributes: SearchAttributePair[];
     memo?: Record<string, unknown>;
+    onStart?: (result: 'started' | 'attached') => void;
   },
 ): Promise<WorkflowHandle<W>> {
   try {
-    return await client.workflow.start<Workflow>(workflow, {
+    const handle = await client.workflow.start<Workflow>(workflow, {
       workflowId: opts.workflowId,
       taskQueue: opts.taskQueue,
       args: opts.args,
-      workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowIdConflictPolicy: 'FAIL',
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       typedSearchAttributes: opts.searchAttributes,
       memo: opts.memo,
-    }) as WorkflowHandle<W>;
+    });
+    opts.onStart?.('started');
+    return handle as WorkflowHandle<W>;
   } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle<W>(opts.workflowId);
-    throw err;
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+    opts.onStart?.('attached');
+    return client.workflow.getHandle<W>(opts.workflowId);
   }
 }
 

@@ -1,2 +1,5 @@
 /** Workflow type names as registered by the worker (exported function names in workflows/). */
-export const WORKFLOW_TYPES = { settlement: 'settlementWorkflow' } as const;
+export const WORKFLOW_TYPES = {
+  settlement: 'settlementWorkflow',
+  permit: 'permitWorkflow',
+} as const;

@@ -7,3 +7,10 @@ export const settleWorkflowId = (network: string, payer: string, nonce: string) 
 
 /** Business key of one relayer transaction that a workflow sends (its write-ahead record id). */
 export const relayerTxId = (workflowId: string, purpose: string) => `${workflowId}:${purpose}`;
+
+/**
+ * `permit:<network>:<token>:<owner>:<sighash>`, sighash = keccak256 of the normalised 65-byte
+ * signature r || s || v (v 27/28), so the v/r/s and `signature` spellings are one permit.
+ */
+export const permitWorkflowId = (network: string, token: string, owner: string, sighash: string) =>
+  `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;

@@ -1,0 +1,160 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { observeWorkflowStart } from '../observability/workflow-starts';
+import { ApplicationFailure } from '@temporalio/common';
+import type { EntityManager } from '@mikro-orm/core';
+import type { ApiDeps, AuthContext } from '../api/context';
+import { assertKeyModeAllows } from '../api/middleware/auth';
+import { isEvmNetworkId } from '../chains/networks';
+import { Settlement } from '../db/entities';
+import { permitWorkflowId } from '../temporal/workflow-ids';
+import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { parsePermitRequest, permitStatusFor, rawNetworkOf, type PermitReason, type PermitResponse } from './schema';
+import { resolvePermitSignature } from './signature';
+import { deadlineProblem } from './verify';
+import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf, type PermitRejection } from './types';
+
+export interface PermitReply {
+  status: number;
+  body: PermitResponse;
+}
+
+/** Finished permits whose recorded response is replayed to repeats without asking Temporal. */
+const FINAL_STATES = new Set(['executed', 'failed']);
+
+export const permitFailure = (reason: PermitReason, network: string, message?: string): PermitReply => ({
+  status: permitStatusFor(reason),
+  body: { success: false, errorReason: reason, transaction: '', network, ...(message ? { message } : {}) },
+});
+
+/** POST /v1/permit after authentication, counted in x402_settlements_total with route `permit`. */
+export async function executePermit(
+  deps: ApiDeps,
+  req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
+): Promise<PermitReply> {
+  const started = performance.now();
+  const out = await permit(deps, req);
+  const outcome = out.body.success ? 'success' : (out.body.errorReason ?? 'unknown');
+  deps.metrics?.settlement('permit', out.body.network, outcome, (performance.now() - started) / 1000);
+  return out;
+}
+
+/**
+ * Validate in the order of docs/decisions.md "Permit" (network, key mode, network configured, body,
+ * signature form, deadline, tokenAddress), then start (or attach to) the permit workflow and wait
+ * for it up to SETTLE_WAIT_MS.
+ */
+async function permit(
+  deps: ApiDeps,
+  req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
+): Promise<PermitReply> {
+  const raw = rawNetworkOf(req.body);
+  const parsed = parsePermitRequest(req.body);
+  const body = req.body as { network?: unknown } | null;
+  if (typeof body !== 'object' || body === null || Array.isArray(body) || typeof body.network !== 'string' || body.network === '') {
+    return permitFailure('invalid_request', raw, parsed.ok ? 'network: is required' : parsed.message);
+  }
+  if (!isEvmNetworkId(raw)) return permitFailure('unsupported_network', raw, `network ${JSON.stringify(raw)} is not an EVM network id`);
+  const network = deps.networks.get(raw)!;
+  assertKeyModeAllows(req.auth, network); // 403 envelope before anything else is said about the network
+  if (!network.enabled || (!network.testnet && !deps.config.MAINNETS_ENABLED)) {
+    return permitFailure('network_not_configured', raw, `network ${raw} is not configured on this service (no RPC, chain id or facilitator contract, or mainnets disabled)`);
+  }
+  if (!parsed.ok) return permitFailure('invalid_request', raw, parsed.message);
+  const r = parsed.request;
+  const sig = resolvePermitSignature(r);
+  if (!sig.ok) return permitFailure('invalid_signature', raw, sig.message);
+  const late = deadlineProblem(r.deadline, Math.floor(Date.now() / 1000), deps.config.MIN_VALIDITY_SECONDS);
+  if (late) return permitFailure('invalid_request', raw, late);
+  if (!r.tokenAddress) {
+    return permitFailure(
+      'permit_execution_failed',
+      raw,
+      'tokenAddress is required: the permit is applied to the token it names (there is no fallback to the network USDC)',
+    );
+  }
+
+  const workflowId = permitWorkflowId(network.id, r.tokenAddress, r.owner, sig.sighash);
+  const mine: PermitOwnerOf = { organizationId: req.auth.organizationId, recipient: r.recipient.toLowerCase(), value: r.value };
+  const known = await req.em.findOne(Settlement, { id: workflowId });
+  if (known && FINAL_STATES.has(known.state) && known.response) {
+    const theirs = { organizationId: known.organizationId, recipient: known.recipient ?? '', value: known.amount };
+    return reply(JSON.parse(known.response) as PermitResponse, theirs, mine);
+  }
+
+  const input: PermitInput = {
+    workflowId,
+    requestId: req.requestId,
+    organizationId: req.auth.organizationId,
+    apiKeyId: req.auth.apiKeyId ?? '',
+    network: network.id,
+    token: r.tokenAddress.toLowerCase(),
+    owner: r.owner.toLowerCase(),
+    spender: r.spender.toLowerCase(),
+    recipient: mine.recipient,
+    value: r.value,
+    deadline: r.deadline,
+    v: sig.v,
+    r: sig.r,
+    s: sig.s,
+  };
+  const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.permit, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    searchAttributes: [
+      { key: X402Kind, value: 'permit' },
+      { key: X402Network, value: network.id },
+      { key: X402Payer, value: input.owner },
+      { key: X402State, value: 'verifying' },
+      { key: X402Organization, value: req.auth.organizationId },
+    ],
+    memo: { requestId: req.requestId },
+    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.permit, req.requestId, workflowId),
+  });
+
+  try {
+    const result = await resultBefore<PermitOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
+    if (result.done) return reply(result.value.response, result.value, mine);
+  } catch (err) {
+    const rejected = rejectionOf(err);
+    if (rejected) return { status: permitStatusFor(rejected[0].errorReason ?? ''), body: rejected[0] };
+    throw err;
+  }
+  // Still running (the transaction is not mined yet): answer pending with the hash once one is
+  // recorded; a repeat of this request attaches to the same workflow.
+  const row = await req.em.fork().findOne(Settlement, { id: workflowId });
+  return {
+    status: permitStatusFor('permit_pending'),
+    body: {
+      success: false,
+      errorReason: 'permit_pending',
+      transaction: row?.transaction ?? '',
+      network: network.id,
+      message: 'the permit is still executing; repeat the same request for the outcome',
+    },
+  };
+}
+
+/**
+ * A permit's result belongs to the request that ran it. The signature does not cover the recipient,
+ * so a repeat naming another recipient, value or organization is told the permit is used up.
+ */
+function reply(response: PermitResponse, theirs: PermitOwnerOf, mine: PermitOwnerOf): PermitReply {
+  const same = theirs.organizationId === mine.organizationId && theirs.recipient === mine.recipient && theirs.value === mine.value;
+  if (!same) {
+    return permitFailure('invalid_signature', response.network, 'this permit signature was already used by another request');
+  }
+  return { status: response.success ? 200 : permitStatusFor(response.errorReason ?? ''), body: response };
+}
+
+/** A workflow that ended failed with our PermitRejected failure carries its permit response. */
+function rejectionOf(err: unknown): PermitRejection | undefined {
+  if (!(err instanceof WorkflowFailedError)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === PERMIT_REJECTED && cause.details?.[0]) {
+    return cause.details as PermitRejection;
+  }
+  return undefined;
+}
