@@ -43,7 +43,6 @@ const ROOT = repoRoot();
 const DATA_DIR = path.join(ROOT, '.data');
 const SESSION_SECRET_FILE = path.join(DATA_DIR, 'session-secret');
 const TEMPORAL_DB = path.join(DATA_DIR, 'temporal.db');
-const TSX = path.join(ROOT, 'node_modules', '.bin', process.platform === 'win32' ? 'tsx.cmd' : 'tsx');
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
 // ---------------------------------------------------------------------------------------------
@@ -254,7 +253,9 @@ async function migrate(config: Config): Promise<void> {
 
 function spawnApp(name: string, entry: string, env: NodeJS.ProcessEnv, onLine?: (line: string) => void): Child {
   const log = new ChildLog(name);
-  const proc = spawnManaged(name, TSX, [entry], {
+  // node --import tsx, not the tsx launcher: the child pid is the app itself, so stopping or
+  // killing it never leaves an orphan behind a dead launcher.
+  const proc = spawnManaged(name, process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
     env,
     log: (line) => {

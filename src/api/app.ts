@@ -5,6 +5,7 @@ import type { ApiDeps, ApiState } from './context';
 import { errorHandler } from './middleware/errors';
 import { requestId } from './middleware/request-id';
 import { registerRoutes } from './routes';
+import { Metrics } from '../observability/metrics';
 
 /** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
 export function createApp(deps: ApiDeps): Koa<ApiState> {
@@ -13,6 +14,9 @@ export function createApp(deps: ApiDeps): Koa<ApiState> {
   app.keys = [deps.config.SESSION_SECRET ?? randomBytes(32).toString('hex')];
   app.silent = true; // errors are logged by errorHandler with the request id
   app.use(requestId(deps.logger));
+  // Metrics (created here when not given; shared with the services through deps) see the final status.
+  deps.metrics ??= new Metrics({ processMetrics: deps.config.NODE_ENV !== 'test' });
+  app.use(deps.metrics.http());
   app.use(errorHandler());
   app.use(async (ctx, next) => {
     ctx.state.em = deps.db.em.fork();
@@ -22,5 +26,13 @@ export function createApp(deps: ApiDeps): Koa<ApiState> {
   registerRoutes(router, deps);
   app.use(router.routes());
   app.use(router.allowedMethods());
+  routers.set(app, router);
   return app;
+}
+
+const routers = new WeakMap<Koa<ApiState>, Router<ApiState>>();
+
+/** Every (method, path template) the app's router serves; the OpenAPI test checks each is documented. */
+export function listRoutes(app: Koa<ApiState>): { method: string; path: string }[] {
+  return (routers.get(app)?.stack ?? []).flatMap((layer) => layer.methods.map((method) => ({ method, path: String(layer.path) })));
 }

@@ -5,6 +5,7 @@ import type { Config } from '../config';
 import type { Database } from '../db/orm';
 import type { NetworkTable } from '../chains/networks';
 import type { Logger } from '../logger';
+import type { Metrics } from '../observability/metrics';
 import type { ErrorShape } from './errors';
 
 /** Everything the HTTP layer needs, built once at start-up and shared by every router. */
@@ -14,6 +15,8 @@ export interface ApiDeps {
   networks: NetworkTable;
   temporal: Client;
   logger: Logger;
+  /** Prometheus metrics of this app; createApp creates them when absent. */
+  metrics?: Metrics;
 }
 
 /** Who is calling, as established by the auth middleware. */

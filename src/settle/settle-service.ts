@@ -1,4 +1,5 @@
 import { WorkflowFailedError } from '@temporalio/client';
+import { observeWorkflowStart } from '../observability/workflow-starts';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/core';
 import type { ApiDeps, AuthContext } from '../api/context';
@@ -25,11 +26,24 @@ export const settleFailure = (reason: SettleReason | string, network = '', payer
   body: { success: false, errorReason: reason, transaction: '', network, ...(payer ? { payer } : {}) },
 });
 
-/**
- * POST /v1/settle after authentication: validate, route, resolve the payout, then start (or attach
- * to) the settlement workflow and wait for it up to SETTLE_WAIT_MS.
- */
+/** POST /v1/settle after authentication, counted in x402_settlements_total (src/observability/metrics.ts). */
 export async function settlePayment(
+  deps: ApiDeps,
+  req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
+): Promise<SettleReply> {
+  const started = performance.now();
+  const { status, body } = await settle(deps, req);
+  // `payer` is present once the EIP-3009 payload parsed: only then is the route known.
+  const outcome = body.success ? 'success' : (body.errorReason ?? 'unknown');
+  deps.metrics?.settlement(body.payer ? 'eip3009' : 'unknown', body.network, outcome, (performance.now() - started) / 1000);
+  return { status, body };
+}
+
+/**
+ * Validate, route, resolve the payout, then start (or attach to) the settlement workflow and wait
+ * for it up to SETTLE_WAIT_MS.
+ */
+async function settle(
   deps: ApiDeps,
   req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
 ): Promise<SettleReply> {
@@ -73,6 +87,7 @@ export async function settlePayment(
       { key: X402Organization, value: org.id },
     ],
     memo: { requestId: req.requestId },
+    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.settlement, req.requestId, workflowId),
   });
 
   try {

@@ -37,8 +37,9 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     const relayerNonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
 
     await rpc(rpcUrl, 'evm_setAutomine', [false]);
-    const pending = await h.settle(body);
-    // Past SETTLE_WAIT_MS the API answers pending, with the hash of the broadcast transaction.
+    // Past SETTLE_WAIT_MS the API answers pending, with the hash once the transaction is recorded
+    // (a loaded machine may need a repeat or two before the worker gets there).
+    const pending = await h.settleUntilBroadcast(body);
     expect(pending.status).toBe(202);
     expect(pending.body).toEqual({
       success: false,
@@ -51,7 +52,9 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     const tx = await h.chain.getTransaction({ hash });
     expect(tx.blockNumber).toBeNull(); // in the mempool, not mined
 
+    const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow(); // the old worker is really gone
     // A repeat while the worker is new and the chain still paused attaches to the same workflow.
     const repeat = await h.settle(body);
     expect(repeat.status).toBe(202);
@@ -77,8 +80,7 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     const relayerNonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
 
     await rpc(rpcUrl, 'evm_setAutomine', [false]);
-    const pending = await h.settle(body);
-    expect(pending.status).toBe(202);
+    const pending = await h.settleUntilBroadcast(body);
     const hash = pending.body.transaction as Hex;
     // The node forgets the transaction (as a restarted node or a dropped mempool entry would).
     await h.restartWorker({ kill: true });

@@ -30,13 +30,19 @@ export function dbEnv(config: Config): Record<string, string> {
   return config.DATABASE_URL ? { DATABASE_URL: config.DATABASE_URL } : { SQLITE_PATH: config.SQLITE_PATH };
 }
 
-/** A real worker process (workers/main.ts under tsx), ready once it has said so. */
-export async function startWorker(env: Record<string, string>): Promise<ManagedProcess> {
+/**
+ * A real worker process (workers/main.ts loaded through tsx), ready once it has said so. `onLine` sees every
+ * line it prints on stdout and stderr.
+ */
+export async function startWorker(env: Record<string, string>, opts: { onLine?: (line: string) => void } = {}): Promise<ManagedProcess> {
   let ready = false;
-  const proc = spawnManaged('worker', join(ROOT, 'node_modules', '.bin', 'tsx'), [join(ROOT, 'workers', 'main.ts')], {
+  // `node --import tsx` (not the tsx launcher): the spawned pid is the worker itself, so SIGKILL
+  // really kills it instead of orphaning a child that keeps polling.
+  const proc = spawnManaged('worker', process.execPath, ['--import', 'tsx', join(ROOT, 'workers', 'main.ts')], {
     env: { ...process.env, ...env },
     cwd: ROOT,
     log: (line) => {
+      opts.onLine?.(line);
       if (line.includes('worker ready')) ready = true;
       if (process.env.TEST_WORKER_LOGS) process.stderr.write(`[worker] ${line}\n`);
     },

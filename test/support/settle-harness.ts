@@ -30,6 +30,8 @@ export interface SettleHarness {
   payout: Address;
   feeRecipient: Address;
   settle(body: unknown, headers?: Record<string, string>): Promise<JsonResponse>;
+  /** Repeats the request until it is pending with a recorded transaction (the chain is paused). */
+  settleUntilBroadcast(body: unknown): Promise<JsonResponse>;
   /** Repeats the request until it is final (not 202 pending), as a seller would. */
   settleUntilFinal(body: unknown, timeoutMs?: number): Promise<JsonResponse>;
   /** A base-sepolia payment from `buyer` to this stack's facilitator, signed as a buyer would. */
@@ -96,6 +98,15 @@ export async function startSettleHarness(
     feeRecipient,
     settle: (body, headers = {}) =>
       request('POST', `${api.baseUrl}/v1/settle`, { json: body, headers: { authorization: `Bearer ${h.apiKey}`, ...headers } }),
+    settleUntilBroadcast: (body) =>
+      waitUntil(
+        'a pending answer with the transaction hash',
+        async () => {
+          const res = await h.settle(body);
+          return res.status === 202 && res.body.transaction ? res : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 200 },
+      ),
     settleUntilFinal: (body, timeoutMs = 60_000) =>
       waitUntil(
         'the settlement to be final',

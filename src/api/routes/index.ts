@@ -6,6 +6,9 @@ import { registerOrganizationRoutes } from './organization';
 import { registerSettleRoutes } from './settle';
 import { registerSupportedRoutes } from './supported';
 import { registerVerifyRoutes } from './verify';
+import { registerPermitRoutes } from './permit';
+import { registerDocsRoutes } from './docs';
+import { registerMetricsRoutes } from './metrics';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
@@ -18,4 +21,7 @@ export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   registerSettleRoutes(router, deps);
   registerVerifyRoutes(router, deps);
   registerSupportedRoutes(router, deps);
+  registerPermitRoutes(router, deps);
+  registerDocsRoutes(router, deps);
+  registerMetricsRoutes(router, deps);
 }

@@ -1,0 +1,107 @@
+import type { Middleware } from 'koa';
+import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
+import { isEvmNetworkId } from '../chains/networks';
+import type { Logger } from '../logger';
+
+/**
+ * Prometheus metrics of one API instance (docs/decisions.md "OpenAPI, metrics and logs").
+ *
+ * Every instance has its own prom-client Registry, never the global default one, so several apps
+ * in one process (the tests) do not collide. Label values are bounded: HTTP routes are the router's
+ * templates (`/v1/api_keys/:id`, never the raw path), networks are known network ids, outcomes are
+ * our own reason strings; anything else becomes `unknown` / `unmatched`.
+ */
+
+const HTTP_BUCKETS = [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30];
+/** Settlements wait up to SETTLE_WAIT_MS (20 s) for the chain. */
+const SETTLE_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2, 3, 5, 8, 13, 20, 30, 60];
+
+/** `*_pending` replies (the workflow is still running) are counted as the outcome `pending`. */
+const PENDING = new Set(['settlement_pending', 'permit_pending']);
+const REASON = /^[a-z0-9_]{1,64}$/;
+const WORKFLOW_TYPE = /^[A-Za-z0-9_]{1,64}$/;
+
+export type WorkflowStartResult = 'started' | 'attached';
+
+export class Metrics {
+  readonly registry = new Registry();
+  private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
+  private readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  private readonly settlements: Counter<'route' | 'network' | 'outcome'>;
+  private readonly settleDuration: Histogram<'route' | 'network' | 'result'>;
+  private readonly workflowStarts: Counter<'workflow' | 'result'>;
+
+  constructor(opts: { processMetrics?: boolean } = {}) {
+    const registers = [this.registry];
+    this.httpRequests = new Counter({
+      name: 'x402_http_requests_total',
+      help: 'HTTP requests by method, route template and status code',
+      labelNames: ['method', 'route', 'status'],
+      registers,
+    });
+    this.httpDuration = new Histogram({
+      name: 'x402_http_request_duration_seconds',
+      help: 'HTTP request latency by method, route template and status code',
+      labelNames: ['method', 'route', 'status'],
+      buckets: HTTP_BUCKETS,
+      registers,
+    });
+    this.settlements = new Counter({
+      name: 'x402_settlements_total',
+      help: 'Settle replies by settlement route (eip3009, or unknown when the payload did not parse), network and outcome (success, pending or the errorReason)',
+      labelNames: ['route', 'network', 'outcome'],
+      registers,
+    });
+    this.settleDuration = new Histogram({
+      name: 'x402_settle_duration_seconds',
+      help: 'Time to answer a settle request (success, failure or pending), by settlement route and network',
+      labelNames: ['route', 'network', 'result'],
+      buckets: SETTLE_BUCKETS,
+      registers,
+    });
+    this.workflowStarts = new Counter({
+      name: 'x402_workflow_starts_total',
+      help: 'Workflow start requests by workflow type (settlementWorkflow, permitWorkflow): started a new execution, or attached to the existing one of the same business key',
+      labelNames: ['workflow', 'result'],
+      registers,
+    });
+    if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /**
+   * Koa middleware counting every request under the matched route template (`ctx._matchedRoute`,
+   * set by @koa/router; `unmatched` for 404s). Mounted outside the error handler, so it sees the
+   * final status.
+   */
+  http(): Middleware<{ log?: Logger }> {
+    return async (ctx, next) => {
+      const started = performance.now();
+      try {
+        await next();
+      } finally {
+        const template = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+        const labels = { method: ctx.method, route: template ? String(template) : 'unmatched', status: String(ctx.status) };
+        this.httpRequests.inc(labels);
+        this.httpDuration.observe(labels, (performance.now() - started) / 1000);
+      }
+    };
+  }
+
+  /** One settle reply: `outcome` is 'success', the errorReason, or a `*_pending` reason. */
+  settlement(route: string, network: string, outcome: string, seconds: number): void {
+    const o = PENDING.has(outcome) ? 'pending' : REASON.test(outcome) ? outcome : 'unknown';
+    const n = isEvmNetworkId(network) ? network : 'unknown';
+    const r = REASON.test(route) ? route : 'unknown';
+    this.settlements.inc({ route: r, network: n, outcome: o });
+    this.settleDuration.observe({ route: r, network: n, result: o === 'success' || o === 'pending' ? o : 'failure' }, seconds);
+  }
+
+  workflowStart(workflow: string, result: WorkflowStartResult): void {
+    this.workflowStarts.inc({ workflow: WORKFLOW_TYPE.test(workflow) ? workflow : 'unknown', result });
+  }
+
+  /** The Prometheus text exposition of this registry. */
+  async render(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
