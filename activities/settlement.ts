@@ -90,7 +90,9 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
     async awaitSettlementReceipt(input: { network: EvmNetworkId; workflowId: string }): Promise<ReceiptResult> {
       const relayer = deps.relayerFor(input.network);
       const tx = await relayer.find(relayerTxId(input.workflowId, 'settle'));
-      if (!tx) throw ApplicationFailure.nonRetryable('no recorded transaction to wait for', 'invalid_transaction_state');
+      // The record is written before broadcast, so it exists; if a read misses it, retry rather than
+      // fail a workflow whose transaction may be out (an operator sees it waiting in `submitted`).
+      if (!tx) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
       const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
       if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
       return { status: receipt.status, blockNumber: receipt.blockNumber.toString() };

@@ -15,7 +15,6 @@ import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
-import { temporal as proto } from '@temporalio/proto';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import {
   createPublicClient,
@@ -563,7 +562,13 @@ async function benchFloor(
 // --trace: where the time of one POST /v1/settle goes, from the workflows' Temporal histories
 
 async function printTrace(client: Client, r: PhaseResult): Promise<void> {
-  const E = proto.api.enums.v1.EventType;
+  // temporal.api.enums.v1.EventType values (stable wire enum; @temporalio/proto is not our direct dependency).
+  const E = {
+    EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED: 2,
+    EVENT_TYPE_ACTIVITY_TASK_COMPLETED: 12,
+    EVENT_TYPE_ACTIVITY_TASK_FAILED: 13,
+    EVENT_TYPE_ACTIVITY_TASK_TIMED_OUT: 14,
+  } as const;
   const ms = (t: { seconds?: unknown; nanos?: number | null } | null | undefined) => Number(t?.seconds ?? 0) * 1000 + (t?.nanos ?? 0) / 1e6;
   const buckets = new Map<string, number[]>();
   const add = (k: string, v: number) => (buckets.get(k) ?? buckets.set(k, []).get(k)!).push(v);

@@ -123,7 +123,8 @@ export async function authenticateApiKey(em: EntityManager, presented: string, n
   // database compares strings.
   if (!row || !digestsEqual(hash, row.publicKeyHash)) throw new ApiError(401, 'unknown API key');
   if (row.revokedAt) throw new ApiError(403, 'API key revoked');
-  await recordApiKeyUse(em, row, now);
+  // Bookkeeping must never fail the request it describes (e.g. a busy database).
+  await recordApiKeyUse(em, row, now).catch(() => undefined);
   return { apiKeyId: row.id, organizationId: row.organizationId, testNet: row.testNet };
 }
 

@@ -20,11 +20,12 @@ export async function openDatabase(
   if (config.DATABASE_URL) {
     orm = await PostgresORM.init({ ...common, clientUrl: config.DATABASE_URL, pool: { min: 0, max: 10 } });
   } else {
-    orm = await LibSqlORM.init({ ...common, dbName: config.SQLITE_PATH });
-    // WAL + busy timeout: the api and the worker are separate processes writing the same file.
-    const conn = orm.em.getConnection();
-    await conn.execute('pragma journal_mode = wal');
-    await conn.execute('pragma busy_timeout = 10000');
+    // The api and the worker are separate processes writing one file: every connection waits up to
+    // 10 s for a lock (a connection option, so it also holds for connections the pool opens later;
+    // a one-off `pragma busy_timeout` was lost when the pool replaced its connection), and WAL lets
+    // readers run beside the writer.
+    orm = await LibSqlORM.init({ ...common, dbName: config.SQLITE_PATH, driverOptions: { connection: { timeout: 10_000 } } });
+    await orm.em.getConnection().execute('pragma journal_mode = wal');
   }
   if (opts.migrate) {
     await orm.schema.ensureDatabase();

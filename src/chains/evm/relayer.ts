@@ -63,24 +63,30 @@ export class Relayer {
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
         });
         const hash = keccak256(rawTx);
-        const em = this.db.em.fork();
-        em.create(RelayerTransaction, {
-          id,
-          chainId: this.network.chainId!,
-          signer: this.address.toLowerCase(),
-          nonce,
-          rawTx,
-          hash,
-          status: 'signed',
-        });
+        const now = new Date();
         try {
-          await em.flush();
+          // One auto-committed INSERT: either the record exists or nothing was sent.
+          await this.db.em.fork().insert(RelayerTransaction, {
+            id,
+            chainId: this.network.chainId!,
+            signer: this.address.toLowerCase(),
+            nonce,
+            rawTx,
+            hash,
+            status: 'signed',
+            createdAt: now,
+            updatedAt: now,
+          });
         } catch (err) {
-          // Someone else holds this nonce (another process with the same key, or a stale counter):
-          // re-read the chain and the records, then take the next free nonce.
-          if (err instanceof UniqueConstraintViolationException && attempt < 5) {
-            this.nextNonce = undefined;
-            continue;
+          // The nonce was not used: recompute it from the chain and the records next time, so a
+          // failed write never leaves a gap that would stall every later transaction.
+          this.nextNonce = undefined;
+          if (err instanceof UniqueConstraintViolationException) {
+            // Another worker recorded this very effect meanwhile: use its transaction.
+            const winner = await this.find(id);
+            if (winner) return { hash: winner.hash as Hex, reused: true };
+            // Someone else holds this nonce (another process with the same key): take the next one.
+            if (attempt < 5) continue;
           }
           throw err;
         }
