@@ -1,4 +1,5 @@
-import { Context, ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
+import { awaitRecordedReceipt, type ReceiptResult as PermitReceiptResult } from './receipts';
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
@@ -19,7 +20,7 @@ export interface PermitActivityDeps {
 }
 
 export type PermitSubmitResult = { submitted: true; hash: Hex } | { submitted: false; detail: string };
-export type PermitReceiptResult = { status: 'success' | 'reverted'; blockNumber: string };
+export type { ReceiptResult as PermitReceiptResult } from './receipts';
 
 /** The relayer transaction of one permit workflow (its write-ahead record id). */
 const permitTxId = (workflowId: string) => relayerTxId(workflowId, 'permit');
@@ -95,12 +96,7 @@ export function createPermitActivities(deps: PermitActivityDeps) {
      * after re-broadcasting, so a dropped transaction is sent again with the same bytes.
      */
     async awaitPermitReceipt(input: { network: EvmNetworkId; workflowId: string }): Promise<PermitReceiptResult> {
-      const relayer = deps.relayerFor(input.network);
-      const tx = await relayer.find(permitTxId(input.workflowId));
-      if (!tx) throw ApplicationFailure.nonRetryable('no recorded transaction to wait for', 'permit_execution_failed');
-      const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
-      if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
-      return { status: receipt.status, blockNumber: receipt.blockNumber.toString() };
+      return awaitRecordedReceipt(deps.relayerFor(input.network), permitTxId(input.workflowId), deps.config.RECEIPT_WAIT_MS);
     },
   };
 }

@@ -1,4 +1,5 @@
-import { Context, ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
+import { awaitRecordedReceipt, type ReceiptResult } from './receipts';
 import { BaseError, ContractFunctionRevertedError, encodeFunctionData, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
@@ -19,7 +20,6 @@ export interface SettlementActivityDeps {
 }
 
 export type SubmitResult = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
-export type ReceiptResult = { status: 'success' | 'reverted'; blockNumber: string };
 
 /** Activities of the settlement workflow. Each is idempotent: safe to retry after any crash. */
 export function createSettlementActivities(deps: SettlementActivityDeps) {
@@ -83,19 +83,9 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
       }
     },
 
-    /**
-     * Waits for the receipt of the recorded transaction, bounded; throws (retryable) on timeout
-     * after re-broadcasting, so a dropped transaction is sent again with the same bytes.
-     */
+    /** Waits for the receipt of the recorded settle transaction (see awaitRecordedReceipt). */
     async awaitSettlementReceipt(input: { network: EvmNetworkId; workflowId: string }): Promise<ReceiptResult> {
-      const relayer = deps.relayerFor(input.network);
-      const tx = await relayer.find(relayerTxId(input.workflowId, 'settle'));
-      // The record is written before broadcast, so it exists; if a read misses it, retry rather than
-      // fail a workflow whose transaction may be out (an operator sees it waiting in `submitted`).
-      if (!tx) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
-      const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
-      if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
-      return { status: receipt.status, blockNumber: receipt.blockNumber.toString() };
+      return awaitRecordedReceipt(deps.relayerFor(input.network), relayerTxId(input.workflowId, 'settle'), deps.config.RECEIPT_WAIT_MS);
     },
   };
 }
