@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { awaitRecordedReceipt, type ReceiptResult } from './receipts';
+import { awaitRecordedReceipt } from './receipts';
 import { BaseError, ContractFunctionRevertedError, encodeFunctionData, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
@@ -10,7 +10,9 @@ import { verifyExactEvm, type Verification } from '../src/chains/evm/verify-exac
 import type { Relayer } from '../src/chains/evm/relayer';
 import { Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import type { SettleInput } from '../src/settle/types';
+import { rejectedResponse, type SettleInput } from '../src/settle/types';
+import type { SettleReason } from '../src/x402/error-reasons';
+import type { SettleResponse } from '../src/x402/schemas';
 
 export interface SettlementActivityDeps {
   config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS'>;
@@ -29,24 +31,51 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
     return n;
   };
 
+  /** Upserts the settlement record (keyed by workflow id); repeating it is harmless. */
+  const record = async (rec: Partial<Settlement> & { id: string }) => {
+    const now = new Date();
+    await deps.db.em.fork().upsert(Settlement, { ...rec, createdAt: now, updatedAt: now } as Settlement, {
+      onConflictExcludeFields: ['createdAt'],
+    });
+  };
+  /** The record of one settlement in `state`, with the fields every state carries. */
+  const recordState = (input: SettleInput, state: string, extra: Partial<Settlement> = {}) =>
+    record({
+      id: input.workflowId,
+      organizationId: input.organizationId,
+      apiKeyId: input.apiKeyId,
+      route: input.route,
+      network: input.network,
+      payer: input.paymentPayload.payload.authorization.from.toLowerCase(),
+      recipient: input.payout.toLowerCase(),
+      amount: input.paymentPayload.payload.authorization.value,
+      fee: input.fee,
+      requestId: input.requestId ?? null,
+      state,
+      ...extra,
+    });
+
+  const recordRejection = (input: SettleInput, reason: SettleReason) =>
+    recordState(input, 'rejected', { errorReason: reason, response: JSON.stringify(rejectedResponse(input, reason)) });
+
   return {
-    /** Upserts the settlement record (keyed by workflow id). */
-    async recordSettlement(rec: Partial<Settlement> & { id: string }): Promise<void> {
-      const em = deps.db.em.fork();
-      const now = new Date();
-      await em.upsert(Settlement, { ...rec, createdAt: now, updatedAt: now } as Settlement, {
-        onConflictExcludeFields: ['createdAt'],
-      });
-    },
+    recordSettlement: record,
 
     /** Every verification rule against the chain's current state; no transaction. */
+    /**
+     * Records the attempt, then checks every verification rule against the chain's current state
+     * (no transaction); a rejection is recorded with its response.
+     */
     async verifyExactPayment(input: SettleInput): Promise<Verification> {
+      await recordState(input, 'verifying', { transaction: null, errorReason: null, response: null });
       const n = network(input.network);
-      return verifyExactEvm(input.paymentPayload, input.paymentRequirements, n, {
+      const v = await verifyExactEvm(input.paymentPayload, input.paymentRequirements, n, {
         nowSeconds: Math.floor(Date.now() / 1000),
         minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
         reads: tokenReads(n),
       });
+      if (!v.isValid) await recordRejection(input, v.invalidReason);
+      return v;
     },
 
     /**
@@ -73,19 +102,38 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
           input.feeRecipient as Address,
         ],
       });
+      let hash: Hex;
       try {
-        const { hash } = await relayer.send(relayerTxId(input.workflowId, 'settle'), { to: n.facilitator as Address, data });
-        return { submitted: true, hash };
+        ({ hash } = await relayer.send(relayerTxId(input.workflowId, 'settle'), { to: n.facilitator as Address, data }));
       } catch (err) {
         const revert = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
-        if (revert) return { submitted: false, reason: 'invalid_transaction_state', detail: (revert as Error).message.split('\n')[0] };
-        throw err; // transient (RPC down, timeout): Temporal retries
+        if (!revert) throw err; // transient (RPC down, timeout): Temporal retries
+        await recordRejection(input, 'invalid_transaction_state');
+        return { submitted: false, reason: 'invalid_transaction_state', detail: (revert as Error).message.split('\n')[0] };
       }
+      await recordState(input, 'submitted', { transaction: hash });
+      return { submitted: true, hash };
     },
 
-    /** Waits for the receipt of the recorded settle transaction (see awaitRecordedReceipt). */
-    async awaitSettlementReceipt(input: { network: EvmNetworkId; workflowId: string }): Promise<ReceiptResult> {
-      return awaitRecordedReceipt(deps.relayerFor(input.network), relayerTxId(input.workflowId, 'settle'), deps.config.RECEIPT_WAIT_MS);
+    /**
+     * Waits for the receipt of the recorded settle transaction (see awaitRecordedReceipt) and
+     * records the final outcome with the response that repeats of the request get.
+     */
+    async awaitSettlementReceipt(input: SettleInput): Promise<SettleResponse> {
+      const relayer = deps.relayerFor(input.network);
+      const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'settle'), deps.config.RECEIPT_WAIT_MS);
+      const hash = (await relayer.find(relayerTxId(input.workflowId, 'settle')))!.hash;
+      const payer = input.paymentPayload.payload.authorization.from;
+      const response: SettleResponse =
+        receipt.status === 'success'
+          ? { success: true, transaction: hash, network: input.network, payer }
+          : { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: input.network, payer };
+      await recordState(input, receipt.status === 'success' ? 'settled' : 'failed', {
+        transaction: hash,
+        errorReason: response.errorReason ?? null,
+        response: JSON.stringify(response),
+      });
+      return response;
     },
   };
 }

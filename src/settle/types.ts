@@ -29,3 +29,12 @@ export interface SettleOutcome {
 
 /** Details of the ApplicationFailure a rejected settlement ends with (nothing was broadcast). */
 export const SETTLEMENT_REJECTED = 'SettlementRejected';
+
+/** The settle response of a payment refused before any transaction (no hash). Pure: workflows use it too. */
+export const rejectedResponse = (input: SettleInput, reason: string): SettleResponse => ({
+  success: false,
+  errorReason: reason,
+  transaction: '',
+  network: input.network,
+  payer: input.paymentPayload.payload.authorization.from,
+});
