@@ -9,6 +9,13 @@ import { privateKeyToAddress } from 'viem/accounts';
 export const DEVNET_DEPLOYER_KEY = '0x7852aa47ca0129eee8e75cf49ba958467fb6ba86dd42986cec560c1d735d31e2' as const;
 export const DEVNET_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_DEPLOYER_KEY);
 
-/** Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator. */
+/**
+ * Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator, nonce 2 Permit2, nonce 3 the
+ * exact Permit2 proxy, nonce 4 the upto Permit2 proxy (the proxies are the spenders x402 buyers name
+ * in their Permit2 signatures; both send funds to the facilitator).
+ */
 export const DEVNET_USDC_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 0n });
 export const DEVNET_FACILITATOR_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 1n });
+export const DEVNET_PERMIT2_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 2n });
+export const DEVNET_EXACT_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 3n });
+export const DEVNET_UPTO_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 4n });

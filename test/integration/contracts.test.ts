@@ -21,7 +21,7 @@ import {
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
-import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
+import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
 
 const CHAIN_ID = 84532;
 const ANVIL = path.resolve(__dirname, '../../node_modules/.bin/anvil');
@@ -51,6 +51,7 @@ let rpcUrl = '';
 let client: ReturnType<typeof makePublicClient>;
 let usdc: Address;
 let facilitator: Address;
+let permit2Contracts: { permit2: Address; exactPermit2Proxy: Address; uptoPermit2Proxy: Address };
 
 const buyer = privateKeyToAccount(generatePrivateKey());
 const permitOwner = privateKeyToAccount(generatePrivateKey());
@@ -192,6 +193,11 @@ beforeAll(async () => {
   });
   usdc = deployment.usdc;
   facilitator = deployment.facilitator;
+  permit2Contracts = {
+    permit2: deployment.permit2,
+    exactPermit2Proxy: deployment.exactPermit2Proxy,
+    uptoPermit2Proxy: deployment.uptoPermit2Proxy,
+  };
   await client.request({ method: 'anvil_setBalance', params: [stranger.address, numberToHex(10n ** 20n)] } as never);
 });
 
@@ -205,11 +211,12 @@ afterAll(async () => {
 
 describe('devnet contracts', () => {
   test('deploys at the deterministic addresses with the configured token identity', async () => {
-    expect(devnetAddresses()).toEqual({ usdc, facilitator });
+    expect(devnetAddresses()).toEqual({ usdc, facilitator, ...permit2Contracts });
     const deployerAddress = privateKeyToAccount(DEVNET_DEPLOYER_KEY).address;
-    expect(usdc).toBe(
-      (await import('viem')).getContractAddress({ from: deployerAddress, nonce: 0n }),
-    );
+    const { getContractAddress } = await import('viem');
+    const created = [usdc, facilitator, permit2Contracts.permit2, permit2Contracts.exactPermit2Proxy, permit2Contracts.uptoPermit2Proxy];
+    expect(created).toEqual([0n, 1n, 2n, 3n, 4n].map((nonce) => getContractAddress({ from: deployerAddress, nonce })));
+    for (const address of created) expect((await client.getCode({ address }))?.length ?? 0).toBeGreaterThan(2);
     const read = <F extends 'name' | 'symbol' | 'version'>(functionName: F) =>
       client.readContract({ address: usdc, abi: tokenAbi, functionName });
     expect(await read('name')).toBe('USDC');
@@ -228,8 +235,16 @@ describe('devnet contracts', () => {
   test('the hand-written service ABIs match the compiled contracts', () => {
     const compiled = compileContracts();
     const shape = (item: Abi[number]): string => {
-      const params = (ps: readonly AbiParameter[] | undefined) =>
-        (ps ?? []).map((p) => `${p.type}${'indexed' in p && p.indexed ? ' indexed' : ''}`).join(',');
+      const params = (ps: readonly AbiParameter[] | undefined): string =>
+        (ps ?? [])
+          .map((p) => {
+            // Tuples compare by their components (names included), so a struct mismatch is caught.
+            const type = p.type.startsWith('tuple') && 'components' in p
+              ? `(${p.components.map((c) => `${c.name}:${params([c])}`).join(',')})${p.type.slice('tuple'.length)}`
+              : p.type;
+            return `${type}${'indexed' in p && p.indexed ? ' indexed' : ''}`;
+          })
+          .join(',');
       const mutability = 'stateMutability' in item ? item.stateMutability : '';
       const outputs = 'outputs' in item ? params(item.outputs) : '';
       const name = 'name' in item ? item.name : '';
@@ -244,6 +259,21 @@ describe('devnet contracts', () => {
       const known = facilitatorShapes.has(s) || (item.type === 'error' && tokenShapes.has(s));
       expect(known ? s : `missing: ${s}`).toBe(s);
     }
+    // Permit2 and its proxies: errors may bubble up from Permit2 and from the token.
+    const permit2Shapes = new Set(compiled.Permit2!.abi.map(shape));
+    const checkAbi = (abi: Abi, own: Set<string>): void => {
+      for (const item of abi) {
+        const s = shape(item);
+        const known = own.has(s) || (item.type === 'error' && (permit2Shapes.has(s) || tokenShapes.has(s)));
+        expect(known ? s : `missing: ${s}`).toBe(s);
+      }
+    };
+    checkAbi(permit2Abi, permit2Shapes);
+    checkAbi(exactPermit2ProxyAbi, new Set(compiled.X402ExactPermit2Proxy!.abi.map(shape)));
+    checkAbi(uptoPermit2ProxyAbi, new Set(compiled.X402UptoPermit2Proxy!.abi.map(shape)));
+    // Every settle entry point of the proxies is covered (the service calls nothing else on them).
+    expect(exactPermit2ProxyAbi.some((i) => i.type === 'function' && i.name === 'settle')).toBe(true);
+    expect(uptoPermit2ProxyAbi.some((i) => i.type === 'function' && i.name === 'settle')).toBe(true);
   });
 
   test('settle pulls a TransferWithAuthorization and splits value between payout and fee', async () => {
@@ -444,12 +474,12 @@ describe('devnet contracts', () => {
       buyers: [{ address: buyer.address, amount: BUYER_FUNDS }],
     };
 
-    expect(await deployDevnet(options)).toEqual({ usdc, facilitator, chainId: CHAIN_ID });
+    expect(await deployDevnet(options)).toEqual({ usdc, facilitator, ...permit2Contracts, chainId: CHAIN_ID });
     expect(await client.getTransactionCount({ address: deployerAddress })).toBe(nonceBefore + 1); // one setRelayer
     expect(await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [secondRelayer.address] })).toBe(true);
     expect(await client.getBalance({ address: secondRelayer.address })).toBe(10n ** 22n);
 
-    expect(await deployDevnet(options)).toEqual({ usdc, facilitator, chainId: CHAIN_ID });
+    expect(await deployDevnet(options)).toEqual({ usdc, facilitator, ...permit2Contracts, chainId: CHAIN_ID });
     expect(await client.getTransactionCount({ address: deployerAddress })).toBe(nonceBefore + 1); // nothing to do
     expect(await balanceOf(buyer.address)).toBe(buyerBefore); // no second mint
 

@@ -321,3 +321,251 @@ export const facilitatorAbi = [
   // Bubbled up from the token.
   ...tokenErrors,
 ] as const;
+
+/** `PermitTransferFrom` of Permit2's SignatureTransfer: `((token, amount), nonce, deadline)`. */
+const permitTransferFromParam = {
+  name: 'permit',
+  type: 'tuple',
+  components: [
+    {
+      name: 'permitted',
+      type: 'tuple',
+      components: [
+        { name: 'token', type: 'address' },
+        { name: 'amount', type: 'uint256' },
+      ],
+    },
+    { name: 'nonce', type: 'uint256' },
+    { name: 'deadline', type: 'uint256' },
+  ],
+} as const;
+
+/** Custom errors of our devnet Permit2 (same names and selectors as Uniswap's Permit2). */
+const permit2Errors = [
+  { type: 'error', name: 'SignatureExpired', inputs: [{ name: 'signatureDeadline', type: 'uint256' }] },
+  { type: 'error', name: 'InvalidAmount', inputs: [{ name: 'maxAmount', type: 'uint256' }] },
+  { type: 'error', name: 'InvalidNonce', inputs: [] },
+  { type: 'error', name: 'InvalidSignatureLength', inputs: [] },
+  { type: 'error', name: 'InvalidSignature', inputs: [] },
+  { type: 'error', name: 'InvalidSigner', inputs: [] },
+  { type: 'error', name: 'TransferFailed', inputs: [{ name: 'token', type: 'address' }] },
+] as const;
+
+/** Token errors Permit2 bubbles up from `transferFrom` (missing approval, short balance). */
+const bubbledTokenErrors = [tokenErrors[1], tokenErrors[2]] as const; // InsufficientBalance, InsufficientAllowance
+
+/**
+ * Permit2's SignatureTransfer (the canonical contract on real chains, our `devnet/contracts/Permit2.sol`
+ * on the devnet): witness transfers, the unordered-nonce bitmap (`nonce >> 8` word, `nonce & 255`
+ * bit) and nonce invalidation. Buyers sign with EIP-712 domain {name: 'Permit2', chainId,
+ * verifyingContract: Permit2}.
+ */
+export const permit2Abi = [
+  {
+    type: 'function',
+    name: 'permitWitnessTransferFrom',
+    stateMutability: 'nonpayable',
+    inputs: [
+      permitTransferFromParam,
+      {
+        name: 'transferDetails',
+        type: 'tuple',
+        components: [
+          { name: 'to', type: 'address' },
+          { name: 'requestedAmount', type: 'uint256' },
+        ],
+      },
+      { name: 'owner', type: 'address' },
+      { name: 'witness', type: 'bytes32' },
+      { name: 'witnessTypeString', type: 'string' },
+      { name: 'signature', type: 'bytes' },
+    ],
+    outputs: [],
+  },
+  {
+    type: 'function',
+    name: 'nonceBitmap',
+    stateMutability: 'view',
+    inputs: [
+      { name: '', type: 'address' },
+      { name: '', type: 'uint256' },
+    ],
+    outputs: [{ name: '', type: 'uint256' }],
+  },
+  {
+    type: 'function',
+    name: 'invalidateUnorderedNonces',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'wordPos', type: 'uint256' },
+      { name: 'mask', type: 'uint256' },
+    ],
+    outputs: [],
+  },
+  {
+    type: 'function',
+    name: 'DOMAIN_SEPARATOR',
+    stateMutability: 'view',
+    inputs: [],
+    outputs: [{ name: '', type: 'bytes32' }],
+  },
+  {
+    type: 'event',
+    name: 'UnorderedNonceInvalidation',
+    anonymous: false,
+    inputs: [
+      { name: 'owner', type: 'address', indexed: true },
+      { name: 'word', type: 'uint256', indexed: false },
+      { name: 'mask', type: 'uint256', indexed: false },
+    ],
+  },
+  ...permit2Errors,
+  ...bubbledTokenErrors,
+] as const;
+
+/** Read-only getters both Permit2 proxies expose. */
+const permit2ProxyGetters = [
+  { type: 'function', name: 'PERMIT2', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'address' }] },
+  { type: 'function', name: 'FACILITATOR', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'address' }] },
+] as const;
+
+/**
+ * The x402 `exact` Permit2 proxy: the spender buyers name; `settle` moves the full permitted amount
+ * to `witness.to`, which must be the facilitator contract. Witness type
+ * `Witness(address to,uint256 validAfter)`. Callable by anyone. Includes Permit2's and the token's
+ * errors, which bubble up through it.
+ */
+export const exactPermit2ProxyAbi = [
+  {
+    type: 'function',
+    name: 'settle',
+    stateMutability: 'nonpayable',
+    inputs: [
+      permitTransferFromParam,
+      { name: 'owner', type: 'address' },
+      {
+        name: 'witness',
+        type: 'tuple',
+        components: [
+          { name: 'to', type: 'address' },
+          { name: 'validAfter', type: 'uint256' },
+        ],
+      },
+      { name: 'signature', type: 'bytes' },
+    ],
+    outputs: [],
+  },
+  ...permit2ProxyGetters,
+  {
+    type: 'event',
+    name: 'Settled',
+    anonymous: false,
+    inputs: [
+      { name: 'token', type: 'address', indexed: true },
+      { name: 'owner', type: 'address', indexed: true },
+      { name: 'to', type: 'address', indexed: true },
+      { name: 'amount', type: 'uint256', indexed: false },
+      { name: 'nonce', type: 'uint256', indexed: false },
+    ],
+  },
+  {
+    type: 'error',
+    name: 'PaymentNotYetValid',
+    inputs: [
+      { name: 'validAfter', type: 'uint256' },
+      { name: 'timestamp', type: 'uint256' },
+    ],
+  },
+  {
+    type: 'error',
+    name: 'RecipientNotFacilitator',
+    inputs: [
+      { name: 'to', type: 'address' },
+      { name: 'facilitator', type: 'address' },
+    ],
+  },
+  // Bubbled up from Permit2 and the token.
+  ...permit2Errors,
+  ...bubbledTokenErrors,
+] as const;
+
+/**
+ * The x402 `upto` Permit2 proxy: the spender buyers name for usage-based payments; `settle` moves
+ * `amount` (0 < amount <= the signed maximum) to `witness.to`. Witness type
+ * `Witness(address to,address facilitator,uint256 validAfter)`; `to` and `facilitator` must both be
+ * the facilitator contract. Only the facilitator contract or its allow-listed relayers may call it
+ * (the caller picks the amount). Includes Permit2's and the token's errors, which bubble up.
+ */
+export const uptoPermit2ProxyAbi = [
+  {
+    type: 'function',
+    name: 'settle',
+    stateMutability: 'nonpayable',
+    inputs: [
+      permitTransferFromParam,
+      { name: 'amount', type: 'uint256' },
+      { name: 'owner', type: 'address' },
+      {
+        name: 'witness',
+        type: 'tuple',
+        components: [
+          { name: 'to', type: 'address' },
+          { name: 'facilitator', type: 'address' },
+          { name: 'validAfter', type: 'uint256' },
+        ],
+      },
+      { name: 'signature', type: 'bytes' },
+    ],
+    outputs: [],
+  },
+  ...permit2ProxyGetters,
+  {
+    type: 'event',
+    name: 'Settled',
+    anonymous: false,
+    inputs: [
+      { name: 'token', type: 'address', indexed: true },
+      { name: 'owner', type: 'address', indexed: true },
+      { name: 'to', type: 'address', indexed: true },
+      { name: 'amount', type: 'uint256', indexed: false },
+      { name: 'maxAmount', type: 'uint256', indexed: false },
+      { name: 'nonce', type: 'uint256', indexed: false },
+    ],
+  },
+  { type: 'error', name: 'UnauthorizedCaller', inputs: [{ name: 'caller', type: 'address' }] },
+  {
+    type: 'error',
+    name: 'InvalidSettleAmount',
+    inputs: [
+      { name: 'amount', type: 'uint256' },
+      { name: 'maxAmount', type: 'uint256' },
+    ],
+  },
+  {
+    type: 'error',
+    name: 'PaymentNotYetValid',
+    inputs: [
+      { name: 'validAfter', type: 'uint256' },
+      { name: 'timestamp', type: 'uint256' },
+    ],
+  },
+  {
+    type: 'error',
+    name: 'RecipientNotFacilitator',
+    inputs: [
+      { name: 'to', type: 'address' },
+      { name: 'facilitator', type: 'address' },
+    ],
+  },
+  {
+    type: 'error',
+    name: 'FacilitatorMismatch',
+    inputs: [
+      { name: 'witnessFacilitator', type: 'address' },
+      { name: 'facilitator', type: 'address' },
+    ],
+  },
+  // Bubbled up from Permit2 and the token.
+  ...permit2Errors,
+  ...bubbledTokenErrors,
+] as const;

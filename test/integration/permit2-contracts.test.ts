@@ -1,0 +1,571 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import * as net from 'node:net';
+import * as path from 'node:path';
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  getContractAddress,
+  http,
+  maxUint256,
+  numberToHex,
+  parseEventLogs,
+  TransactionReceiptNotFoundError,
+  type Address,
+  type Hash,
+  type Hex,
+  type TransactionReceipt,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { getContract } from '../../devnet/contracts';
+import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
+import {
+  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  DEVNET_PERMIT2_ADDRESS,
+  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+} from '../../src/chains/devnet-addresses';
+import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
+
+/**
+ * The Permit2 contract layer on a real anvil chain: our Permit2 SignatureTransfer and the x402 exact
+ * and upto proxies, driven with signatures made exactly as an x402 buyer makes them (viem
+ * signTypedData over PermitWitnessTransferFrom, domain {name: 'Permit2', chainId, verifyingContract}).
+ */
+
+const CHAIN_ID = 84532;
+const ANVIL = path.resolve(__dirname, '../../node_modules/.bin/anvil');
+const USDC = (units: number): bigint => BigInt(Math.round(units * 1_000_000));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+const chain = defineChain({
+  id: CHAIN_ID,
+  name: 'base-sepolia (anvil)',
+  nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+  rpcUrls: { default: { http: ['http://127.0.0.1'] } },
+});
+
+function makePublicClient(url: string) {
+  return createPublicClient({ chain, transport: http(url, { retryCount: 0 }) });
+}
+type Client = ReturnType<typeof makePublicClient>;
+
+async function startAnvil(): Promise<{ process: ChildProcess; rpcUrl: string; client: Client }> {
+  const port = await freePort();
+  const rpcUrl = `http://127.0.0.1:${port}`;
+  const child = spawn(ANVIL, ['--port', String(port), '--chain-id', String(CHAIN_ID), '--silent'], { stdio: 'ignore' });
+  const anvilClient = makePublicClient(rpcUrl);
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    try {
+      await anvilClient.getChainId();
+      return { process: child, rpcUrl, client: anvilClient };
+    } catch {
+      if (Date.now() > deadline || child.exitCode !== null) throw new Error('anvil did not start');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+  }
+}
+
+async function stopAnvil(child: ChildProcess | undefined): Promise<void> {
+  // A process killed by a signal keeps exitCode null (signalCode is set): check both, or a second
+  // stop would wait forever for an 'exit' that already happened.
+  if (child && child.exitCode === null && child.signalCode === null) {
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGTERM');
+    await exited;
+  }
+}
+
+const anvils: ChildProcess[] = [];
+let rpcUrl = '';
+let client: Client;
+let usdc: Address;
+let facilitator: Address;
+let permit2: Address;
+let exactProxy: Address;
+let uptoProxy: Address;
+
+const buyer = privateKeyToAccount(generatePrivateKey());
+const relayer = privateKeyToAccount(generatePrivateKey());
+const stranger = privateKeyToAccount(generatePrivateKey());
+const BUYER_FUNDS = USDC(1000);
+
+function walletOf(account: PrivateKeyAccount, url = rpcUrl) {
+  return createWalletClient({ chain, account, transport: http(url, { retryCount: 0 }) });
+}
+
+async function waitForReceipt(hash: Hash, on: Client = client): Promise<TransactionReceipt> {
+  const deadline = Date.now() + 30_000;
+  let delay = 1;
+  for (;;) {
+    try {
+      return await on.getTransactionReceipt({ hash });
+    } catch (err) {
+      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
+    }
+    if (Date.now() > deadline) throw new Error(`no receipt for ${hash}`);
+    await new Promise((resolve) => setTimeout(resolve, delay));
+    delay = Math.min(delay * 2, 50);
+  }
+}
+
+const balanceOf = (account: Address): Promise<bigint> =>
+  client.readContract({ address: usdc, abi: tokenAbi, functionName: 'balanceOf', args: [account] });
+
+async function latestTimestamp(): Promise<bigint> {
+  return (await client.getBlock({ blockTag: 'latest' })).timestamp;
+}
+
+/** A random Permit2 nonce (x402 clients pick a random uint256). */
+function randomNonce(): bigint {
+  return BigInt(generatePrivateKey());
+}
+
+async function revertOf(run: () => Promise<unknown>): Promise<{ errorName?: string; args?: readonly unknown[] }> {
+  try {
+    await run();
+  } catch (err) {
+    const reverted = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError) : null;
+    if (reverted instanceof ContractFunctionRevertedError) {
+      return { errorName: reverted.data?.errorName, args: reverted.data?.args };
+    }
+    throw err;
+  }
+  throw new Error('expected the call to revert');
+}
+
+interface Permit {
+  permitted: { token: Address; amount: bigint };
+  nonce: bigint;
+  deadline: bigint;
+}
+
+const tokenPermissions = [
+  { name: 'token', type: 'address' },
+  { name: 'amount', type: 'uint256' },
+] as const;
+const permitWitnessFields = [
+  { name: 'permitted', type: 'TokenPermissions' },
+  { name: 'spender', type: 'address' },
+  { name: 'nonce', type: 'uint256' },
+  { name: 'deadline', type: 'uint256' },
+  { name: 'witness', type: 'Witness' },
+] as const;
+
+function permitDomain() {
+  return { name: 'Permit2', chainId: CHAIN_ID, verifyingContract: permit2 } as const;
+}
+
+async function newPermit(overrides: Partial<Permit> = {}): Promise<Permit> {
+  return {
+    permitted: { token: usdc, amount: USDC(2.5) },
+    nonce: randomNonce(),
+    deadline: (await latestTimestamp()) + 3600n,
+    ...overrides,
+  };
+}
+
+/** What an x402 `exact` Permit2 buyer signs: spender = the exact proxy, witness {to, validAfter}. */
+async function signExact(
+  permit: Permit,
+  witness: { to: Address; validAfter: bigint },
+  { signer = buyer, spender = exactProxy }: { signer?: PrivateKeyAccount; spender?: Address } = {},
+): Promise<Hex> {
+  return signer.signTypedData({
+    domain: permitDomain(),
+    types: {
+      PermitWitnessTransferFrom: permitWitnessFields,
+      TokenPermissions: tokenPermissions,
+      Witness: [
+        { name: 'to', type: 'address' },
+        { name: 'validAfter', type: 'uint256' },
+      ],
+    },
+    primaryType: 'PermitWitnessTransferFrom',
+    message: { permitted: permit.permitted, spender, nonce: permit.nonce, deadline: permit.deadline, witness },
+  });
+}
+
+/** What an x402 `upto` Permit2 buyer signs: spender = the upto proxy, witness {to, facilitator, validAfter}. */
+async function signUpto(
+  permit: Permit,
+  witness: { to: Address; facilitator: Address; validAfter: bigint },
+  { signer = buyer, spender = uptoProxy }: { signer?: PrivateKeyAccount; spender?: Address } = {},
+): Promise<Hex> {
+  return signer.signTypedData({
+    domain: permitDomain(),
+    types: {
+      PermitWitnessTransferFrom: permitWitnessFields,
+      TokenPermissions: tokenPermissions,
+      Witness: [
+        { name: 'to', type: 'address' },
+        { name: 'facilitator', type: 'address' },
+        { name: 'validAfter', type: 'uint256' },
+      ],
+    },
+    primaryType: 'PermitWitnessTransferFrom',
+    message: { permitted: permit.permitted, spender, nonce: permit.nonce, deadline: permit.deadline, witness },
+  });
+}
+
+const simulateExact = (permit: Permit, owner: Address, witness: { to: Address; validAfter: bigint }, signature: Hex, account = stranger) =>
+  revertOf(() =>
+    client.simulateContract({ account, address: exactProxy, abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permit, owner, witness, signature] }),
+  );
+
+const simulateUpto = (
+  permit: Permit,
+  amount: bigint,
+  owner: Address,
+  witness: { to: Address; facilitator: Address; validAfter: bigint },
+  signature: Hex,
+  account = relayer,
+) =>
+  revertOf(() =>
+    client.simulateContract({ account, address: uptoProxy, abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, amount, owner, witness, signature] }),
+  );
+
+const isNonceUsed = async (owner: Address, nonce: bigint): Promise<boolean> => {
+  const word = await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [owner, nonce >> 8n] });
+  return ((word >> (nonce & 255n)) & 1n) === 1n;
+};
+
+beforeAll(async () => {
+  const started = await startAnvil();
+  anvils.push(started.process);
+  rpcUrl = started.rpcUrl;
+  client = started.client;
+  const deployment = await deployDevnet({
+    rpcUrl,
+    chainId: CHAIN_ID,
+    relayers: [relayer.address],
+    buyers: [{ address: buyer.address, amount: BUYER_FUNDS }],
+  });
+  ({ usdc, facilitator, permit2, exactPermit2Proxy: exactProxy, uptoPermit2Proxy: uptoProxy } = deployment);
+  await client.request({ method: 'anvil_setBalance', params: [stranger.address, numberToHex(10n ** 20n)] } as never);
+
+  // The one-time step of a Permit2 buyer: approve Permit2 on the token.
+  // (tokenAbi is the service's slice and has no `approve`; a buyer's wallet uses the token's ABI.)
+  const hash = await walletOf(buyer).writeContract({ address: usdc, abi: getContract('TestUSDC').abi, functionName: 'approve', args: [permit2, maxUint256] });
+  expect((await waitForReceipt(hash)).status).toBe('success');
+});
+
+afterAll(async () => {
+  for (const child of anvils) await stopAnvil(child);
+});
+
+describe('Permit2 devnet contracts', () => {
+  test('are deployed at the deterministic deployer nonces 2..4, wired to Permit2 and the facilitator', async () => {
+    const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY).address;
+    expect([permit2, exactProxy, uptoProxy]).toEqual([2n, 3n, 4n].map((nonce) => getContractAddress({ from: deployer, nonce })));
+    expect([permit2, exactProxy, uptoProxy]).toEqual([DEVNET_PERMIT2_ADDRESS, DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS]);
+    for (const [proxy, abi] of [[exactProxy, exactPermit2ProxyAbi], [uptoProxy, uptoPermit2ProxyAbi]] as const) {
+      expect(await client.readContract({ address: proxy, abi, functionName: 'PERMIT2' })).toBe(permit2);
+      expect(await client.readContract({ address: proxy, abi, functionName: 'FACILITATOR' })).toBe(facilitator);
+    }
+    // The EIP-712 domain is {name: 'Permit2', chainId, verifyingContract} with no version.
+    const { hashDomain } = await import('viem');
+    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'DOMAIN_SEPARATOR' })).toBe(
+      hashDomain({
+        domain: { ...permitDomain(), chainId: BigInt(CHAIN_ID) },
+        types: {
+          EIP712Domain: [
+            { name: 'name', type: 'string' },
+            { name: 'chainId', type: 'uint256' },
+            { name: 'verifyingContract', type: 'address' },
+          ],
+        },
+      }),
+    );
+  });
+
+  test('exact: settle moves the full signed amount to the facilitator; replay fails on the nonce bitmap', async () => {
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(2.5) } });
+    const witness = { to: facilitator, validAfter: (await latestTimestamp()) - 5n };
+    const signature = await signExact(permit, witness);
+    const [buyerBefore, facilitatorBefore] = [await balanceOf(buyer.address), await balanceOf(facilitator)];
+    expect(await isNonceUsed(buyer.address, permit.nonce)).toBe(false);
+
+    // Anyone may submit an exact payment: the signature binds amount and recipient.
+    const hash = await walletOf(stranger).writeContract({
+      address: exactProxy,
+      abi: exactPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [permit, buyer.address, witness, signature],
+    });
+    const receipt = await waitForReceipt(hash);
+    expect(receipt.status).toBe('success');
+    expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2.5));
+    expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(2.5));
+    expect(await balanceOf(exactProxy)).toBe(0n);
+    expect(await balanceOf(permit2)).toBe(0n);
+    expect(await isNonceUsed(buyer.address, permit.nonce)).toBe(true);
+
+    const transfers = parseEventLogs({ abi: tokenAbi, logs: receipt.logs, eventName: 'Transfer' });
+    expect(transfers.map((l) => l.args)).toEqual([{ from: buyer.address, to: facilitator, value: USDC(2.5) }]);
+    const settled = parseEventLogs({ abi: exactPermit2ProxyAbi, logs: receipt.logs, eventName: 'Settled' });
+    expect(settled.map((l) => l.args)).toEqual([{ token: usdc, owner: buyer.address, to: facilitator, amount: USDC(2.5), nonce: permit.nonce }]);
+
+    expect(await simulateExact(permit, buyer.address, witness, signature)).toEqual({ errorName: 'InvalidNonce' });
+    const replay = await walletOf(stranger).writeContract({
+      address: exactProxy,
+      abi: exactPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [permit, buyer.address, witness, signature],
+      gas: 300_000n,
+    });
+    expect((await waitForReceipt(replay)).status).toBe('reverted');
+    expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2.5));
+    expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(2.5));
+  });
+
+  test('exact: rejects a wrong recipient, wrong spender, expired deadline, early validAfter and bad signatures', async () => {
+    const now = await latestTimestamp();
+    const buyerBefore = await balanceOf(buyer.address);
+
+    // witness.to must be the facilitator (checked before Permit2, with a clear error) ...
+    const permitA = await newPermit();
+    const elsewhere = stranger.address;
+    const toElsewhere = { to: elsewhere, validAfter: 0n };
+    expect(await simulateExact(permitA, buyer.address, toElsewhere, await signExact(permitA, toElsewhere))).toEqual({
+      errorName: 'RecipientNotFacilitator',
+      args: [elsewhere, facilitator],
+    });
+    // ... and a relayer cannot swap the signed witness for the facilitator one either.
+    expect(await simulateExact(permitA, buyer.address, { to: facilitator, validAfter: 0n }, await signExact(permitA, toElsewhere))).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+
+    // Signed for the upto proxy (wrong spender): Permit2 binds spender = msg.sender.
+    const permitB = await newPermit();
+    const witness = { to: facilitator, validAfter: 0n };
+    expect(await simulateExact(permitB, buyer.address, witness, await signExact(permitB, witness, { spender: uptoProxy }))).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+
+    const expired = await newPermit({ deadline: now - 1n });
+    expect(await simulateExact(expired, buyer.address, witness, await signExact(expired, witness))).toEqual({
+      errorName: 'SignatureExpired',
+      args: [now - 1n],
+    });
+
+    const permitC = await newPermit();
+    const early = { to: facilitator, validAfter: now + 3600n };
+    const earlyResult = await simulateExact(permitC, buyer.address, early, await signExact(permitC, early));
+    expect(earlyResult.errorName).toBe('PaymentNotYetValid');
+    expect(earlyResult.args?.[0]).toBe(now + 3600n);
+
+    // Signed by someone else; tampered amount; malformed signatures.
+    const permitD = await newPermit();
+    expect(await simulateExact(permitD, buyer.address, witness, await signExact(permitD, witness, { signer: stranger }))).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+    const good = await signExact(permitD, witness);
+    const inflated = { ...permitD, permitted: { token: usdc, amount: permitD.permitted.amount + 1n } };
+    expect((await simulateExact(inflated, buyer.address, witness, good)).errorName).toBe('InvalidSigner');
+    expect((await simulateExact(permitD, buyer.address, witness, good.slice(0, 130) as Hex)).errorName).toBe('InvalidSignatureLength');
+    const badV = `${good.slice(0, 130)}1d` as Hex; // v = 29
+    expect((await simulateExact(permitD, buyer.address, witness, badV)).errorName).toBe('InvalidSignature');
+    // The high-s twin of a valid signature (s' = n - s, v flipped) is rejected as malleable.
+    const n = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+    const s = BigInt(`0x${good.slice(66, 130)}`);
+    const v = parseInt(good.slice(130, 132), 16);
+    const highS = `${good.slice(0, 66)}${(n - s).toString(16).padStart(64, '0')}${(v === 27 ? 28 : 27).toString(16)}` as Hex;
+    expect((await simulateExact(permitD, buyer.address, witness, highS)).errorName).toBe('InvalidSignature');
+
+    // The valid one still goes through afterwards (nothing above consumed its nonce).
+    expect(await isNonceUsed(buyer.address, permitD.nonce)).toBe(false);
+    const hash = await walletOf(stranger).writeContract({ address: exactProxy, abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permitD, buyer.address, witness, good] });
+    expect((await waitForReceipt(hash)).status).toBe('success');
+    expect(await balanceOf(buyer.address)).toBe(buyerBefore - permitD.permitted.amount);
+  });
+
+  test('upto: a relayer settles less than the signed maximum; the rest stays with the buyer', async () => {
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(5) } });
+    const witness = { to: facilitator, facilitator, validAfter: 0n };
+    const signature = await signUpto(permit, witness);
+    const [buyerBefore, facilitatorBefore] = [await balanceOf(buyer.address), await balanceOf(facilitator)];
+
+    // Strangers may not pick the amount.
+    expect(await simulateUpto(permit, USDC(1.75), buyer.address, witness, signature, stranger)).toEqual({
+      errorName: 'UnauthorizedCaller',
+      args: [stranger.address],
+    });
+    expect(await simulateUpto(permit, 0n, buyer.address, witness, signature)).toEqual({ errorName: 'InvalidSettleAmount', args: [0n, USDC(5)] });
+    expect(await simulateUpto(permit, USDC(5) + 1n, buyer.address, witness, signature)).toEqual({
+      errorName: 'InvalidSettleAmount',
+      args: [USDC(5) + 1n, USDC(5)],
+    });
+
+    const hash = await walletOf(relayer).writeContract({
+      address: uptoProxy,
+      abi: uptoPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [permit, USDC(1.75), buyer.address, witness, signature],
+    });
+    const receipt = await waitForReceipt(hash);
+    expect(receipt.status).toBe('success');
+    expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(1.75));
+    expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(1.75));
+    expect(await balanceOf(uptoProxy)).toBe(0n);
+    const settled = parseEventLogs({ abi: uptoPermit2ProxyAbi, logs: receipt.logs, eventName: 'Settled' });
+    expect(settled.map((l) => l.args)).toEqual([
+      { token: usdc, owner: buyer.address, to: facilitator, amount: USDC(1.75), maxAmount: USDC(5), nonce: permit.nonce },
+    ]);
+
+    // One signature, one settlement: the remainder cannot be pulled with the same nonce.
+    expect(await simulateUpto(permit, USDC(1), buyer.address, witness, signature)).toEqual({ errorName: 'InvalidNonce' });
+
+    // The full maximum is allowed too.
+    const full = await newPermit({ permitted: { token: usdc, amount: USDC(0.5) } });
+    const fullHash = await walletOf(relayer).writeContract({
+      address: uptoProxy,
+      abi: uptoPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [full, USDC(0.5), buyer.address, witness, await signUpto(full, witness)],
+    });
+    expect((await waitForReceipt(fullHash)).status).toBe('success');
+    expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2.25));
+    expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(2.25));
+  });
+
+  test('upto: rejects a wrong recipient or facilitator, wrong spender, expiry, early validAfter and bad signatures', async () => {
+    const now = await latestTimestamp();
+    const permit = await newPermit();
+    const good = { to: facilitator, facilitator, validAfter: 0n };
+    const amount = USDC(1);
+
+    const wrongTo = { ...good, to: stranger.address };
+    expect(await simulateUpto(permit, amount, buyer.address, wrongTo, await signUpto(permit, wrongTo))).toEqual({
+      errorName: 'RecipientNotFacilitator',
+      args: [stranger.address, facilitator],
+    });
+    const wrongFacilitator = { ...good, facilitator: stranger.address };
+    expect(await simulateUpto(permit, amount, buyer.address, wrongFacilitator, await signUpto(permit, wrongFacilitator))).toEqual({
+      errorName: 'FacilitatorMismatch',
+      args: [stranger.address, facilitator],
+    });
+    // Signed with the exact proxy as spender, or as an exact-type witness.
+    expect(await simulateUpto(permit, amount, buyer.address, good, await signUpto(permit, good, { spender: exactProxy }))).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+    expect(
+      await simulateUpto(permit, amount, buyer.address, good, await signExact(permit, { to: facilitator, validAfter: 0n }, { spender: uptoProxy })),
+    ).toEqual({ errorName: 'InvalidSigner' });
+
+    const expired = await newPermit({ deadline: now - 1n });
+    expect(await simulateUpto(expired, amount, buyer.address, good, await signUpto(expired, good))).toEqual({
+      errorName: 'SignatureExpired',
+      args: [now - 1n],
+    });
+    const early = { ...good, validAfter: now + 3600n };
+    expect((await simulateUpto(permit, amount, buyer.address, early, await signUpto(permit, early))).errorName).toBe('PaymentNotYetValid');
+    expect(await simulateUpto(permit, amount, buyer.address, good, await signUpto(permit, good, { signer: stranger }))).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+  });
+
+  test('Permit2 directly: amount over the maximum, the nonce bitmap and invalidateUnorderedNonces', async () => {
+    // A buyer may call Permit2 as spender themselves (spender = msg.sender).
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
+    const witnessHash = generatePrivateKey();
+    const typeString = 'Witness witness)TokenPermissions(address token,uint256 amount)Witness(address to,uint256 validAfter)';
+    const callPermit2 = (requestedAmount: bigint) =>
+      revertOf(() =>
+        client.simulateContract({
+          account: stranger,
+          address: permit2,
+          abi: permit2Abi,
+          functionName: 'permitWitnessTransferFrom',
+          args: [permit, { to: stranger.address, requestedAmount }, buyer.address, witnessHash, typeString, '0x'],
+        }),
+      );
+    expect(await callPermit2(USDC(1) + 1n)).toEqual({ errorName: 'InvalidAmount', args: [USDC(1)] });
+    expect(await callPermit2(USDC(1))).toEqual({ errorName: 'InvalidSignatureLength' });
+
+    // Invalidate nonces 256*7 + {3, 200}: the word at position 7 gets those bits.
+    const nonce = 7n * 256n + 200n;
+    const mask = (1n << 3n) | (1n << 200n);
+    const hash = await walletOf(buyer).writeContract({ address: permit2, abi: permit2Abi, functionName: 'invalidateUnorderedNonces', args: [7n, mask] });
+    const receipt = await waitForReceipt(hash);
+    expect(receipt.status).toBe('success');
+    expect(parseEventLogs({ abi: permit2Abi, logs: receipt.logs, eventName: 'UnorderedNonceInvalidation' }).map((l) => l.args)).toEqual([
+      { owner: buyer.address, word: 7n, mask },
+    ]);
+    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(mask);
+    const invalidated = await newPermit({ nonce });
+    const witness = { to: facilitator, validAfter: 0n };
+    expect(await simulateExact(invalidated, buyer.address, witness, await signExact(invalidated, witness))).toEqual({ errorName: 'InvalidNonce' });
+    // Neighbouring nonces in the same word are still usable.
+    const neighbour = await newPermit({ nonce: nonce + 1n, permitted: { token: usdc, amount: 1n } });
+    const ok = await walletOf(stranger).writeContract({
+      address: exactProxy,
+      abi: exactPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [neighbour, buyer.address, witness, await signExact(neighbour, witness)],
+    });
+    expect((await waitForReceipt(ok)).status).toBe('success');
+    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(mask | (1n << 201n));
+  });
+
+  test('without a Permit2 approval the token refuses, with its own error', async () => {
+    const unapproved = privateKeyToAccount(generatePrivateKey());
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
+    const witness = { to: facilitator, validAfter: 0n };
+    const result = await simulateExact(permit, unapproved.address, witness, await signExact(permit, witness, { signer: unapproved }));
+    expect(result).toEqual({ errorName: 'InsufficientAllowance', args: [unapproved.address, permit2, 0n, USDC(1)] });
+  });
+
+  test('deployDevnet adds the Permit2 contracts to a chain deployed by the previous version', async () => {
+    // The previous deploy: USDC (nonce 0), facilitator (nonce 1), then setRelayer from the deployer
+    // (nonce 2), so Permit2's CREATE slot is gone and its code is placed with anvil_setCode; the
+    // deployer's next nonces (3, 4) are still the proxies' slots, so those are plain CREATEs.
+    const old = await startAnvil();
+    anvils.push(old.process);
+    const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY);
+    await old.client.request({ method: 'anvil_setBalance', params: [deployer.address, numberToHex(10n ** 22n)] } as never);
+    const wallet = walletOf(deployer, old.rpcUrl);
+    const token = getContract('TestUSDC');
+    const fac = getContract('X402Facilitator');
+    await waitForReceipt(await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['USDC', 'USDC', '2'], nonce: 0 }), old.client);
+    await waitForReceipt(await wallet.deployContract({ abi: fac.abi, bytecode: fac.bytecode, args: [deployer.address], nonce: 1 }), old.client);
+    await waitForReceipt(
+      await wallet.writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'setRelayer', args: [relayer.address, true], nonce: 2 }),
+      old.client,
+    );
+    expect(await old.client.getCode({ address: permit2 })).toBeUndefined();
+
+    const deployment = await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
+    expect(deployment).toEqual({ ...devnetAddresses(), chainId: CHAIN_ID });
+    expect(await old.client.getTransactionCount({ address: deployer.address })).toBe(5); // exact and upto proxy CREATEs
+    for (const [proxy, abi] of [[exactProxy, exactPermit2ProxyAbi], [uptoProxy, uptoPermit2ProxyAbi]] as const) {
+      expect(await old.client.readContract({ address: proxy, abi, functionName: 'PERMIT2' })).toBe(permit2);
+      expect(await old.client.readContract({ address: proxy, abi, functionName: 'FACILITATOR' })).toBe(facilitator);
+    }
+    // Same runtime code as the CREATE-deployed contracts on the main test chain.
+    for (const address of [permit2, exactProxy, uptoProxy]) {
+      expect(await old.client.getCode({ address })).toBe(await client.getCode({ address }));
+    }
+    // Idempotent: a second run changes nothing.
+    expect(await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] })).toEqual(deployment);
+    await stopAnvil(old.process);
+  });
+});
