@@ -1,6 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import * as net from 'node:net';
-import * as path from 'node:path';
 import {
   BaseError,
   ContractFunctionRevertedError,
@@ -19,25 +16,13 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { startAnvil, type Anvil } from '../../devnet/anvil';
 import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
 
 const CHAIN_ID = 84532;
-const ANVIL = path.resolve(__dirname, '../../node_modules/.bin/anvil');
 const USDC = (units: number): bigint => BigInt(Math.round(units * 1_000_000));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const chain = defineChain({
   id: CHAIN_ID,
@@ -46,7 +31,7 @@ const chain = defineChain({
   rpcUrls: { default: { http: ['http://127.0.0.1'] } },
 });
 
-let anvil: ChildProcess | undefined;
+let anvil: Anvil | undefined;
 let rpcUrl = '';
 let client: ReturnType<typeof makePublicClient>;
 let usdc: Address;
@@ -167,20 +152,9 @@ async function revertOf(run: () => Promise<unknown>): Promise<{ errorName?: stri
 }
 
 beforeAll(async () => {
-  const port = await freePort();
-  rpcUrl = `http://127.0.0.1:${port}`;
-  anvil = spawn(ANVIL, ['--port', String(port), '--chain-id', String(CHAIN_ID), '--silent'], { stdio: 'ignore' });
+  anvil = await startAnvil({ chainId: CHAIN_ID, log: () => undefined });
+  rpcUrl = anvil.rpcUrl;
   client = makePublicClient(rpcUrl);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await client.getChainId();
-      break;
-    } catch {
-      if (Date.now() > deadline || anvil.exitCode !== null) throw new Error('anvil did not start');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
 
   const deployment = await deployDevnet({
     rpcUrl,
@@ -202,11 +176,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  if (anvil && anvil.exitCode === null) {
-    const exited = new Promise((resolve) => anvil!.once('exit', resolve));
-    anvil.kill('SIGTERM');
-    await exited;
-  }
+  await anvil?.stop();
 });
 
 describe('devnet contracts', () => {

@@ -1,6 +1,3 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import * as net from 'node:net';
-import * as path from 'node:path';
 import {
   BaseError,
   ContractFunctionRevertedError,
@@ -19,6 +16,7 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { startAnvil, type Anvil } from '../../devnet/anvil';
 import { getContract } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import {
@@ -35,20 +33,7 @@ import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2
  */
 
 const CHAIN_ID = 84532;
-const ANVIL = path.resolve(__dirname, '../../node_modules/.bin/anvil');
 const USDC = (units: number): bigint => BigInt(Math.round(units * 1_000_000));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const chain = defineChain({
   id: CHAIN_ID,
@@ -62,34 +47,13 @@ function makePublicClient(url: string) {
 }
 type Client = ReturnType<typeof makePublicClient>;
 
-async function startAnvil(): Promise<{ process: ChildProcess; rpcUrl: string; client: Client }> {
-  const port = await freePort();
-  const rpcUrl = `http://127.0.0.1:${port}`;
-  const child = spawn(ANVIL, ['--port', String(port), '--chain-id', String(CHAIN_ID), '--silent'], { stdio: 'ignore' });
-  const anvilClient = makePublicClient(rpcUrl);
-  const deadline = Date.now() + 30_000;
-  for (;;) {
-    try {
-      await anvilClient.getChainId();
-      return { process: child, rpcUrl, client: anvilClient };
-    } catch {
-      if (Date.now() > deadline || child.exitCode !== null) throw new Error('anvil did not start');
-      await new Promise((resolve) => setTimeout(resolve, 50));
-    }
-  }
+/** A fresh anvil chain with a client for it. */
+async function startChain(): Promise<{ anvil: Anvil; rpcUrl: string; client: Client }> {
+  const anvil = await startAnvil({ chainId: CHAIN_ID, log: () => undefined });
+  return { anvil, rpcUrl: anvil.rpcUrl, client: makePublicClient(anvil.rpcUrl) };
 }
 
-async function stopAnvil(child: ChildProcess | undefined): Promise<void> {
-  // A process killed by a signal keeps exitCode null (signalCode is set): check both, or a second
-  // stop would wait forever for an 'exit' that already happened.
-  if (child && child.exitCode === null && child.signalCode === null) {
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGTERM');
-    await exited;
-  }
-}
-
-const anvils: ChildProcess[] = [];
+const anvils: Anvil[] = [];
 let rpcUrl = '';
 let client: Client;
 let usdc: Address;
@@ -244,8 +208,8 @@ const isNonceUsed = async (owner: Address, nonce: bigint): Promise<boolean> => {
 };
 
 beforeAll(async () => {
-  const started = await startAnvil();
-  anvils.push(started.process);
+  const started = await startChain();
+  anvils.push(started.anvil);
   rpcUrl = started.rpcUrl;
   client = started.client;
   const deployment = await deployDevnet({
@@ -264,7 +228,7 @@ beforeAll(async () => {
 });
 
 afterAll(async () => {
-  for (const child of anvils) await stopAnvil(child);
+  for (const a of anvils) await a.stop();
 });
 
 describe('Permit2 devnet contracts', () => {
@@ -538,8 +502,8 @@ describe('Permit2 devnet contracts', () => {
     // The previous deploy: USDC (nonce 0), facilitator (nonce 1), then setRelayer from the deployer
     // (nonce 2), so Permit2's CREATE slot is gone and its code is placed with anvil_setCode; the
     // deployer's next nonces (3, 4) are still the proxies' slots, so those are plain CREATEs.
-    const old = await startAnvil();
-    anvils.push(old.process);
+    const old = await startChain();
+    anvils.push(old.anvil);
     const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY);
     await old.client.request({ method: 'anvil_setBalance', params: [deployer.address, numberToHex(10n ** 22n)] } as never);
     const wallet = walletOf(deployer, old.rpcUrl);
@@ -566,6 +530,6 @@ describe('Permit2 devnet contracts', () => {
     }
     // Idempotent: a second run changes nothing.
     expect(await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] })).toEqual(deployment);
-    await stopAnvil(old.process);
+    await old.anvil.stop();
   });
 });
