@@ -238,7 +238,7 @@ async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Addre
   });
   say(
     present
-      ? `contracts already on ${network.id}: deploy skipped, relayer checked (${seconds(started)})`
+      ? `contracts already on ${network.id}: any missing ones added, relayer checked (${seconds(started)})`
       : `contracts deployed on ${network.id}, relayer allowed, demo buyers funded (${seconds(started)})`,
   );
 }
