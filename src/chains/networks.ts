@@ -1,7 +1,13 @@
 import { z } from 'zod';
 import type { Address } from 'viem';
 import { ConfigError } from '../config';
-import { DEVNET_FACILITATOR_ADDRESS, DEVNET_USDC_ADDRESS } from './devnet-addresses';
+import {
+  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  DEVNET_FACILITATOR_ADDRESS,
+  DEVNET_PERMIT2_ADDRESS,
+  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  DEVNET_USDC_ADDRESS,
+} from './devnet-addresses';
 
 /**
  * The single source of truth for networks: ids, chain ids, CAIP-2, contract addresses, which routes
@@ -73,6 +79,10 @@ export interface EvmNetwork {
   testnet: boolean;
   facilitator: Address | undefined;
   usdc: Address | undefined;
+  /** Permit2 and the x402 exact/upto Permit2 proxies: one address each on every chain (spec). */
+  permit2: Address;
+  exactPermit2Proxy: Address;
+  uptoPermit2Proxy: Address;
   gatewayDomain: number | undefined;
   permit2Only: boolean;
   sameChainOnly: boolean;
@@ -103,7 +113,8 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
 /**
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
- * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`.
+ * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
+ * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS` (defaults: devnet).
  */
 export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
   const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
@@ -112,6 +123,11 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     mainnet: addr('FACILITATOR_ADDRESS_MAINNET'),
     fluent: addr('FACILITATOR_ADDRESS_FLUENT'),
     none: undefined,
+  };
+  const permit2 = {
+    permit2: addr('PERMIT2_ADDRESS') ?? DEVNET_PERMIT2_ADDRESS,
+    exactPermit2Proxy: addr('EXACT_PERMIT2_PROXY_ADDRESS') ?? DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+    uptoPermit2Proxy: addr('UPTO_PERMIT2_PROXY_ADDRESS') ?? DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
   };
   const table = new Map<EvmNetworkId, EvmNetwork>();
   for (const id of EVM_NETWORK_IDS) {
@@ -133,6 +149,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       testnet: s.testnet,
       facilitator,
       usdc,
+      ...permit2,
       gatewayDomain: s.gatewayDomain,
       permit2Only: s.permit2Only ?? false,
       sameChainOnly: s.sameChainOnly ?? false,

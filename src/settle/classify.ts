@@ -1,12 +1,13 @@
 import { isSolanaNetworkId } from '../chains/networks';
-import type { PaymentRequirements } from '../x402/schemas';
+import { permit2PayloadBodySchema, type PaymentRequirements } from '../x402/schemas';
 
 export type SettleRoute = 'solana' | 'batched' | 'permit2' | 'eip3009';
 
 /**
  * Picks the settlement route in the spec's order ("POST /v1/settle", routing steps 1-4):
- * Solana network, then the batched gateway marker, then a payload that parses as Permit2,
- * else EIP-3009. A payload that looks like two kinds takes the earlier step.
+ * Solana network, then the batched gateway marker, then a payload that parses as Permit2 (the
+ * full schema, as the spec words it), else EIP-3009. A payload that looks like two kinds takes the
+ * earlier step; a malformed Permit2 payload falls through to EIP-3009 and fails its parse there.
  */
 export function classifySettleRoute(
   payload: { network: string; payload: Record<string, unknown> },
@@ -14,7 +15,6 @@ export function classifySettleRoute(
 ): SettleRoute {
   if (isSolanaNetworkId(payload.network)) return 'solana';
   if (requirements.extra?.name === 'GatewayWalletBatched' && requirements.extra?.version === '1') return 'batched';
-  const p = payload.payload;
-  if (p && typeof p === 'object' && 'permit' in p && 'witness' in p && 'owner' in p) return 'permit2';
+  if (permit2PayloadBodySchema.safeParse(payload.payload).success) return 'permit2';
   return 'eip3009';
 }

@@ -66,6 +66,32 @@ export const exactEvmPayloadSchema = paymentPayloadEnvelopeSchema.extend({
 });
 export type ExactEvmPayload = z.infer<typeof exactEvmPayloadSchema>;
 
+/** The `payload` of a Permit2 payment (spec "PaymentPayload, Permit2"); `facilitator` is upto only. */
+export const permit2PayloadBodySchema = z.object({
+  signature: hexSchema.max(2 + 2 * 1024),
+  owner: addressSchema,
+  permit: z.object({
+    permitted: z.object({ token: addressSchema, amount: uintStringSchema }),
+    nonce: uintStringSchema,
+    deadline: uintStringSchema,
+  }),
+  witness: z.object({
+    to: addressSchema,
+    validAfter: uintStringSchema,
+    facilitator: addressSchema.optional(),
+  }),
+  permit2612: z
+    .object({
+      value: uintStringSchema,
+      deadline: uintStringSchema,
+      r: bytes32Schema,
+      s: bytes32Schema,
+      v: z.number().int().min(0).max(255),
+    })
+    .optional(),
+});
+export type Permit2PayloadBody = z.infer<typeof permit2PayloadBodySchema>;
+
 export const settleRequestSchema = z.object({
   paymentPayload: z.unknown(),
   paymentRequirements: z.unknown(),

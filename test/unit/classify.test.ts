@@ -10,7 +10,7 @@ const permit2 = {
   signature: SIG,
   owner: ADDR,
   permit: { permitted: { token: ADDR, amount: '1' }, nonce: '1', deadline: '9' },
-  witness: { to: ADDR },
+  witness: { to: ADDR, validAfter: '0' },
 };
 const BATCHED = { name: 'GatewayWalletBatched', version: '1' };
 const route = (network: string, payload: Record<string, unknown>, extra?: Record<string, unknown> | null) =>
@@ -63,6 +63,16 @@ describe('classifySettleRoute', () => {
     expect(route('bsc', { signature, witness, owner })).toBe('eip3009');
     expect(route('bsc', { signature, permit, owner })).toBe('eip3009');
     expect(route('bsc', { signature, permit, witness })).toBe('eip3009');
+  });
+
+  test('step 3 needs the payload to parse as Permit2, not just to have its keys', () => {
+    expect(route('bsc', { ...permit2, owner: 'not-an-address' })).toBe('eip3009');
+    expect(route('bsc', { ...permit2, permit: { ...permit2.permit, nonce: '0x01' } })).toBe('eip3009');
+    expect(route('bsc', { ...permit2, witness: { to: ADDR } })).toBe('eip3009');
+    const upto = { ...permit2, witness: { ...permit2.witness, facilitator: ADDR } };
+    expect(route('base', upto)).toBe('permit2');
+    const with2612 = { ...permit2, permit2612: { value: '1', deadline: '9', r: `0x${'11'.repeat(32)}`, s: `0x${'22'.repeat(32)}`, v: 27 } };
+    expect(route('base', with2612)).toBe('permit2');
   });
 
   test('a payload that is both EIP-3009 and Permit2 shaped is permit2 (step 3 before step 4)', () => {

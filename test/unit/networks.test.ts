@@ -1,5 +1,5 @@
 import { ConfigError } from '../../src/config';
-import { DEVNET_FACILITATOR_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_FACILITATOR_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
 import {
   buildNetworkTable,
   envSuffix,
@@ -49,6 +49,9 @@ describe('buildNetworkTable defaults', () => {
       testnet: true,
       facilitator: DEVNET_FACILITATOR_ADDRESS,
       usdc: DEVNET_USDC_ADDRESS,
+      permit2: DEVNET_PERMIT2_ADDRESS,
+      exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
       permit2Only: false,
       sameChainOnly: false,
@@ -76,6 +79,9 @@ describe('buildNetworkTable defaults', () => {
       testnet: false,
       facilitator: undefined,
       usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+      permit2: DEVNET_PERMIT2_ADDRESS,
+      exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
       permit2Only: false,
       sameChainOnly: false,
@@ -133,6 +139,14 @@ describe('buildNetworkTable defaults', () => {
 });
 
 describe('buildNetworkTable env overrides', () => {
+  test('Permit2 and its proxies have one address on every network, overridable', () => {
+    const permit2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
+    const t = buildNetworkTable({ PERMIT2_ADDRESS: permit2 });
+    expect(new Set([...t.values()].map((n) => n.permit2))).toEqual(new Set([permit2]));
+    expect(new Set([...t.values()].map((n) => n.exactPermit2Proxy))).toEqual(new Set([DEVNET_EXACT_PERMIT2_PROXY_ADDRESS]));
+    expect(() => buildNetworkTable({ UPTO_PERMIT2_PROXY_ADDRESS: '0x12' })).toThrow(/UPTO_PERMIT2_PROXY_ADDRESS/);
+  });
+
   test('RPC_URLS_BASE alone does not enable base; with FACILITATOR_ADDRESS_MAINNET it does', () => {
     const rpcOnly = buildNetworkTable({ RPC_URLS_BASE: 'https://base.example/rpc' }).get('base')!;
     expect(rpcOnly.rpcUrls).toEqual(['https://base.example/rpc']);
