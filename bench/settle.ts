@@ -10,6 +10,7 @@
  * See bench/README.md.
  */
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { waitForReceipt } from '../test/support/evm';
 import os from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -22,12 +23,10 @@ import {
   http,
   keccak256,
   parseEventLogs,
-  TransactionReceiptNotFoundError,
   type Address,
   type Hex,
   type LocalAccount,
   type PublicClient,
-  type TransactionReceipt,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
@@ -187,21 +186,6 @@ function isAlive(pid: number): boolean {
   }
 }
 
-/** Receipt poll with a back-off from 1 ms (as the service's relayer does: anvil mines within ms). */
-async function waitForReceipt(chain: PublicClient, hash: Hex, timeoutMs = 60_000): Promise<TransactionReceipt> {
-  const deadline = Date.now() + timeoutMs;
-  let delay = 1;
-  for (;;) {
-    try {
-      return await chain.getTransactionReceipt({ hash });
-    } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
-    }
-    if (Date.now() > deadline) throw new Error(`no receipt for ${hash} after ${timeoutMs} ms`);
-    await sleep(delay);
-    delay = Math.min(delay * 2, 250);
-  }
-}
 
 // ---------------------------------------------------------------------------------------------
 // Stack (the same modules and steps as test/support/global-setup.ts, but private to this run:
@@ -533,7 +517,7 @@ async function benchFloor(
         nextNonce++;
         return keccak256(rawTx);
       });
-      const receipt = await waitForReceipt(chain, hash);
+      const receipt = await waitForReceipt(chain, hash, { timeoutMs: 60_000, maxDelayMs: 250 }); // as the relayer polls
       if (receipt.status !== 'success') reverted++;
     } catch (err) {
       const msg = (err as Error).message.split('\n')[0];

@@ -1,22 +1,19 @@
 import {
-  BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   defineChain,
   http,
   numberToHex,
   parseEventLogs,
-  TransactionReceiptNotFoundError,
   type Abi,
   type AbiParameter,
   type Address,
-  type Hash,
   type Hex,
-  type TransactionReceipt,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { startAnvil, type Anvil } from '../../devnet/anvil';
+import { transferWithAuthorizationTypes } from '../../src/chains/evm/eip3009';
+import { EIP2612_PERMIT_TYPES, revertOf, waitForReceipt } from '../support/evm';
 import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
@@ -58,20 +55,6 @@ function walletOf(account: PrivateKeyAccount) {
   return createWalletClient({ chain, account, transport: http(rpcUrl, { retryCount: 0 }) });
 }
 
-async function waitForReceipt(hash: Hash): Promise<TransactionReceipt> {
-  const deadline = Date.now() + 30_000;
-  let delay = 1;
-  for (;;) {
-    try {
-      return await client.getTransactionReceipt({ hash });
-    } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
-    }
-    if (Date.now() > deadline) throw new Error(`no receipt for ${hash}`);
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 50);
-  }
-}
 
 const balanceOf = (account: Address): Promise<bigint> =>
   client.readContract({ address: usdc, abi: tokenAbi, functionName: 'balanceOf', args: [account] });
@@ -93,14 +76,7 @@ interface Authorization {
   nonce: Hex;
 }
 
-const authorizationFields = [
-  { name: 'from', type: 'address' },
-  { name: 'to', type: 'address' },
-  { name: 'value', type: 'uint256' },
-  { name: 'validAfter', type: 'uint256' },
-  { name: 'validBefore', type: 'uint256' },
-  { name: 'nonce', type: 'bytes32' },
-] as const;
+const authorizationFields = transferWithAuthorizationTypes.TransferWithAuthorization;
 
 async function signAuthorization(
   signer: PrivateKeyAccount,
@@ -138,18 +114,6 @@ function settleArgs(auth: Authorization, signature: Hex, fee: bigint) {
 }
 
 /** Simulates a facilitator call and returns the decoded custom error name and args. */
-async function revertOf(run: () => Promise<unknown>): Promise<{ errorName?: string; args?: readonly unknown[] }> {
-  try {
-    await run();
-  } catch (err) {
-    const reverted = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError) : null;
-    if (reverted instanceof ContractFunctionRevertedError) {
-      return { errorName: reverted.data?.errorName, args: reverted.data?.args };
-    }
-    throw err;
-  }
-  throw new Error('expected the call to revert');
-}
 
 beforeAll(async () => {
   anvil = await startAnvil({ chainId: CHAIN_ID, log: () => undefined });
@@ -260,7 +224,7 @@ describe('devnet contracts', () => {
       functionName: 'settle',
       args: settleArgs(auth, signature, fee),
     });
-    const receipt = await waitForReceipt(hash);
+    const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
 
     expect(await balanceOf(buyer.address)).toBe(BUYER_FUNDS - value);
@@ -293,7 +257,7 @@ describe('devnet contracts', () => {
       args: settleArgs(auth, signature, fee),
       gas: 300_000n,
     });
-    expect((await waitForReceipt(replayHash)).status).toBe('reverted');
+    expect((await waitForReceipt(client, replayHash)).status).toBe('reverted');
     expect(await balanceOf(buyer.address)).toBe(BUYER_FUNDS - value);
     expect(await balanceOf(payout)).toBe(USDC(1.2));
   });
@@ -303,7 +267,7 @@ describe('devnet contracts', () => {
     const feeBefore = await balanceOf(feeRecipient);
     const { auth, signature } = await newTransferAuthorization({ value: USDC(0.01) });
     const hash = await walletOf(relayer).writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'settle', args: settleArgs(auth, signature, 0n) });
-    expect((await waitForReceipt(hash)).status).toBe('success');
+    expect((await waitForReceipt(client, hash)).status).toBe('success');
     expect(await balanceOf(payout)).toBe(payoutBefore + USDC(0.01));
     expect(await balanceOf(feeRecipient)).toBe(feeBefore);
   });
@@ -323,7 +287,7 @@ describe('devnet contracts', () => {
       args: settleArgs(auth, signature, 0n),
       gas: 300_000n,
     });
-    expect((await waitForReceipt(hash)).status).toBe('reverted');
+    expect((await waitForReceipt(client, hash)).status).toBe('reverted');
     expect(await balanceOf(buyer.address)).toBe(balanceBefore);
     expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] })).toBe(false);
   });
@@ -383,7 +347,7 @@ describe('devnet contracts', () => {
       functionName: 'transferWithAuthorization',
       args: [transfer.from, transfer.to, transfer.value, transfer.validAfter, transfer.validBefore, transfer.nonce, transferSig],
     });
-    expect((await waitForReceipt(hash)).status).toBe('success');
+    expect((await waitForReceipt(client, hash)).status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2));
     expect(await balanceOf(payout)).toBe(payoutBefore + USDC(2));
     expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, transfer.nonce] })).toBe(true);
@@ -396,15 +360,7 @@ describe('devnet contracts', () => {
     const deadline = (await latestTimestamp()) + 600n;
     const signature = await permitOwner.signTypedData({
       domain: { name: 'USDC', version: '2', chainId: CHAIN_ID, verifyingContract: usdc },
-      types: {
-        Permit: [
-          { name: 'owner', type: 'address' },
-          { name: 'spender', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'nonce', type: 'uint256' },
-          { name: 'deadline', type: 'uint256' },
-        ],
-      },
+      types: EIP2612_PERMIT_TYPES,
       primaryType: 'Permit',
       message: { owner: permitOwner.address, spender: facilitator, value, nonce, deadline },
     });
@@ -418,7 +374,7 @@ describe('devnet contracts', () => {
     ).toEqual({ errorName: 'NotRelayer', args: [stranger.address] });
 
     const hash = await walletOf(relayer).writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'transferWithPermit', args });
-    const receipt = await waitForReceipt(hash);
+    const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
     expect(await balanceOf(permitOwner.address)).toBe(PERMIT_OWNER_FUNDS - value);
     expect(await balanceOf(permitRecipient)).toBe(value);

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import { EIP2612_PERMIT_TYPES } from '../support/evm';
 import { createWalletClient, http, numberToHex, parseEventLogs, type Address, type Hex, type LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
@@ -23,15 +24,7 @@ const relayer = TEST_ACCOUNTS.relayers[3];
 const stranger = privateKeyToAccount(generatePrivateKey());
 const freshAddress = () => privateKeyToAccount(generatePrivateKey()).address;
 const now = () => BigInt(Math.floor(Date.now() / 1000));
-const PERMIT_TYPES = {
-  Permit: [
-    { name: 'owner', type: 'address' },
-    { name: 'spender', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'nonce', type: 'uint256' },
-    { name: 'deadline', type: 'uint256' },
-  ],
-} as const;
+const PERMIT_TYPES = EIP2612_PERMIT_TYPES;
 
 interface PermitOptions {
   owner?: LocalAccount;

@@ -1,6 +1,4 @@
 import {
-  BaseError,
-  ContractFunctionRevertedError,
   createPublicClient,
   createWalletClient,
   defineChain,
@@ -9,14 +7,12 @@ import {
   maxUint256,
   numberToHex,
   parseEventLogs,
-  TransactionReceiptNotFoundError,
   type Address,
-  type Hash,
   type Hex,
-  type TransactionReceipt,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { startAnvil, type Anvil } from '../../devnet/anvil';
+import { revertOf, waitForReceipt } from '../support/evm';
 import { getContract } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import {
@@ -71,20 +67,6 @@ function walletOf(account: PrivateKeyAccount, url = rpcUrl) {
   return createWalletClient({ chain, account, transport: http(url, { retryCount: 0 }) });
 }
 
-async function waitForReceipt(hash: Hash, on: Client = client): Promise<TransactionReceipt> {
-  const deadline = Date.now() + 30_000;
-  let delay = 1;
-  for (;;) {
-    try {
-      return await on.getTransactionReceipt({ hash });
-    } catch (err) {
-      if (!(err instanceof TransactionReceiptNotFoundError)) throw err;
-    }
-    if (Date.now() > deadline) throw new Error(`no receipt for ${hash}`);
-    await new Promise((resolve) => setTimeout(resolve, delay));
-    delay = Math.min(delay * 2, 50);
-  }
-}
 
 const balanceOf = (account: Address): Promise<bigint> =>
   client.readContract({ address: usdc, abi: tokenAbi, functionName: 'balanceOf', args: [account] });
@@ -98,18 +80,6 @@ function randomNonce(): bigint {
   return BigInt(generatePrivateKey());
 }
 
-async function revertOf(run: () => Promise<unknown>): Promise<{ errorName?: string; args?: readonly unknown[] }> {
-  try {
-    await run();
-  } catch (err) {
-    const reverted = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError) : null;
-    if (reverted instanceof ContractFunctionRevertedError) {
-      return { errorName: reverted.data?.errorName, args: reverted.data?.args };
-    }
-    throw err;
-  }
-  throw new Error('expected the call to revert');
-}
 
 interface Permit {
   permitted: { token: Address; amount: bigint };
@@ -224,7 +194,7 @@ beforeAll(async () => {
   // The one-time step of a Permit2 buyer: approve Permit2 on the token.
   // (tokenAbi is the service's slice and has no `approve`; a buyer's wallet uses the token's ABI.)
   const hash = await walletOf(buyer).writeContract({ address: usdc, abi: getContract('TestUSDC').abi, functionName: 'approve', args: [permit2, maxUint256] });
-  expect((await waitForReceipt(hash)).status).toBe('success');
+  expect((await waitForReceipt(client, hash)).status).toBe('success');
 });
 
 afterAll(async () => {
@@ -270,7 +240,7 @@ describe('Permit2 devnet contracts', () => {
       functionName: 'settle',
       args: [permit, buyer.address, witness, signature],
     });
-    const receipt = await waitForReceipt(hash);
+    const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2.5));
     expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(2.5));
@@ -291,7 +261,7 @@ describe('Permit2 devnet contracts', () => {
       args: [permit, buyer.address, witness, signature],
       gas: 300_000n,
     });
-    expect((await waitForReceipt(replay)).status).toBe('reverted');
+    expect((await waitForReceipt(client, replay)).status).toBe('reverted');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2.5));
     expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(2.5));
   });
@@ -356,7 +326,7 @@ describe('Permit2 devnet contracts', () => {
     // The valid one still goes through afterwards (nothing above consumed its nonce).
     expect(await isNonceUsed(buyer.address, permitD.nonce)).toBe(false);
     const hash = await walletOf(stranger).writeContract({ address: exactProxy, abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permitD, buyer.address, witness, good] });
-    expect((await waitForReceipt(hash)).status).toBe('success');
+    expect((await waitForReceipt(client, hash)).status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - permitD.permitted.amount);
   });
 
@@ -383,7 +353,7 @@ describe('Permit2 devnet contracts', () => {
       functionName: 'settle',
       args: [permit, USDC(1.75), buyer.address, witness, signature],
     });
-    const receipt = await waitForReceipt(hash);
+    const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(1.75));
     expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(1.75));
@@ -404,7 +374,7 @@ describe('Permit2 devnet contracts', () => {
       functionName: 'settle',
       args: [full, USDC(0.5), buyer.address, witness, await signUpto(full, witness)],
     });
-    expect((await waitForReceipt(fullHash)).status).toBe('success');
+    expect((await waitForReceipt(client, fullHash)).status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2.25));
     expect(await balanceOf(facilitator)).toBe(facilitatorBefore + USDC(2.25));
   });
@@ -469,7 +439,7 @@ describe('Permit2 devnet contracts', () => {
     const nonce = 7n * 256n + 200n;
     const mask = (1n << 3n) | (1n << 200n);
     const hash = await walletOf(buyer).writeContract({ address: permit2, abi: permit2Abi, functionName: 'invalidateUnorderedNonces', args: [7n, mask] });
-    const receipt = await waitForReceipt(hash);
+    const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
     expect(parseEventLogs({ abi: permit2Abi, logs: receipt.logs, eventName: 'UnorderedNonceInvalidation' }).map((l) => l.args)).toEqual([
       { owner: buyer.address, word: 7n, mask },
@@ -486,7 +456,7 @@ describe('Permit2 devnet contracts', () => {
       functionName: 'settle',
       args: [neighbour, buyer.address, witness, await signExact(neighbour, witness)],
     });
-    expect((await waitForReceipt(ok)).status).toBe('success');
+    expect((await waitForReceipt(client, ok)).status).toBe('success');
     expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(mask | (1n << 201n));
   });
 
@@ -509,11 +479,11 @@ describe('Permit2 devnet contracts', () => {
     const wallet = walletOf(deployer, old.rpcUrl);
     const token = getContract('TestUSDC');
     const fac = getContract('X402Facilitator');
-    await waitForReceipt(await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['USDC', 'USDC', '2'], nonce: 0 }), old.client);
-    await waitForReceipt(await wallet.deployContract({ abi: fac.abi, bytecode: fac.bytecode, args: [deployer.address], nonce: 1 }), old.client);
+    await waitForReceipt(old.client, await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['USDC', 'USDC', '2'], nonce: 0 }));
+    await waitForReceipt(old.client, await wallet.deployContract({ abi: fac.abi, bytecode: fac.bytecode, args: [deployer.address], nonce: 1 }));
     await waitForReceipt(
-      await wallet.writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'setRelayer', args: [relayer.address, true], nonce: 2 }),
       old.client,
+      await wallet.writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'setRelayer', args: [relayer.address, true], nonce: 2 }),
     );
     expect(await old.client.getCode({ address: permit2 })).toBeUndefined();
 

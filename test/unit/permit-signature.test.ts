@@ -1,4 +1,5 @@
 import { domainSeparator, hashTypedData, hexToBigInt, numberToHex, parseSignature, type Address, type Hex } from 'viem';
+import { EIP2612_PERMIT_TYPES } from '../support/evm';
 import { isPermitSignedByOwner, permitDigest, permitSighash, resolvePermitSignature } from '../../src/permit/signature';
 import { permitWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -9,15 +10,7 @@ const stranger = TEST_ACCOUNTS.buyers[0];
 const TOKEN: Address = '0x5FbDB2315678afecb367f032d93F642f64180aa3';
 const FACILITATOR: Address = '0xe7f1725E7734CE288F8367e1Bb143E90bb3F0512';
 const domain = { name: 'USDC', version: '2', chainId: 84532, verifyingContract: TOKEN } as const;
-const types = {
-  Permit: [
-    { name: 'owner', type: 'address' },
-    { name: 'spender', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'nonce', type: 'uint256' },
-    { name: 'deadline', type: 'uint256' },
-  ],
-} as const;
+const types = EIP2612_PERMIT_TYPES;
 const message = { owner: owner.address, spender: FACILITATOR, value: 1_000_000n, nonce: 3n, deadline: 1_800_000_000n };
 const SEPARATOR = domainSeparator({ domain });
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;

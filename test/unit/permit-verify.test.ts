@@ -1,4 +1,5 @@
 import { domainSeparator, type Address, type Hex } from 'viem';
+import { EIP2612_PERMIT_TYPES } from '../support/evm';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { resolvePermitSignature } from '../../src/permit/signature';
 import { deadlineProblem, verifyPermit, type PermitChainReads } from '../../src/permit/verify';
@@ -18,15 +19,7 @@ const FACILITATOR = network.facilitator!;
 const TOKEN = network.usdc!;
 const RECIPIENT: Address = '0x000000000000000000000000000000000000dEaD';
 const domain = { name: 'USDC', version: '2', chainId: network.chainId!, verifyingContract: TOKEN } as const;
-const types = {
-  Permit: [
-    { name: 'owner', type: 'address' },
-    { name: 'spender', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'nonce', type: 'uint256' },
-    { name: 'deadline', type: 'uint256' },
-  ],
-} as const;
+const types = EIP2612_PERMIT_TYPES;
 
 function fakeToken(state: { code?: boolean; separator?: Hex | undefined; nonce?: bigint | undefined } = {}) {
   const reads: PermitChainReads & Record<string, jest.Mock> = {
