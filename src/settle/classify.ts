@@ -1,5 +1,5 @@
 import { isSolanaNetworkId } from '../chains/networks';
-import { permit2PayloadBodySchema, type PaymentRequirements } from '../x402/schemas';
+import { paymentPayloadEnvelopeSchema, paymentRequirementsSchema, permit2PayloadBodySchema, type PaymentRequirements } from '../x402/schemas';
 
 export type SettleRoute = 'solana' | 'batched' | 'permit2' | 'eip3009';
 
@@ -17,4 +17,13 @@ export function classifySettleRoute(
   if (requirements.extra?.name === 'GatewayWalletBatched' && requirements.extra?.version === '1') return 'batched';
   if (permit2PayloadBodySchema.safeParse(payload.payload).success) return 'permit2';
   return 'eip3009';
+}
+
+/** The route of a raw settle/verify body, or undefined when its payload envelope or requirements do not parse. */
+export function settleRouteOf(body: unknown): SettleRoute | undefined {
+  const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
+  const envelope = paymentPayloadEnvelopeSchema.safeParse(b.paymentPayload);
+  const requirements = paymentRequirementsSchema.safeParse(b.paymentRequirements);
+  if (!envelope.success || !requirements.success) return undefined;
+  return classifySettleRoute(envelope.data, requirements.data);
 }

@@ -12,12 +12,23 @@ import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
 import { parseExactPayment } from './parse-payment';
+import { settleRouteOf, type SettleRoute } from './classify';
 import type { SettleInput, SettleOutcome } from './types';
 
 export interface SettleReply {
   status: number;
   body: SettleResponse;
 }
+
+/** An authenticated POST /v1/settle request, as every route handler receives it. */
+export interface SettleRequest {
+  em: EntityManager;
+  auth: AuthContext;
+  requestId: string;
+  body: unknown;
+}
+
+export type SettleHandler = (deps: ApiDeps, req: SettleRequest) => Promise<SettleReply>;
 
 const FINAL_STATES = new Set(['settled', 'failed']);
 
@@ -27,26 +38,21 @@ export const settleFailure = (reason: SettleReason | string, network = '', payer
 });
 
 /** POST /v1/settle after authentication, counted in x402_settlements_total (src/observability/metrics.ts). */
-export async function settlePayment(
-  deps: ApiDeps,
-  req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
-): Promise<SettleReply> {
+export async function settlePayment(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
   const started = performance.now();
-  const { status, body } = await settle(deps, req);
-  // `payer` is present once the EIP-3009 payload parsed: only then is the route known.
+  // A body whose envelope does not parse has no route; the EIP-3009 handler answers it (invalid_payload).
+  const route = settleRouteOf(req.body);
+  const { status, body } = await SETTLE_ROUTES[route ?? 'eip3009'](deps, req);
   const outcome = body.success ? 'success' : (body.errorReason ?? 'unknown');
-  deps.metrics?.settlement(body.payer ? 'eip3009' : 'unknown', body.network, outcome, (performance.now() - started) / 1000);
+  deps.metrics?.settlement(route ?? 'unknown', body.network, outcome, (performance.now() - started) / 1000);
   return { status, body };
 }
 
 /**
- * Validate, route, resolve the payout, then start (or attach to) the settlement workflow and wait
- * for it up to SETTLE_WAIT_MS.
+ * EIP-3009 (routing step 4): validate, resolve the payout, then start (or attach to) the settlement
+ * workflow and wait for it up to SETTLE_WAIT_MS.
  */
-async function settle(
-  deps: ApiDeps,
-  req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
-): Promise<SettleReply> {
+async function settleEip3009(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
   const parsed = parseExactPayment(deps, req.auth, req.body);
   if (!parsed.ok) return settleFailure(parsed.reason, parsed.network, parsed.payer);
   const { payload, requirements, network, payer } = parsed;
@@ -128,3 +134,14 @@ function platformFee(value: bigint, org: Organization, deps: ApiDeps): { fee: bi
   if (!recipient || !org.platformFeeBps) return { fee: 0n, feeRecipient: '0x0000000000000000000000000000000000000000' };
   return { fee: (value * BigInt(org.platformFeeBps)) / 10_000n, feeRecipient: recipient };
 }
+
+/**
+ * One handler per route of the spec's routing (src/settle/classify.ts). A route without its own
+ * handler yet goes to the EIP-3009 handler, which answers `unsupported_scheme` for it.
+ */
+const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
+  solana: settleEip3009,
+  batched: settleEip3009,
+  permit2: settleEip3009,
+  eip3009: settleEip3009,
+};
