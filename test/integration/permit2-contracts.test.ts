@@ -654,4 +654,19 @@ describe('X402Facilitator Permit2 settlement', () => {
     expect((await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, second, owner.address, 0n, secondSig), eip2612, out(0n)])).status).toBe('success');
     expect(await balanceOf(owner.address)).toBe(0n);
   });
+
+  test('deployDevnet brings a resumed chain\'s facilitator code up to date, keeping its owner and relayers', async () => {
+    const old = await startChain();
+    anvils.push(old.anvil);
+    await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
+    // Stand-in for the code of an earlier version: anything other than the current runtime.
+    await old.client.request({ method: 'anvil_setCode', params: [facilitator, await client.getCode({ address: exactProxy })] } as never);
+    expect(await old.client.getCode({ address: facilitator })).not.toBe(await client.getCode({ address: facilitator }));
+
+    await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
+    expect(await old.client.getCode({ address: facilitator })).toBe(await client.getCode({ address: facilitator }));
+    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'owner' })).toBe(privateKeyToAccount(DEVNET_DEPLOYER_KEY).address);
+    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer.address] })).toBe(true);
+    await old.anvil.stop();
+  });
 });
