@@ -8,6 +8,7 @@ import { facilitatorPermit2Abi } from '../../src/chains/evm/permit2-settle-abi';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { permit2SettleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { request, signIn } from '../support/http';
 import { DB_KINDS } from '../support/db';
 import { waitForReceipt } from '../support/evm';
 import { permit2612For, permit2Payment, randomPermit2Nonce, type Permit2PaymentOptions } from '../support/permit2-payments';
@@ -147,6 +148,32 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
     expect(res.body).toMatchObject({ success: true, amount: '800000' });
     const [buyerAfter, payoutAfter] = await balances();
     expect([buyerAfter, payoutAfter]).toEqual([buyerBefore - 800_000n, payoutBefore + 780_000n]);
+  });
+
+  test('20 concurrent identical upto requests: one transfer of settleAmount, identical bodies', async () => {
+    const body = await pay({ scheme: 'upto', amount: 3_000_000n, settleAmount: 1_234_567n });
+    const before = await h.balanceOf(buyer.address);
+    const replies = await Promise.all(Array.from({ length: 20 }, () => h.settle(body)));
+    expect(new Set(replies.map((r) => r.status))).toEqual(new Set([200]));
+    expect(new Set(replies.map((r) => JSON.stringify(r.body))).size).toBe(1);
+    expect(replies[0]!.body).toMatchObject({ success: true, amount: '1234567' });
+    expect(await permit2SettledEvents(h, buyer.address, nonceOf(body))).toHaveLength(1);
+    expect(await h.balanceOf(buyer.address)).toBe(before - 1_234_567n);
+  });
+
+  test('another organization cannot claim a Permit2 payment settled for this one', async () => {
+    const body = await pay({ amount: 10n });
+    expect((await h.settle(body)).status).toBe(200);
+    const other = privateKeyToAccount(generatePrivateKey());
+    const cookie = await signIn(h.api.baseUrl, other);
+    await request('PATCH', `${h.api.baseUrl}/v1/organization`, { cookie, json: { payoutWalletTest: other.address } });
+    const key = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'other seller', test_net: true } });
+    const theirs = await h.settle(body, { authorization: `Bearer ${key.body.api_key}` });
+    expect({ status: theirs.status, body: theirs.body }).toEqual({
+      status: 409,
+      body: { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: 'base-sepolia', payer: buyer.address },
+    });
+    expect(await h.balanceOf(other.address)).toBe(0n);
   });
 
   test('permit2612: a buyer without a Permit2 allowance pays with the token permit applied in the same transaction', async () => {
