@@ -25,6 +25,7 @@ import {
 } from '../src/chains/devnet-addresses';
 import { facilitatorAbi } from '../src/chains/evm/abi';
 import { getContract } from './contracts';
+import { ensureFacilitatorCode } from './upgrade-facilitator';
 
 /**
  * Deploys the devnet contracts (TestUSDC at deployer nonce 0, X402Facilitator at nonce 1, Permit2 at
@@ -235,6 +236,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
     }
     for (const { address } of buyers) await setEthBalance(client, address);
   } else {
+    await ensureFacilitatorCode(client, expected.facilitator); // functions added since the chain's first deploy
     await ensurePermit2Contracts(client, wallet, expected);
     await ensureRelayers(client, wallet, expected.facilitator, relayers);
   }

@@ -163,4 +163,169 @@ contract X402Facilitator {
         }
         if (ret.length != 0 && (ret.length < 32 || abi.decode(ret, (uint256)) != 1)) revert TokenCallFailed(token);
     }
+
+    // ─────────────────────────────────────────────────────────────────────────────────────────────
+    // Permit2 settlement (x402 `exact` and `upto` through our Permit2 proxies)
+    //
+    // The buyer signs a Permit2 PermitWitnessTransferFrom with the exact or upto proxy as spender and
+    // this contract as `witness.to` (and, for upto, `witness.facilitator`). A relayer calls one of
+    // the functions below: the proxy pulls the payment into this contract, which then pays
+    // `amount - fee` to `payout` and `fee` to `feeRecipient` in the same transaction, as `settle`
+    // does for EIP-3009. The witness is built here from `address(this)`, so a relayer cannot send the
+    // funds elsewhere; the proxy is an argument (no storage, no constructor change), and the payout is
+    // made only from what this call actually received, so a wrong proxy can never pay out funds the
+    // contract already holds.
+    // ─────────────────────────────────────────────────────────────────────────────────────────────
+
+    error Permit2AmountNotReceived(uint256 expected, uint256 received);
+
+    event Permit2Settled(
+        address indexed token,
+        address indexed owner,
+        uint256 indexed nonce,
+        address proxy,
+        address payout,
+        uint256 amount,
+        uint256 fee
+    );
+
+    /// @notice A buyer's Permit2 witness transfer as signed: spender `proxy`, `amount` the signed
+    ///         (for upto: maximum) amount, `validAfter` the witness field.
+    struct Permit2Payment {
+        address proxy;
+        address token;
+        uint256 amount;
+        uint256 nonce;
+        uint256 deadline;
+        address owner;
+        uint256 validAfter;
+        bytes signature;
+    }
+
+    /// @notice The token's EIP-2612 permit granting Permit2 an allowance; `value == 0` means none.
+    struct Permit2612 {
+        uint256 value;
+        uint256 deadline;
+        uint8 v;
+        bytes32 r;
+        bytes32 s;
+    }
+
+    struct Permit2Payout {
+        address payout;
+        uint256 fee;
+        address feeRecipient;
+    }
+
+    /// @dev The proxies' argument types (Permit2.PermitTransferFrom and the witnesses), declared
+    ///      here so this contract needs no import.
+    struct P2TokenPermissions {
+        address token;
+        uint256 amount;
+    }
+    struct P2PermitTransferFrom {
+        P2TokenPermissions permitted;
+        uint256 nonce;
+        uint256 deadline;
+    }
+    struct P2ExactWitness {
+        address to;
+        uint256 validAfter;
+    }
+    struct P2UptoWitness {
+        address to;
+        address facilitator;
+        uint256 validAfter;
+    }
+
+    /// @notice Settles an x402 `exact` Permit2 payment (the full signed amount) through `p.proxy`.
+    function settlePermit2Exact(Permit2Payment calldata p, Permit2612 calldata permit2612, Permit2Payout calldata out)
+        external
+        onlyRelayer
+    {
+        bytes memory call = abi.encodeWithSignature(
+            "settle(((address,uint256),uint256,uint256),address,(address,uint256),bytes)",
+            _p2Permit(p),
+            p.owner,
+            P2ExactWitness(address(this), p.validAfter),
+            p.signature
+        );
+        _settlePermit2(p, p.amount, call, permit2612, out);
+    }
+
+    /// @notice Settles `settleAmount` (0 < settleAmount <= the signed maximum) of an x402 `upto`
+    ///         Permit2 payment through `p.proxy`.
+    function settlePermit2Upto(
+        Permit2Payment calldata p,
+        uint256 settleAmount,
+        Permit2612 calldata permit2612,
+        Permit2Payout calldata out
+    ) external onlyRelayer {
+        bytes memory call = abi.encodeWithSignature(
+            "settle(((address,uint256),uint256,uint256),uint256,address,(address,address,uint256),bytes)",
+            _p2Permit(p),
+            settleAmount,
+            p.owner,
+            P2UptoWitness(address(this), address(this), p.validAfter),
+            p.signature
+        );
+        _settlePermit2(p, settleAmount, call, permit2612, out);
+    }
+
+    function _p2Permit(Permit2Payment calldata p) private pure returns (P2PermitTransferFrom memory) {
+        return P2PermitTransferFrom(P2TokenPermissions(p.token, p.amount), p.nonce, p.deadline);
+    }
+
+    function _settlePermit2(
+        Permit2Payment calldata p,
+        uint256 amount,
+        bytes memory proxyCall,
+        Permit2612 calldata permit2612,
+        Permit2Payout calldata out
+    ) private {
+        if (out.payout == address(0) || p.proxy == address(0)) revert ZeroAddress();
+        if (out.fee > amount) revert FeeExceedsValue(out.fee, amount);
+        if (out.fee != 0 && out.feeRecipient == address(0)) revert ZeroAddress();
+        if (permit2612.value != 0) _applyPermit2612(p, amount, permit2612);
+
+        uint256 before = _balanceOfThis(p.token);
+        (bool ok, bytes memory ret) = p.proxy.call(proxyCall);
+        if (!ok) {
+            assembly ("memory-safe") {
+                revert(add(ret, 32), mload(ret))
+            }
+        }
+        uint256 received = _balanceOfThis(p.token) - before;
+        if (received != amount) revert Permit2AmountNotReceived(amount, received);
+
+        unchecked {
+            _pay(p.token, out.payout, amount - out.fee);
+        }
+        if (out.fee != 0) _pay(p.token, out.feeRecipient, out.fee);
+        emit Permit2Settled(p.token, p.owner, p.nonce, p.proxy, out.payout, amount, out.fee);
+    }
+
+    /// @dev Applies the owner's EIP-2612 permit for Permit2 unless Permit2 already has the allowance
+    ///      (a repeat or a front-run permit). A failing permit is ignored: without the allowance the
+    ///      transfer itself reverts with the token's own error.
+    function _applyPermit2612(Permit2Payment calldata p, uint256 amount, Permit2612 calldata e) private {
+        (bool ok, bytes memory ret) = p.proxy.staticcall(abi.encodeWithSignature("PERMIT2()"));
+        if (!ok || ret.length < 32) return;
+        address permit2 = abi.decode(ret, (address));
+        (ok, ret) = p.token.staticcall(abi.encodeWithSignature("allowance(address,address)", p.owner, permit2));
+        if (ok && ret.length >= 32 && abi.decode(ret, (uint256)) >= amount) return;
+        (ok, ) = p.token.call(
+            abi.encodeWithSignature(
+                "permit(address,address,uint256,uint256,uint8,bytes32,bytes32)", p.owner, permit2, e.value, e.deadline, e.v, e.r, e.s
+            )
+        );
+        ok; // deliberately ignored, see above
+    }
+
+    function _balanceOfThis(address token) private view returns (uint256) {
+        if (token.code.length == 0) revert TokenCallFailed(token);
+        (bool ok, bytes memory ret) = token.staticcall(abi.encodeWithSignature("balanceOf(address)", address(this)));
+        if (!ok || ret.length < 32) revert TokenCallFailed(token);
+        return abi.decode(ret, (uint256));
+    }
 }

@@ -104,6 +104,7 @@ export const settleResponseSchema = sameType<SettleResponse>()(
       payer: z.string().optional(),
       errorReason: z.string().optional().describe('present on failure; settlement_pending while the workflow still runs'),
       authContext: z.record(z.string(), z.unknown()).optional(),
+      amount: z.string().optional().describe('Permit2 upto only: the amount settled (base units), on success'),
     })
     .describe('Settle response'),
 );

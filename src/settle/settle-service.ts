@@ -14,6 +14,7 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { parseExactPayment } from './parse-payment';
 import { settleRouteOf, type SettleRoute } from './classify';
 import type { SettleInput, SettleOutcome } from './types';
+import { settlePermit2 } from './settle-permit2';
 
 export interface SettleReply {
   status: number;
@@ -142,6 +143,6 @@ function platformFee(value: bigint, org: Organization, deps: ApiDeps): { fee: bi
 const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
   solana: settleEip3009,
   batched: settleEip3009,
-  permit2: settleEip3009,
+  permit2: settlePermit2,
   eip3009: settleEip3009,
 };

@@ -7,15 +7,17 @@ export interface SupportedKind {
 }
 
 /**
- * GET /v1/supported, derived from the network table: `exact` on every enabled network where
- * EIP-3009 settlement works. (`upto`, Permit2-only networks and Solana join as their routes land.)
+ * GET /v1/supported, derived from the network table: on every enabled EVM network (mainnets only
+ * with MAINNETS_ENABLED) `exact` (EIP-3009, or Permit2 on Permit2-only networks) and `upto`
+ * (Permit2). Networks listed for POST /v1/permit only are not. (Solana joins as its route lands.)
  */
 export function supportedKinds(networks: NetworkTable, mainnetsEnabled: boolean): SupportedKind[] {
   const kinds: SupportedKind[] = [];
   for (const n of networks.values()) {
-    if (!n.enabled || n.permitOnly || n.permit2Only) continue;
+    if (!n.enabled || n.permitOnly) continue;
     if (!n.testnet && !mainnetsEnabled) continue;
     kinds.push({ x402Version: 1, scheme: 'exact', network: n.id });
+    kinds.push({ x402Version: 1, scheme: 'upto', network: n.id });
   }
   return kinds;
 }

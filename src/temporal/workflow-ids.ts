@@ -5,6 +5,13 @@
 export const settleWorkflowId = (network: string, payer: string, nonce: string) =>
   `settle:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
 
+/**
+ * A Permit2 payment: `settle:<network>:<owner>:<permit2 nonce>` (the nonce in decimal, as signed;
+ * EIP-3009 nonces are 0x-hex, so the two kinds never share an id).
+ */
+export const permit2SettleWorkflowId = (network: string, owner: string, nonce: string) =>
+  `settle:${network}:${owner.toLowerCase()}:${nonce.toLowerCase()}`;
+
 /** Business key of one relayer transaction that a workflow sends (its write-ahead record id). */
 export const relayerTxId = (workflowId: string, purpose: string) => `${workflowId}:${purpose}`;
 

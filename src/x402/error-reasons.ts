@@ -1,3 +1,5 @@
+import { PERMIT2_SETTLE_REASON_STATUS } from './permit2-reasons';
+
 /**
  * x402 v1 `errorReason` / `invalidReason` strings we emit on the settle path, with the HTTP status
  * the settle endpoint answers for each (the spec leaves non-batched statuses to us; see
@@ -21,6 +23,7 @@ export const SETTLE_REASON_STATUS = {
   invalid_transaction_state: 409,
   settlement_pending: 202,
   unexpected_settle_error: 500,
+  ...PERMIT2_SETTLE_REASON_STATUS,
 } as const;
 
 export type SettleReason = keyof typeof SETTLE_REASON_STATUS;

@@ -105,4 +105,6 @@ export interface SettleResponse {
   payer?: string;
   errorReason?: string;
   authContext?: Record<string, unknown>;
+  /** Permit2 `upto` only: the amount settled (base units, decimal), on success. */
+  amount?: string;
 }

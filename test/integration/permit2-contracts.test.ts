@@ -21,6 +21,9 @@ import {
   DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
+import { facilitatorPermit2Abi } from '../../src/chains/evm/permit2-settle-abi';
+import { EIP2612_PERMIT_TYPES } from '../support/evm';
+import { parseSignature, type Abi } from 'viem';
 
 /**
  * The Permit2 contract layer on a real anvil chain: our Permit2 SignatureTransfer and the x402 exact
@@ -500,6 +503,170 @@ describe('Permit2 devnet contracts', () => {
     }
     // Idempotent: a second run changes nothing.
     expect(await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] })).toEqual(deployment);
+    await old.anvil.stop();
+  });
+});
+
+/**
+ * The facilitator's Permit2 section: a relayer settles through the exact or upto proxy and the
+ * facilitator pays `amount - fee` to the payout and `fee` to the fee recipient in the same
+ * transaction (as `settle` does for EIP-3009).
+ */
+describe('X402Facilitator Permit2 settlement', () => {
+  const payout = privateKeyToAccount(generatePrivateKey()).address;
+  const feeRecipient = privateKeyToAccount(generatePrivateKey()).address;
+  const NO_2612 = { value: 0n, deadline: 0n, v: 0, r: `0x${'0'.repeat(64)}` as Hex, s: `0x${'0'.repeat(64)}` as Hex };
+
+  const paymentOf = (proxy: Address, permit: Permit, owner: Address, validAfter: bigint, signature: Hex) => ({
+    proxy,
+    token: permit.permitted.token,
+    amount: permit.permitted.amount,
+    nonce: permit.nonce,
+    deadline: permit.deadline,
+    owner,
+    validAfter,
+    signature,
+  });
+  const out = (fee: bigint) => ({ payout, fee, feeRecipient });
+
+  async function relayerSends(functionName: 'settlePermit2Exact' | 'settlePermit2Upto', args: readonly unknown[]) {
+    const hash = await walletOf(relayer).writeContract({ address: facilitator, abi: facilitatorPermit2Abi, functionName, args } as never);
+    return waitForReceipt(client, hash);
+  }
+  const simulate = (functionName: 'settlePermit2Exact' | 'settlePermit2Upto', args: readonly unknown[], account = relayer) =>
+    revertOf(() => client.simulateContract({ account, address: facilitator, abi: facilitatorPermit2Abi, functionName, args } as never));
+
+  test('the service ABI of the Permit2 section matches the compiled facilitator (names and tuple components too)', () => {
+    const compiled = getContract('X402Facilitator').abi as Abi;
+    const ours = (facilitatorPermit2Abi as unknown as Abi).filter((i) => i.type !== 'error' || i.name === 'Permit2AmountNotReceived');
+    expect(ours).toHaveLength(4);
+    type Param = { name?: string; type: string; indexed?: boolean; components?: Param[] };
+    const norm = (ps: Param[] = []): unknown =>
+      ps.map((p) => ({ name: p.name, type: p.type, indexed: p.indexed ?? false, components: p.components ? norm(p.components) : null }));
+    for (const item of ours) {
+      const match = compiled.find((c) => c.type === item.type && 'name' in c && 'name' in item && c.name === item.name);
+      expect(match ? norm((match as unknown as { inputs: Param[] }).inputs) : 'missing').toEqual(norm((item as unknown as { inputs: Param[] }).inputs));
+    }
+  });
+
+  test('exact: pulls the signed amount through the exact proxy and pays out minus the fee, in one transaction', async () => {
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(4) } });
+    const signature = await signExact(permit, { to: facilitator, validAfter: 0n });
+    const args = [paymentOf(exactProxy, permit, buyer.address, 0n, signature), NO_2612, out(USDC(0.1))] as const;
+    const before = await Promise.all([balanceOf(buyer.address), balanceOf(payout), balanceOf(feeRecipient), balanceOf(facilitator)]);
+
+    // Only relayers: the payout is not covered by the buyer's signature.
+    expect(await simulate('settlePermit2Exact', args, stranger)).toEqual({ errorName: 'NotRelayer', args: [stranger.address] });
+    expect(await simulate('settlePermit2Exact', [args[0], NO_2612, out(USDC(4) + 1n)])).toEqual({
+      errorName: 'FeeExceedsValue',
+      args: [USDC(4) + 1n, USDC(4)],
+    });
+
+    const receipt = await relayerSends('settlePermit2Exact', args);
+    expect(receipt.status).toBe('success');
+    expect(await Promise.all([balanceOf(buyer.address), balanceOf(payout), balanceOf(feeRecipient), balanceOf(facilitator)])).toEqual([
+      before[0]! - USDC(4),
+      before[1]! + USDC(3.9),
+      before[2]! + USDC(0.1),
+      before[3],
+    ]);
+    const events = parseEventLogs({ abi: facilitatorPermit2Abi, logs: receipt.logs, eventName: 'Permit2Settled' });
+    expect(events.map((l) => l.args)).toEqual([
+      { token: usdc, owner: buyer.address, nonce: permit.nonce, proxy: exactProxy, payout, amount: USDC(4), fee: USDC(0.1) },
+    ]);
+    // One signature, one settlement.
+    expect(await simulate('settlePermit2Exact', args)).toEqual({ errorName: 'InvalidNonce', args: undefined });
+  });
+
+  test('upto: settles settleAmount of the signed maximum through the upto proxy and pays it out', async () => {
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(6) } });
+    const signature = await signUpto(permit, { to: facilitator, facilitator, validAfter: 0n });
+    const payment = paymentOf(uptoProxy, permit, buyer.address, 0n, signature);
+    const before = await Promise.all([balanceOf(buyer.address), balanceOf(payout), balanceOf(feeRecipient)]);
+
+    expect(await simulate('settlePermit2Upto', [payment, USDC(6) + 1n, NO_2612, out(0n)])).toEqual({
+      errorName: 'InvalidSettleAmount',
+      args: [USDC(6) + 1n, USDC(6)],
+    });
+    const receipt = await relayerSends('settlePermit2Upto', [payment, USDC(2.5), NO_2612, out(USDC(0.05))]);
+    expect(receipt.status).toBe('success');
+    expect(await Promise.all([balanceOf(buyer.address), balanceOf(payout), balanceOf(feeRecipient)])).toEqual([
+      before[0]! - USDC(2.5),
+      before[1]! + USDC(2.45),
+      before[2]! + USDC(0.05),
+    ]);
+    const events = parseEventLogs({ abi: facilitatorPermit2Abi, logs: receipt.logs, eventName: 'Permit2Settled' });
+    expect(events.map((l) => [l.args.proxy, l.args.amount, l.args.fee])).toEqual([[uptoProxy, USDC(2.5), USDC(0.05)]]);
+  });
+
+  test('the witness is the facilitator itself: a signature for another recipient, or the wrong proxy, reverts', async () => {
+    const permit = await newPermit();
+    const toStranger = await signExact(permit, { to: stranger.address, validAfter: 0n });
+    expect(await simulate('settlePermit2Exact', [paymentOf(exactProxy, permit, buyer.address, 0n, toStranger), NO_2612, out(0n)])).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+    const forUpto = await signExact(permit, { to: facilitator, validAfter: 0n }, { spender: uptoProxy });
+    expect(await simulate('settlePermit2Exact', [paymentOf(exactProxy, permit, buyer.address, 0n, forUpto), NO_2612, out(0n)])).toEqual({
+      errorName: 'InvalidSigner',
+      args: undefined,
+    });
+  });
+
+  test('a proxy that delivers nothing cannot pay out funds the facilitator already holds', async () => {
+    expect(await balanceOf(facilitator)).toBeGreaterThan(USDC(1)); // left there by the proxy tests above
+    const permit = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
+    const signature = await signExact(permit, { to: facilitator, validAfter: 0n });
+    // An account without code as "proxy": the call succeeds and moves nothing.
+    expect(await simulate('settlePermit2Exact', [paymentOf(stranger.address, permit, buyer.address, 0n, signature), NO_2612, out(0n)])).toEqual({
+      errorName: 'Permit2AmountNotReceived',
+      args: [USDC(1), 0n],
+    });
+  });
+
+  test("permit2612: the token's EIP-2612 permit for Permit2 is applied in the same transaction, and skipped once the allowance is there", async () => {
+    const owner = privateKeyToAccount(generatePrivateKey());
+    const fund = await walletOf(buyer).writeContract({ address: usdc, abi: getContract('TestUSDC').abi, functionName: 'transfer', args: [owner.address, USDC(3)] });
+    expect((await waitForReceipt(client, fund)).status).toBe('success');
+    const deadline = (await latestTimestamp()) + 3600n;
+    const permitSig = parseSignature(
+      await owner.signTypedData({
+        domain: { name: 'USDC', version: '2', chainId: CHAIN_ID, verifyingContract: usdc },
+        types: EIP2612_PERMIT_TYPES,
+        primaryType: 'Permit',
+        message: { owner: owner.address, spender: permit2, value: USDC(10), nonce: 0n, deadline },
+      }),
+    );
+    const eip2612 = { value: USDC(10), deadline, v: Number(permitSig.v), r: permitSig.r, s: permitSig.s };
+
+    const first = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
+    const firstSig = await signExact(first, { to: facilitator, validAfter: 0n }, { signer: owner });
+    // Without the permit the token refuses: no allowance for Permit2.
+    expect(await simulate('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), NO_2612, out(0n)])).toMatchObject({
+      errorName: 'InsufficientAllowance',
+    });
+    expect((await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), eip2612, out(0n)])).status).toBe('success');
+    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [owner.address, permit2] })).toBe(USDC(9));
+
+    // The permit's nonce is spent; carrying it again is harmless because the allowance suffices.
+    const second = await newPermit({ permitted: { token: usdc, amount: USDC(2) } });
+    const secondSig = await signExact(second, { to: facilitator, validAfter: 0n }, { signer: owner });
+    expect((await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, second, owner.address, 0n, secondSig), eip2612, out(0n)])).status).toBe('success');
+    expect(await balanceOf(owner.address)).toBe(0n);
+  });
+
+  test('deployDevnet brings a resumed chain\'s facilitator code up to date, keeping its owner and relayers', async () => {
+    const old = await startChain();
+    anvils.push(old.anvil);
+    await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
+    // Stand-in for the code of an earlier version: anything other than the current runtime.
+    await old.client.request({ method: 'anvil_setCode', params: [facilitator, await client.getCode({ address: exactProxy })] } as never);
+    expect(await old.client.getCode({ address: facilitator })).not.toBe(await client.getCode({ address: facilitator }));
+
+    await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
+    expect(await old.client.getCode({ address: facilitator })).toBe(await client.getCode({ address: facilitator }));
+    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'owner' })).toBe(privateKeyToAccount(DEVNET_DEPLOYER_KEY).address);
+    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer.address] })).toBe(true);
     await old.anvil.stop();
   });
 });

@@ -58,13 +58,15 @@ describe('POST /v1/verify and GET /v1/supported', () => {
     expect(noKey.body).toEqual({ type: 'api_error', code: 401, message: expect.any(String) });
   });
 
-  test('GET /v1/supported lists exact on every enabled network, without a key', async () => {
+  test('GET /v1/supported lists exact and upto (Permit2) on every enabled network, without a key', async () => {
     const res = await request('GET', `${h.api.baseUrl}/v1/supported`);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
       kinds: [
         { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
+        { x402Version: 1, scheme: 'upto', network: 'base-sepolia' },
         { x402Version: 1, scheme: 'exact', network: 'optimism-sepolia' },
+        { x402Version: 1, scheme: 'upto', network: 'optimism-sepolia' },
       ],
     });
   });

@@ -1,4 +1,5 @@
 import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/x402/error-reasons';
+import { PERMIT2_SETTLE_REASON_STATUS } from '../../src/x402/permit2-reasons';
 
 describe('settleStatusFor', () => {
   test.each<[string, number]>([
@@ -19,12 +20,13 @@ describe('settleStatusFor', () => {
     ['invalid_transaction_state', 409],
     ['settlement_pending', 202],
     ['unexpected_settle_error', 500],
+    ...Object.entries(PERMIT2_SETTLE_REASON_STATUS),
   ])('%s -> %i', (reason, status) => {
     expect(settleStatusFor(reason)).toBe(status);
   });
 
   test('the table has exactly the reasons above', () => {
-    expect(Object.keys(SETTLE_REASON_STATUS)).toHaveLength(17);
+    expect(Object.keys(SETTLE_REASON_STATUS)).toHaveLength(17 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length);
   });
 
   test('unknown reasons answer 400', () => {

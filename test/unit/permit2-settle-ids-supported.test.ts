@@ -1,0 +1,47 @@
+import { getAddress } from 'viem';
+import { buildNetworkTable } from '../../src/chains/networks';
+import { supportedKinds } from '../../src/settle/supported';
+import { permit2SettleWorkflowId, settleWorkflowId } from '../../src/temporal/workflow-ids';
+
+const OWNER = '0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc';
+
+describe('permit2SettleWorkflowId', () => {
+  test('settle:<network>:<owner>:<permit2 nonce>, lower case, the nonce in decimal as signed', () => {
+    expect(permit2SettleWorkflowId('base-sepolia', getAddress(OWNER), '115792089237316195423570985008687907853269984665640564039457584007913129639935')).toBe(
+      `settle:base-sepolia:${OWNER}:115792089237316195423570985008687907853269984665640564039457584007913129639935`,
+    );
+    expect(permit2SettleWorkflowId('base-sepolia', OWNER, '0')).toBe(permit2SettleWorkflowId('base-sepolia', getAddress(OWNER), '0'));
+  });
+
+  test('never collides with an EIP-3009 id (decimal vs 0x-hex nonce)', () => {
+    expect(permit2SettleWorkflowId('base-sepolia', OWNER, '1')).not.toBe(settleWorkflowId('base-sepolia', OWNER, `0x${'0'.repeat(63)}1`));
+  });
+});
+
+describe('supportedKinds', () => {
+  test('devnet defaults: exact and upto on both enabled testnets', () => {
+    expect(supportedKinds(buildNetworkTable({}), true)).toEqual([
+      { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
+      { x402Version: 1, scheme: 'upto', network: 'base-sepolia' },
+      { x402Version: 1, scheme: 'exact', network: 'optimism-sepolia' },
+      { x402Version: 1, scheme: 'upto', network: 'optimism-sepolia' },
+    ]);
+  });
+
+  test('a configured Permit2-only mainnet takes exact (Permit2) and upto, with MAINNETS_ENABLED only; permit-only networks never', () => {
+    const table = buildNetworkTable({
+      RPC_URLS_BASE_SEPOLIA: 'none',
+      RPC_URLS_OPTIMISM_SEPOLIA: 'none',
+      RPC_URLS_BSC: 'http://127.0.0.1:9999',
+      FACILITATOR_ADDRESS_MAINNET: '0x4444444444444444444444444444444444444444',
+      RPC_URLS_FLUENT_TESTNET: 'http://127.0.0.1:9998',
+      FACILITATOR_ADDRESS_FLUENT: '0x5555555555555555555555555555555555555555',
+    });
+    expect(table.get('bsc')).toMatchObject({ enabled: true, permit2Only: true });
+    expect(supportedKinds(table, true)).toEqual([
+      { x402Version: 1, scheme: 'exact', network: 'bsc' },
+      { x402Version: 1, scheme: 'upto', network: 'bsc' },
+    ]);
+    expect(supportedKinds(table, false)).toEqual([]);
+  });
+});
