@@ -1,12 +1,14 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
 import { createPermitActivities } from './permit';
+import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
 
-export type ActivityDeps = SettlementActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSettlementActivities(deps),
     ...createPermitActivities(deps),
+    ...createCrossChainActivities(deps),
   };
 }

@@ -1,3 +1,5 @@
 // Every workflow the worker registers. Deterministic code only: no I/O here (see activities/).
 export { settlementWorkflow } from './settlement';
 export { permitWorkflow } from './permit';
+export { crossChainSettlementWorkflow } from './crosschain-settlement';
+export { bridgeTransferWorkflow } from './bridge-transfer';

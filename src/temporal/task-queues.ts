@@ -2,4 +2,6 @@
 export const WORKFLOW_TYPES = {
   settlement: 'settlementWorkflow',
   permit: 'permitWorkflow',
+  crossChainSettlement: 'crossChainSettlementWorkflow',
+  bridgeTransfer: 'bridgeTransferWorkflow',
 } as const;

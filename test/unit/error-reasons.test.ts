@@ -19,12 +19,14 @@ describe('settleStatusFor', () => {
     ['invalid_transaction_state', 409],
     ['settlement_pending', 202],
     ['unexpected_settle_error', 500],
+    ['cross_chain_not_supported', 400],
+    ['unsupported_destination_chain', 400],
   ])('%s -> %i', (reason, status) => {
     expect(settleStatusFor(reason)).toBe(status);
   });
 
   test('the table has exactly the reasons above', () => {
-    expect(Object.keys(SETTLE_REASON_STATUS)).toHaveLength(17);
+    expect(Object.keys(SETTLE_REASON_STATUS)).toHaveLength(19);
   });
 
   test('unknown reasons answer 400', () => {
