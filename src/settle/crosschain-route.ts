@@ -23,9 +23,11 @@ export function crossChainRouteOf(
   if (destinationChainId === undefined || destinationChainId === source.chainId) return { kind: 'same-chain' };
   if (source.sameChainOnly) return { kind: 'reject', reason: 'cross_chain_not_supported' };
   if (source.gatewayDomain === undefined || !source.bridgeMessenger) return { kind: 'reject', reason: 'cross_chain_not_supported' };
-  const destination = [...networks.values()].find((n) => n.chainId === destinationChainId && n.enabled && !n.permitOnly);
+  const destination = [...networks.values()].find((n) => n.chainId === destinationChainId);
   if (!destination) return { kind: 'reject', reason: 'unsupported_destination_chain' };
+  // Same-chain-only is a property of the network, said before whether this deployment serves it.
   if (destination.sameChainOnly) return { kind: 'reject', reason: 'cross_chain_not_supported' };
+  if (!destination.enabled || destination.permitOnly) return { kind: 'reject', reason: 'unsupported_destination_chain' };
   if (destination.testnet !== source.testnet || (!destination.testnet && !opts.mainnetsEnabled)) {
     return { kind: 'reject', reason: 'unsupported_destination_chain' };
   }

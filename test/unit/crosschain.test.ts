@@ -72,6 +72,7 @@ describe('crossChainRouteOf', () => {
   test('same-chain-only networks refuse either end', () => {
     expect(route('arc-testnet', 84532)).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
     expect(route('base-sepolia', 5042002)).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
+    expect(crossChainRouteOf(net('base-sepolia'), 43114, buildNetworkTable({}), { mainnetsEnabled: true })).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
   });
 
   test('unknown, disabled or other-mode destinations are unsupported', () => {
