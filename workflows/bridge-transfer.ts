@@ -17,9 +17,9 @@ const { awaitBridgeMint } = proxyActivities<CrossChainActivities>({
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
-/** Attestation polling: durable timers from 500 ms doubling to 30 s, for at most 6 hours. */
+/** Attestation polling: durable timers from 500 ms doubling to 10 s, for at most 6 hours. */
 const POLL_FIRST_MS = 500;
-const POLL_MAX_MS = 30_000;
+const POLL_MAX_MS = 10_000;
 const ATTESTATION_BUDGET_MS = 6 * 3600_000;
 
 /**

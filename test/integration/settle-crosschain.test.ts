@@ -142,6 +142,26 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(after.body).toEqual(res.body);
   });
 
+  test('concurrent duplicates attach to one workflow: one burn, one mint, the same answer for all', async () => {
+    const body = await pay();
+    const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
+    const workflowId = settleWorkflowId('base-sepolia', buyer.address, nonce);
+    const buyerBefore = await h.balanceOf(buyer.address);
+
+    const answers = await Promise.all([0, 1, 2].map(() => h.settle(body)));
+    expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
+    expect(answers[1]!.body).toEqual(answers[0]!.body);
+    expect(answers[2]!.body).toEqual(answers[0]!.body);
+    const burn = await burnOf(answers[0]!.body.transaction as Hex);
+    const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
+    expect(parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce)).toHaveLength(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VALUE);
+
+    attester.release();
+    await delivered(workflowId);
+    expect(await mints(burn.nonce)).toHaveLength(1);
+  });
+
   test('a same-chain-only destination is refused', async () => {
     const body = await pay({ name: 'USDC', version: '2', destinationChainId: 5042002 }); // arc-testnet
     const res = await h.settle(body);
