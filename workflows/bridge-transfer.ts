@@ -3,8 +3,9 @@ import type { CrossChainActivities } from '../activities/crosschain';
 import type { BridgeTransferInput, BridgeTransferResult } from '../src/settle/crosschain-types';
 import { X402State } from '../temporal/search-attributes';
 
+// A poll is one bounded HTTP call (10 s): a short timeout lets a crashed worker's poll be retried soon.
 const { fetchBridgeAttestation, recordBridgeTransfer } = proxyActivities<CrossChainActivities>({
-  startToCloseTimeout: '30s',
+  startToCloseTimeout: '15s',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 const { submitBridgeMint } = proxyActivities<CrossChainActivities>({

@@ -104,8 +104,13 @@ async function settleCrossChain(
     return reply(outcome.response, outcome.organizationId, req.auth, network.id);
   } catch (err) {
     // Completed meanwhile (a concurrent duplicate finished it): the record has the answer.
-    const again = await answerFromRecord({ em: req.em.fork() }, workflowId, req.auth, network.id);
+    const em = req.em.fork();
+    const again = await answerFromRecord({ em }, workflowId, req.auth, network.id);
     if (again) return again;
+    // The same authorization is being settled on the source chain (sent earlier without a
+    // destination): that settlement has no cross-chain update, and this one cannot happen too.
+    const other = await em.findOne(Settlement, { id: workflowId });
+    if (other && other.route !== 'eip3009-crosschain') return failure('invalid_transaction_state', network.id, payer);
     if (!(err instanceof WorkflowExecutionAlreadyStartedError) && !(Date.now() >= deadline - 50 || isDeadline(err))) throw err;
   }
   const row = await req.em.fork().findOne(Settlement, { id: workflowId });

@@ -1,8 +1,8 @@
-import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, http, keccak256, parseEventLogs, recoverAddress, type Address, type Hex, type PublicClient } from 'viem';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { waitUntil } from '../../devnet/process';
-import { DEVNET_BRIDGE_FEE_COLLECTOR, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { bridgeMessengerAbi, bridgeTransmitterAbi, decodeBurnMessage, facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
@@ -160,6 +160,30 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     attester.release();
     await delivered(workflowId);
     expect(await mints(burn.nonce)).toHaveLength(1);
+  });
+
+  test("the stack's attester double answers in the Iris v2 shape, signed by the devnet attester", async () => {
+    const base = h.stack.bridgeAttestationUrl!;
+    const body = await pay();
+    attester.release(); // this file's double; the stack's one below never withholds
+    const res = await h.settle(body);
+    const hash = res.body.transaction as Hex;
+    const burn = await burnOf(hash);
+    const get = async (path: string) => {
+      const r = await fetch(`${base}${path}`);
+      return { status: r.status, body: (await r.json()) as any };
+    };
+    const ok = await get(`/v2/messages/6?transactionHash=${hash}`);
+    expect(ok.status).toBe(200);
+    expect(ok.body.messages).toHaveLength(1);
+    const [m] = ok.body.messages;
+    expect(m).toMatchObject({ eventNonce: burn.nonce.toString(), status: 'complete', attestation: expect.stringMatching(/^0x[0-9a-f]{130}$/) });
+    expect(decodeBurnMessage(m.message)).toEqual(burn);
+    expect(await recoverAddress({ hash: keccak256(m.message), signature: m.attestation })).toBe(DEVNET_BRIDGE_ATTESTER_ADDRESS);
+    expect(await get(`/v2/messages/6?transactionHash=0x${'00'.repeat(32)}`)).toEqual({ status: 404, body: { error: 'Message hash not found' } });
+    expect(await get(`/v2/messages/6?transactionHash=0x1234`)).toEqual({ status: 400, body: { error: 'invalid transactionHash' } });
+    expect(await get(`/v2/messages/99?transactionHash=${hash}`)).toEqual({ status: 400, body: { error: 'unsupported source domain 99' } });
+    await delivered(settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce));
   });
 
   test('a same-chain-only destination is refused', async () => {
