@@ -38,7 +38,7 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
       chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl }),
       held: true,
     });
-    h = await startSettleHarness(kind, { relayerIndex: 3, platformFeeBps: 100, env: { BRIDGE_ATTESTATION_URL: attester.url, SETTLE_WAIT_MS: '20000' } });
+    h = await startSettleHarness(kind, { relayerIndex: 3, platformFeeBps: 100, env: { BRIDGE_ATTESTATION_URL: attester.url, SETTLE_WAIT_MS: '5000' } });
     dest = createPublicClient({ transport: http(stack.chains['optimism-sepolia'].rpcUrl) });
   });
   afterAll(async () => {
@@ -198,6 +198,41 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     const res = await h.settle(body);
     expect(res.status).toBe(400);
     expect(res.body).toEqual({ success: false, errorReason: 'unsupported_destination_chain', transaction: '', network: 'base-sepolia', payer: buyer.address });
+  });
+
+  test('a payment refused before broadcast answers its reason, and a corrected retry runs again', async () => {
+    const forged = await h.pay(buyer, { value: VALUE, signer: TEST_ACCOUNTS.buyers[0], extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA } });
+    const res = await h.settle(forged);
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({ success: false, errorReason: 'invalid_exact_evm_payload_signature', transaction: '', network: 'base-sepolia', payer: buyer.address });
+
+    // The same authorization (nonce), now properly signed: the failed run does not block it.
+    const good = await h.pay(buyer, { value: VALUE, nonce: forged.paymentPayload.payload.authorization.nonce as Hex, validBefore: BigInt(forged.paymentPayload.payload.authorization.validBefore), validAfter: BigInt(forged.paymentPayload.payload.authorization.validAfter), extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA } });
+    attester.release();
+    const ok = await h.settle(good);
+    expect(ok.status).toBe(200);
+    expect(ok.body.success).toBe(true);
+    await delivered(settleWorkflowId('base-sepolia', buyer.address, good.paymentPayload.payload.authorization.nonce));
+  });
+
+  test('a source chain that does not mine: 202 pending with the source hash, then 200 with the same hash', async () => {
+    const srcRpc = h.stack.chains['base-sepolia'].rpcUrl;
+    const body = await pay();
+    await rpc(srcRpc, 'evm_setAutomine', [false]);
+    let pending;
+    try {
+      pending = await h.settleUntilBroadcast(body);
+    } finally {
+      await rpc(srcRpc, 'evm_mine', []);
+      await rpc(srcRpc, 'evm_setAutomine', [true]);
+    }
+    expect(pending.status).toBe(202);
+    expect(pending.body).toEqual({ success: false, errorReason: 'settlement_pending', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    const final = await h.settleUntilFinal(body);
+    expect(final.status).toBe(200);
+    expect(final.body).toEqual({ success: true, transaction: pending.body.transaction, network: 'base-sepolia', payer: buyer.address });
+    attester.release();
+    await delivered(settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce));
   });
 
   test('the source chain id as destination settles on the source chain', async () => {
