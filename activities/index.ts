@@ -1,8 +1,9 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
 import { createPermitActivities } from './permit';
 import { createPermit2SettlementActivities } from './permit2-settlement';
+import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
 
-export type ActivityDeps = SettlementActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -10,5 +11,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createSettlementActivities(deps),
     ...createPermitActivities(deps),
     ...createPermit2SettlementActivities(deps),
+    ...createCrossChainActivities(deps),
   };
 }

@@ -26,6 +26,7 @@ import {
 import { facilitatorAbi } from '../src/chains/evm/abi';
 import { getContract } from './contracts';
 import { ensureFacilitatorCode } from './upgrade-facilitator';
+import { deployBridge } from './deploy-bridge';
 
 /**
  * Deploys the devnet contracts (TestUSDC at deployer nonce 0, X402Facilitator at nonce 1, Permit2 at
@@ -242,6 +243,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
   }
 
   for (const relayer of relayers) await setEthBalance(client, relayer);
+  await deployBridge(rpcUrl, chainId); // cross-chain settlement: bridge pair, own deployer key
   return { ...expected, chainId };
 }
 

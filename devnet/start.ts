@@ -27,6 +27,7 @@ import { openDatabase } from '../src/db/orm';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startAnvil, rpc, type Anvil } from './anvil';
 import { deployDevnet, devnetAddresses } from './deploy';
+import { startDevnetBridgeAttester } from './bridge-attester';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
 import {
   canConnect,
@@ -352,6 +353,7 @@ async function main(): Promise<void> {
     ...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)),
     migrate(config),
   ]);
+  say(`bridge attestation double at ${(await startDevnetBridgeAttester(childEnv)).url} (BRIDGE_ATTESTATION_URL)`);
   if (stopping) return;
 
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;

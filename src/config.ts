@@ -58,6 +58,10 @@ const schema = z.object({
   PLATFORM_FEE_RECIPIENT: address.optional(),
   /** Live (mainnet) settlement is off unless explicitly enabled. */
   MAINNETS_ENABLED: boolish.default(false),
+
+  /** Cross-chain EIP-3009: the bridge attestation service (Iris-style API) and the most of a payment the bridge may keep. */
+  BRIDGE_ATTESTATION_URL: z.string().url().default('http://127.0.0.1:4023'),
+  BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };

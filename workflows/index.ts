@@ -2,3 +2,5 @@
 export { settlementWorkflow } from './settlement';
 export { permitWorkflow } from './permit';
 export { permit2SettlementWorkflow } from './permit2-settlement';
+export { crossChainSettlementWorkflow } from './crosschain-settlement';
+export { bridgeTransferWorkflow } from './bridge-transfer';

@@ -328,4 +328,111 @@ contract X402Facilitator {
         if (!ok || ret.length < 32) revert TokenCallFailed(token);
         return abi.decode(ret, (uint256));
     }
+    // --------------------------------------------------------------------------------------------
+    // Cross-chain EIP-3009 settlement (CCTP-style bridge). Added after the functions above; the
+    // contract's storage is unchanged (the devnet may place this code over an older deployment).
+    // --------------------------------------------------------------------------------------------
+
+    event BridgeBurned(
+        address indexed token,
+        address indexed from,
+        bytes32 indexed nonce,
+        uint32 destinationDomain,
+        uint64 bridgeNonce,
+        uint256 value
+    );
+    event BridgePayout(
+        address indexed token,
+        uint32 indexed sourceDomain,
+        uint64 indexed bridgeNonce,
+        address payout,
+        uint256 received,
+        uint256 fee
+    );
+
+    /// @notice Where a cross-chain settlement goes: burn through `messenger` toward
+    ///         `destinationDomain`, minted to `mintRecipient` (the destination's facilitator) and
+    ///         deliverable only by `destinationCaller`; at most `maxFee` goes to the bridge.
+    struct BridgeRoute {
+        address messenger;
+        uint32 destinationDomain;
+        address mintRecipient;
+        address destinationCaller;
+        uint256 maxFee;
+    }
+
+    /// @notice Pulls `value` from `from` with an EIP-3009 TransferWithAuthorization (payee: this
+    ///         contract) and burns all of it along `route`. One transaction: the authorization is
+    ///         never used without the burn.
+    function settleAndBurn(
+        address token,
+        address from,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature,
+        BridgeRoute calldata route
+    ) external onlyRelayer returns (uint64 bridgeNonce) {
+        if (route.messenger == address(0) || route.mintRecipient == address(0)) revert ZeroAddress();
+        ITransferWithAuthorization(token).transferWithAuthorization(
+            from, address(this), value, validAfter, validBefore, nonce, signature
+        );
+        bridgeNonce = _burn(token, value, route);
+        emit BridgeBurned(token, from, nonce, route.destinationDomain, bridgeNonce, value);
+    }
+
+    function _burn(address token, uint256 value, BridgeRoute calldata route) private returns (uint64) {
+        _call(token, abi.encodeWithSignature("approve(address,uint256)", route.messenger, value));
+        return IBridgeMessenger(route.messenger).depositForBurn(
+            value, route.destinationDomain, route.mintRecipient, token, route.destinationCaller, route.maxFee
+        );
+    }
+
+    /// @notice Delivers an attested burn message through `transmitter` (which mints to this
+    ///         contract) and pays what arrived: `received - fee` to `payout`, `fee` (capped at
+    ///         `received`) to `feeRecipient`. Minting and payout are one transaction, and the
+    ///         transmitter accepts each message once, so a payout can never happen twice.
+    function receiveAndPayout(
+        address transmitter,
+        bytes calldata message,
+        bytes calldata attestation,
+        address token,
+        address payout,
+        uint256 fee,
+        address feeRecipient
+    ) external onlyRelayer {
+        if (payout == address(0)) revert ZeroAddress();
+        if (fee != 0 && feeRecipient == address(0)) revert ZeroAddress();
+        uint256 before = IBalanceOf(token).balanceOf(address(this));
+        IBridgeTransmitter(transmitter).receiveMessage(message, attestation);
+        uint256 received = IBalanceOf(token).balanceOf(address(this)) - before;
+        if (fee > received) fee = received;
+        unchecked {
+            _pay(token, payout, received - fee);
+        }
+        if (fee != 0) _pay(token, feeRecipient, fee);
+        (, uint32 sourceDomain,, uint64 bridgeNonce) = abi.decode(message[:128], (uint32, uint32, uint32, uint64));
+        emit BridgePayout(token, sourceDomain, bridgeNonce, payout, received, fee);
+    }
+}
+
+/// @dev The slices of the bridge pair and the token that the cross-chain section uses.
+interface IBridgeMessenger {
+    function depositForBurn(
+        uint256 amount,
+        uint32 destinationDomain,
+        address mintRecipient,
+        address burnToken,
+        address destinationCaller,
+        uint256 maxFee
+    ) external returns (uint64 nonce);
+}
+
+interface IBridgeTransmitter {
+    function receiveMessage(bytes calldata message, bytes calldata attestation) external returns (bool);
+}
+
+interface IBalanceOf {
+    function balanceOf(address account) external view returns (uint256);
 }

@@ -19,3 +19,20 @@ export const DEVNET_FACILITATOR_ADDRESS = getContractAddress({ from: DEVNET_DEPL
 export const DEVNET_PERMIT2_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 2n });
 export const DEVNET_EXACT_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 3n });
 export const DEVNET_UPTO_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 4n });
+
+// ------------------------------------------------------------------------------------------------
+// Cross-chain bridge (CCTP-style pair, devnet/contracts/CctpStyleBridge.sol): its own devnet-only
+// deployer, so its nonces never collide with the deployer above. Nonce 0 the token messenger,
+// nonce 1 the message transmitter, on every devnet chain. The attester key signs burn messages in
+// the attester double (devnet/bridge-attester.ts); the transmitters trust its address.
+// ------------------------------------------------------------------------------------------------
+export const DEVNET_BRIDGE_DEPLOYER_KEY = '0x7df3ae73573a784dabf795acb3852aadbdab6a7d5717a0c777ed6bf9a36f5602' as const;
+export const DEVNET_BRIDGE_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_BRIDGE_DEPLOYER_KEY);
+export const DEVNET_BRIDGE_MESSENGER_ADDRESS = getContractAddress({ from: DEVNET_BRIDGE_DEPLOYER_ADDRESS, nonce: 0n });
+export const DEVNET_BRIDGE_TRANSMITTER_ADDRESS = getContractAddress({ from: DEVNET_BRIDGE_DEPLOYER_ADDRESS, nonce: 1n });
+export const DEVNET_BRIDGE_ATTESTER_KEY = '0x4b5f7d672f51286ec5d52f63882321c38856b12b764aa440335287bce540a90c' as const;
+export const DEVNET_BRIDGE_ATTESTER_ADDRESS: Address = privateKeyToAddress(DEVNET_BRIDGE_ATTESTER_KEY);
+/** Where the devnet transmitters send the bridge fee they keep (an address nobody holds a key for). */
+export const DEVNET_BRIDGE_FEE_COLLECTOR: Address = '0x000000000000000000000000000000000000b71d';
+/** Bridge fee of the devnet transmitters: 10 bps of the burned amount, capped at the message's maxFee. */
+export const DEVNET_BRIDGE_FEE_BPS = 10;

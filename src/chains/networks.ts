@@ -2,6 +2,8 @@ import { z } from 'zod';
 import type { Address } from 'viem';
 import { ConfigError } from '../config';
 import {
+  DEVNET_BRIDGE_MESSENGER_ADDRESS,
+  DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
   DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
   DEVNET_FACILITATOR_ADDRESS,
   DEVNET_PERMIT2_ADDRESS,
@@ -84,6 +86,9 @@ export interface EvmNetwork {
   exactPermit2Proxy: Address;
   uptoPermit2Proxy: Address;
   gatewayDomain: number | undefined;
+  /** CCTP-style bridge pair (cross-chain EIP-3009); the domain is `gatewayDomain`. */
+  bridgeMessenger: Address | undefined;
+  bridgeTransmitter: Address | undefined;
   permit2Only: boolean;
   sameChainOnly: boolean;
   permitOnly: boolean;
@@ -114,7 +119,8 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
- * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS` (defaults: devnet).
+ * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
+ * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet).
  */
 export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
   const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
@@ -128,6 +134,10 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     permit2: addr('PERMIT2_ADDRESS') ?? DEVNET_PERMIT2_ADDRESS,
     exactPermit2Proxy: addr('EXACT_PERMIT2_PROXY_ADDRESS') ?? DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
     uptoPermit2Proxy: addr('UPTO_PERMIT2_PROXY_ADDRESS') ?? DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  };
+  const bridge = {
+    bridgeMessenger: addr('BRIDGE_MESSENGER_ADDRESS') ?? DEVNET_BRIDGE_MESSENGER_ADDRESS,
+    bridgeTransmitter: addr('BRIDGE_TRANSMITTER_ADDRESS') ?? DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
   };
   const table = new Map<EvmNetworkId, EvmNetwork>();
   for (const id of EVM_NETWORK_IDS) {
@@ -151,6 +161,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       usdc,
       ...permit2,
       gatewayDomain: s.gatewayDomain,
+      ...bridge,
       permit2Only: s.permit2Only ?? false,
       sameChainOnly: s.sameChainOnly ?? false,
       permitOnly: s.permitOnly ?? false,

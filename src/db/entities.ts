@@ -1,4 +1,5 @@
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
+import { BridgeTransferSchema } from './bridge-transfer';
 
 /**
  * Persistent records. Plain classes described by EntitySchema (no decorators), so the same
@@ -196,4 +197,5 @@ export const ALL_ENTITIES = [
   SessionSchema,
   SettlementSchema,
   RelayerTransactionSchema,
+  BridgeTransferSchema,
 ];

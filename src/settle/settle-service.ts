@@ -15,6 +15,7 @@ import { parseExactPayment } from './parse-payment';
 import { settleRouteOf, type SettleRoute } from './classify';
 import type { SettleInput, SettleOutcome } from './types';
 import { settlePermit2 } from './settle-permit2';
+import { withCrossChainRoute } from './settle-crosschain';
 
 export interface SettleReply {
   status: number;
@@ -144,5 +145,5 @@ const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
   solana: settleEip3009,
   batched: settleEip3009,
   permit2: settlePermit2,
-  eip3009: settleEip3009,
+  eip3009: withCrossChainRoute(settleEip3009),
 };

@@ -3,4 +3,6 @@ export const WORKFLOW_TYPES = {
   settlement: 'settlementWorkflow',
   permit: 'permitWorkflow',
   permit2Settlement: 'permit2SettlementWorkflow',
+  crossChainSettlement: 'crossChainSettlementWorkflow',
+  bridgeTransfer: 'bridgeTransferWorkflow',
 } as const;

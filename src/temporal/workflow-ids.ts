@@ -21,3 +21,6 @@ export const relayerTxId = (workflowId: string, purpose: string) => `${workflowI
  */
 export const permitWorkflowId = (network: string, token: string, owner: string, sighash: string) =>
   `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;
+
+/** `bridge:<sourceNetwork>:<sourceDomain>:<bridgeNonce>`: one bridge leg per burn message. */
+export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, bridgeNonce: string) => `bridge:${sourceNetwork}:${sourceDomain}:${bridgeNonce}`;

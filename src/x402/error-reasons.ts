@@ -24,6 +24,8 @@ export const SETTLE_REASON_STATUS = {
   settlement_pending: 202,
   unexpected_settle_error: 500,
   ...PERMIT2_SETTLE_REASON_STATUS,
+  cross_chain_not_supported: 400, // a same-chain-only network (or one without a bridge) on either end of a cross-chain payment
+  unsupported_destination_chain: 400, // extra.destinationChainId names no enabled bridgeable network of the same mode
 } as const;
 
 export type SettleReason = keyof typeof SETTLE_REASON_STATUS;

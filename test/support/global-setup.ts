@@ -4,6 +4,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { startTemporalDevServer } from '../../temporal/dev-server';
 import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
+import { attesterChainsFrom, startBridgeAttester } from '../../devnet/bridge-attester';
 import { TEST_ACCOUNTS } from './accounts';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
@@ -28,6 +29,10 @@ export default async function globalSetup(): Promise<void> {
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
   ]);
 
+  // The bridge attestation double over both chains (cross-chain settlement); stopped by the teardown.
+  const attester = await startBridgeAttester({ chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: base.rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: optimism.rpcUrl }) });
+  (globalThis as any).__X402_STACK__.push(attester);
+
   const infoPath = stackInfoPath();
   const workflowBundlePath = join(dirname(infoPath), `test-workflow-bundle-${process.pid}.js`);
   mkdirSync(dirname(infoPath), { recursive: true });
@@ -43,6 +48,7 @@ export default async function globalSetup(): Promise<void> {
     },
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,
+    bridgeAttestationUrl: attester.url,
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

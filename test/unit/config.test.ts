@@ -39,6 +39,8 @@ describe('loadConfig defaults', () => {
       RECEIPT_WAIT_MS: 30_000,
       RELAYER_PRIVATE_KEY: DEVNET_RELAYER_KEY,
       MAINNETS_ENABLED: false,
+      BRIDGE_ATTESTATION_URL: 'http://127.0.0.1:4023',
+      BRIDGE_MAX_FEE_BPS: 100,
       publicUrl: 'http://localhost:4021',
       env: {},
     });

@@ -21,12 +21,14 @@ describe('settleStatusFor', () => {
     ['settlement_pending', 202],
     ['unexpected_settle_error', 500],
     ...Object.entries(PERMIT2_SETTLE_REASON_STATUS),
+    ['cross_chain_not_supported', 400],
+    ['unsupported_destination_chain', 400],
   ])('%s -> %i', (reason, status) => {
     expect(settleStatusFor(reason)).toBe(status);
   });
 
   test('the table has exactly the reasons above', () => {
-    expect(Object.keys(SETTLE_REASON_STATUS)).toHaveLength(17 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length);
+    expect(Object.keys(SETTLE_REASON_STATUS)).toHaveLength(19 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length);
   });
 
   test('unknown reasons answer 400', () => {

@@ -1,5 +1,5 @@
 import { ConfigError } from '../../src/config';
-import { DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_FACILITATOR_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS, DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_FACILITATOR_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
 import {
   buildNetworkTable,
   envSuffix,
@@ -53,6 +53,8 @@ describe('buildNetworkTable defaults', () => {
       exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
       uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
+      bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+      bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
       permit2Only: false,
       sameChainOnly: false,
       permitOnly: false,
@@ -83,6 +85,8 @@ describe('buildNetworkTable defaults', () => {
       exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
       uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
+      bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+      bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
       permit2Only: false,
       sameChainOnly: false,
       permitOnly: false,

@@ -1,0 +1,131 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createPublicClient, http, keccak256, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { sign, serializeSignature } from 'viem/accounts';
+import { DEVNET_BRIDGE_ATTESTER_KEY } from '../src/chains/devnet-addresses';
+import { bridgeMessengerAbi, decodeBurnMessage } from '../src/chains/evm/bridge';
+import { buildNetworkTable } from '../src/chains/networks';
+
+/**
+ * Double of the bridge attestation service (Circle's Iris API shape, v2):
+ *
+ *   GET /v2/messages/{sourceDomainId}?transactionHash=0x...
+ *     200 {messages: [{message, eventNonce, attestation, status, decodedMessage}]}
+ *         status `pending_confirmations` (attestation "PENDING") until the burn is `delayMs` old,
+ *         then `complete` with the attester's signature over keccak256(message)
+ *     404 {error} when the transaction is not (yet) known or emitted no burn message
+ *     400 {error} for an unknown domain or a malformed hash
+ *
+ * It keeps real state: burns are read from the source chain's receipts (the messenger's
+ * MessageSent logs). Devnet controls (not part of the real API): `hold()` / `release()` withhold
+ * every attestation, so a test can stop a worker between burn and mint.
+ */
+export interface BridgeAttesterOptions {
+  /** CCTP domain -> source chain RPC URL and messenger address. */
+  chains: Record<number, { rpcUrl: string; messenger: Address }>;
+  attesterKey?: Hex;
+  /** How long after the attester first sees a burn it stays `pending_confirmations`. */
+  delayMs?: number;
+  host?: string;
+  port?: number;
+  held?: boolean;
+}
+
+export interface BridgeAttester {
+  url: string;
+  hold(): void;
+  release(): void;
+  /** Number of `complete` answers served so far (a test can see the worker polled). */
+  readonly served: number;
+  stop(): Promise<void>;
+}
+
+export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<BridgeAttester> {
+  const key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
+  const delayMs = opts.delayMs ?? 0;
+  let held = opts.held ?? false;
+  let served = 0;
+  const firstSeen = new Map<string, number>();
+  const clients = new Map<number, PublicClient>();
+  for (const [domain, c] of Object.entries(opts.chains)) clients.set(Number(domain), createPublicClient({ transport: http(c.rpcUrl, { retryCount: 0 }) }));
+
+  const answer = async (domain: number, hash: string): Promise<{ status: number; body: unknown }> => {
+    const client = clients.get(domain);
+    if (!client) return { status: 400, body: { error: `unsupported source domain ${domain}` } };
+    if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) return { status: 400, body: { error: 'invalid transactionHash' } };
+    const receipt = await client.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
+    const messenger = opts.chains[domain]!.messenger.toLowerCase();
+    const logs = receipt ? parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter((l) => l.address.toLowerCase() === messenger) : [];
+    if (logs.length === 0) return { status: 404, body: { error: 'Message hash not found' } };
+    const seen = firstSeen.get(hash.toLowerCase()) ?? Date.now();
+    firstSeen.set(hash.toLowerCase(), seen);
+    const complete = !held && Date.now() - seen >= delayMs;
+    const messages = await Promise.all(
+      logs.map(async (l) => {
+        const message = l.args.message;
+        const decoded = decodeBurnMessage(message);
+        const attestation = complete ? serializeSignature(await sign({ hash: keccak256(message), privateKey: key })) : 'PENDING';
+        return {
+          message,
+          eventNonce: decoded.nonce.toString(),
+          attestation,
+          status: complete ? 'complete' : 'pending_confirmations',
+          decodedMessage: {
+            sourceDomain: String(decoded.sourceDomain),
+            destinationDomain: String(decoded.destinationDomain),
+            nonce: decoded.nonce.toString(),
+            sender: decoded.sender,
+            recipient: decoded.mintRecipient,
+            destinationCaller: decoded.destinationCaller,
+            decodedMessageBody: { burnToken: decoded.burnToken, mintRecipient: decoded.mintRecipient, amount: decoded.amount.toString(), maxFee: decoded.maxFee.toString(), messageSender: decoded.depositor },
+          },
+        };
+      }),
+    );
+    if (complete) served++;
+    return { status: 200, body: { messages } };
+  };
+
+  const server: Server = createServer((req, res) => {
+    const url = new URL(req.url ?? '/', 'http://attester');
+    const match = /^\/v2\/messages\/(\d+)$/.exec(url.pathname);
+    const send = (status: number, body: unknown) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(body));
+    };
+    if (req.method !== 'GET' || !match) return send(404, { error: 'not found' });
+    answer(Number(match[1]), url.searchParams.get('transactionHash') ?? '').then(
+      (r) => send(r.status, r.body),
+      (err) => send(500, { error: String(err instanceof Error ? err.message : err) }),
+    );
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `http://${opts.host ?? '127.0.0.1'}:${port}`,
+    hold: () => void (held = true),
+    release: () => void (held = false),
+    get served() {
+      return served;
+    },
+    stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+/** The attester's chains from the network table: every enabled network with a CCTP domain. */
+export function attesterChainsFrom(env: Record<string, string | undefined>): BridgeAttesterOptions['chains'] {
+  const chains: BridgeAttesterOptions['chains'] = {};
+  for (const n of buildNetworkTable(env).values()) {
+    if (n.enabled && n.gatewayDomain !== undefined && n.bridgeMessenger) chains[n.gatewayDomain] = { rpcUrl: n.rpcUrls[0]!, messenger: n.bridgeMessenger };
+  }
+  return chains;
+}
+
+/** `npm start`: the double on the port of BRIDGE_ATTESTATION_URL (default 4023). */
+export function startDevnetBridgeAttester(env: Record<string, string | undefined>): Promise<BridgeAttester> {
+  const url = new URL(env.BRIDGE_ATTESTATION_URL || 'http://127.0.0.1:4023');
+  return startBridgeAttester({ chains: attesterChainsFrom(env), host: url.hostname, port: Number(url.port || 80), delayMs: Number(env.BRIDGE_ATTESTER_DELAY_MS ?? 2000) });
+}

@@ -1,0 +1,90 @@
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  encodeAbiParameters,
+  http,
+  keccak256,
+  numberToHex,
+  pad,
+  type Address,
+  type Hex,
+} from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
+import {
+  DEVNET_BRIDGE_ATTESTER_ADDRESS,
+  DEVNET_BRIDGE_DEPLOYER_KEY,
+  DEVNET_BRIDGE_FEE_BPS,
+  DEVNET_BRIDGE_FEE_COLLECTOR,
+  DEVNET_BRIDGE_MESSENGER_ADDRESS,
+  DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+  DEVNET_USDC_ADDRESS,
+} from '../src/chains/devnet-addresses';
+import { buildNetworkTable } from '../src/chains/networks';
+import { getContract } from './contracts';
+
+/**
+ * Deploys the devnet's CCTP-style bridge pair on one anvil chain (after `deployDevnet` put USDC and
+ * the facilitator there), idempotently:
+ *   - BridgeTokenMessenger at the bridge deployer's nonce 0, BridgeMessageTransmitter at nonce 1
+ *     (its own key, so the main deployer's nonces stay untouched), domain = the chain's CCTP domain
+ *     from the network table;
+ *   - the transmitter made a USDC minter by writing TestUSDC's `_minters` slot with anvil_setStorageAt
+ *     (the USDC owner is the main deployer, whose nonces other deploy steps own);
+ *   (a facilitator kept from an earlier `npm start` gets its current code from ensureFacilitatorCode).
+ */
+const bridgeDeployer = privateKeyToAccount(DEVNET_BRIDGE_DEPLOYER_KEY);
+const ETH = 10n ** 21n;
+/** Storage slot of TestUSDC's `mapping(address => bool) _minters` (declaration order, see TestUSDC.sol). */
+const USDC_MINTERS_SLOT = 8n;
+
+export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ messenger: Address; transmitter: Address }> {
+  const network = [...buildNetworkTable({}).values()].find((n) => n.chainId === chainId);
+  const domain = network?.gatewayDomain;
+  if (domain === undefined) throw new Error(`devnet bridge: chain ${chainId} has no CCTP domain in the network table`);
+  const chain = defineChain({ id: chainId, name: `devnet-${chainId}`, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const transport = http(rpcUrl, { retryCount: 0 });
+  const client = createPublicClient({ chain, transport });
+  const wallet = createWalletClient({ chain, transport, account: bridgeDeployer });
+  const anvil = (method: string, params: unknown[]) =>
+    (client.request as (a: { method: string; params: unknown[] }) => Promise<unknown>)({ method, params });
+  const hasCode = async (a: Address) => ((await client.getCode({ address: a })) ?? '0x') !== '0x';
+  const mined = async (hash: Hex, what: string) => {
+    const r = await client.waitForTransactionReceipt({ hash, pollingInterval: 5 });
+    if (r.status !== 'success') throw new Error(`devnet bridge: ${what} reverted (${hash})`);
+    return r;
+  };
+
+  const contracts = [
+    { name: 'BridgeTokenMessenger', nonce: 0, address: DEVNET_BRIDGE_MESSENGER_ADDRESS, args: [domain, DEVNET_USDC_ADDRESS] },
+    {
+      name: 'BridgeMessageTransmitter',
+      nonce: 1,
+      address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR, DEVNET_BRIDGE_FEE_BPS],
+    },
+  ] as const;
+  for (const c of contracts) {
+    if (await hasCode(c.address)) continue;
+    if ((await client.getBalance({ address: bridgeDeployer.address })) < ETH) await anvil('anvil_setBalance', [bridgeDeployer.address, numberToHex(ETH)]);
+    const nonce = await client.getTransactionCount({ address: bridgeDeployer.address, blockTag: 'pending' });
+    if (nonce !== c.nonce) throw new Error(`devnet bridge: deployer nonce ${nonce} on chain ${chainId}, expected ${c.nonce} for ${c.name} (use a fresh chain)`);
+    const artifact = getContract(c.name);
+    const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args: c.args as unknown as unknown[], nonce });
+    const receipt = await mined(hash, `${c.name} deployment`);
+    if (receipt.contractAddress?.toLowerCase() !== c.address.toLowerCase()) throw new Error(`devnet bridge: ${c.name} landed at ${receipt.contractAddress}`);
+  }
+
+  const isMinter = () => client.readContract({ address: DEVNET_USDC_ADDRESS, abi: usdcMinterAbi, functionName: 'isMinter', args: [DEVNET_BRIDGE_TRANSMITTER_ADDRESS] });
+  if (!(await isMinter())) {
+    const slot = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [DEVNET_BRIDGE_TRANSMITTER_ADDRESS, USDC_MINTERS_SLOT]));
+    await anvil('anvil_setStorageAt', [DEVNET_USDC_ADDRESS, slot, pad('0x01')]);
+    if (!(await isMinter())) throw new Error('devnet bridge: TestUSDC storage layout changed; update USDC_MINTERS_SLOT');
+  }
+
+  return { messenger: DEVNET_BRIDGE_MESSENGER_ADDRESS, transmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS };
+}
+
+const usdcMinterAbi = [
+  { type: 'function', name: 'isMinter', stateMutability: 'view', inputs: [{ name: 'account', type: 'address' }], outputs: [{ type: 'bool' }] },
+] as const;

@@ -1,0 +1,58 @@
+import { EntitySchema, OptionalProps } from '@mikro-orm/core';
+
+/**
+ * The bridge leg of one cross-chain settlement (one burn message): recorded by the bridge workflow as
+ * it moves (burned -> attested -> minting -> delivered, or needs_review). The primary key is the
+ * bridge workflow id; `settlementId` links the Settlement row (whose `transaction` is the source tx).
+ */
+export class BridgeTransfer {
+  [OptionalProps]?: 'createdAt' | 'updatedAt';
+  id!: string; // bridge:<sourceNetwork>:<sourceDomain>:<nonce>
+  settlementId!: string;
+  organizationId!: string;
+  sourceNetwork!: string;
+  destinationNetwork!: string;
+  sourceDomain!: number;
+  destinationDomain!: number;
+  bridgeNonce!: string;
+  sourceTx!: string;
+  amount!: string; // burned on the source (the signed value: exact input)
+  recipient!: string; // destination payout wallet
+  state!: string;
+  mintTx?: string | null; // destination transaction that minted and paid out
+  received?: string | null; // arrived at the destination facilitator (amount - bridgeFee)
+  bridgeFee?: string | null;
+  fee?: string | null; // platform fee taken on the destination
+  payoutAmount?: string | null;
+  error?: string | null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+export const BridgeTransferSchema = new EntitySchema<BridgeTransfer>({
+  class: BridgeTransfer,
+  tableName: 'bridge_transfers',
+  indexes: [{ properties: ['settlementId'] }, { properties: ['state'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 200 },
+    settlementId: { type: 'string', length: 200 },
+    organizationId: { type: 'string', length: 36 },
+    sourceNetwork: { type: 'string', length: 32 },
+    destinationNetwork: { type: 'string', length: 32 },
+    sourceDomain: { type: 'integer' },
+    destinationDomain: { type: 'integer' },
+    bridgeNonce: { type: 'string', length: 32 },
+    sourceTx: { type: 'string', length: 66 },
+    amount: { type: 'string', length: 80 },
+    recipient: { type: 'string', length: 64 },
+    state: { type: 'string', length: 16 },
+    mintTx: { type: 'string', length: 66, nullable: true },
+    received: { type: 'string', length: 80, nullable: true },
+    bridgeFee: { type: 'string', length: 80, nullable: true },
+    fee: { type: 'string', length: 80, nullable: true },
+    payoutAmount: { type: 'string', length: 80, nullable: true },
+    error: { type: 'text', nullable: true },
+    createdAt: { type: 'datetime', onCreate: () => new Date() },
+    updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
+  },
+});

@@ -1,0 +1,82 @@
+import { buildNetworkTable } from '../../src/chains/networks';
+import { bpsOf, bridgeFeeFor, decodeBurnMessage, destinationSplit, encodeBurnMessage, type BurnMessage } from '../../src/chains/evm/bridge';
+import { crossChainRouteOf } from '../../src/settle/crosschain-route';
+
+const message: BurnMessage = {
+  version: 1,
+  sourceDomain: 6,
+  destinationDomain: 2,
+  nonce: 7n,
+  sender: '0xF55746fa9288ae0b7393e645bFcf222d62EaF47B',
+  burnToken: '0x0000000000000000000000000000000000000001',
+  mintRecipient: '0x0000000000000000000000000000000000000002',
+  destinationCaller: '0x0000000000000000000000000000000000000003',
+  amount: 2_000_000n,
+  maxFee: 20_000n,
+  depositor: '0x0000000000000000000000000000000000000004',
+};
+
+describe('bridge burn message', () => {
+  test('encodes as 11 ABI words and decodes back', () => {
+    const hex = encodeBurnMessage(message);
+    expect(hex.length).toBe(2 + 11 * 64);
+    expect(hex.slice(2, 66)).toBe('1'.padStart(64, '0')); // version first
+    expect(decodeBurnMessage(hex)).toEqual(message);
+  });
+
+  test('anything but exactly one message is refused', () => {
+    expect(() => decodeBurnMessage(`${encodeBurnMessage(message)}00`)).toThrow('wrong length');
+    expect(() => decodeBurnMessage('0x')).toThrow('wrong length');
+  });
+});
+
+describe('fee arithmetic (exact input)', () => {
+  test('basis points round down', () => {
+    expect(bpsOf(2_000_000n, 10)).toBe(2_000n);
+    expect(bpsOf(999n, 10)).toBe(0n);
+    expect(bpsOf(1_000_000n, 10_000)).toBe(1_000_000n);
+  });
+
+  test('the bridge fee is the rate capped at maxFee', () => {
+    expect(bridgeFeeFor(2_000_000n, 20_000n, 10)).toBe(2_000n);
+    expect(bridgeFeeFor(2_000_000n, 500n, 10)).toBe(500n);
+    expect(bridgeFeeFor(2_000_000n, 0n, 10)).toBe(0n);
+  });
+
+  test('the payout is what arrives minus the platform fee, the fee capped at what arrives', () => {
+    expect(destinationSplit(2_000_000n, 2_000n, 20_000n)).toEqual({ received: 1_998_000n, fee: 20_000n, payout: 1_978_000n });
+    expect(destinationSplit(100n, 10n, 500n)).toEqual({ received: 90n, fee: 90n, payout: 0n });
+  });
+});
+
+describe('crossChainRouteOf', () => {
+  const networks = buildNetworkTable({ RPC_URLS_ARC_TESTNET: 'http://127.0.0.1:1', USDC_ADDRESS_ARC_TESTNET: '0x0000000000000000000000000000000000000005' });
+  const net = (id: Parameters<typeof networks.get>[0]) => networks.get(id)!;
+  const route = (src: Parameters<typeof networks.get>[0], dest: number | undefined, mainnetsEnabled = false) =>
+    crossChainRouteOf(net(src), dest, networks, { mainnetsEnabled });
+
+  test('absent or equal destination stays on the source chain', () => {
+    expect(route('base-sepolia', undefined)).toEqual({ kind: 'same-chain' });
+    expect(route('base-sepolia', 84532)).toEqual({ kind: 'same-chain' });
+  });
+
+  test('another bridgeable chain of the same mode is cross-chain, with both CCTP domains', () => {
+    const r = route('base-sepolia', 11155420);
+    expect(r.kind).toBe('cross-chain');
+    if (r.kind !== 'cross-chain') return;
+    expect(r.destination.id).toBe('optimism-sepolia');
+    expect(r.sourceDomain).toBe(6);
+    expect(r.destination.gatewayDomain).toBe(2);
+  });
+
+  test('same-chain-only networks refuse either end', () => {
+    expect(route('arc-testnet', 84532)).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
+    expect(route('base-sepolia', 5042002)).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
+    expect(crossChainRouteOf(net('base-sepolia'), 43114, buildNetworkTable({}), { mainnetsEnabled: true })).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
+  });
+
+  test('unknown, disabled or other-mode destinations are unsupported', () => {
+    expect(route('base-sepolia', 999_999)).toEqual({ kind: 'reject', reason: 'unsupported_destination_chain' });
+    expect(route('base-sepolia', 8453)).toEqual({ kind: 'reject', reason: 'unsupported_destination_chain' }); // base: no RPC, mainnet
+  });
+});

@@ -1,0 +1,129 @@
+import {
+  ApplicationFailure,
+  ParentClosePolicy,
+  allHandlersFinished,
+  condition,
+  defineUpdate,
+  executeChild,
+  log,
+  proxyActivities,
+  setHandler,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { CrossChainActivities } from '../activities/crosschain';
+import {
+  SOURCE_TRANSACTION_UPDATE,
+  type BridgeTransferInput,
+  type BridgeTransferResult,
+  type CrossChainOutcome,
+  type CrossChainSettleInput,
+} from '../src/settle/crosschain-types';
+import { SETTLEMENT_REJECTED } from '../src/settle/types';
+import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
+import type { SettleResponse } from '../src/x402/schemas';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { bridgeTransferWorkflow } from './bridge-transfer';
+
+// Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
+const { verifyCrossChainPayment } = proxyActivities<CrossChainActivities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 5 },
+});
+const { submitBridgeBurn, recordCrossChainOutcome } = proxyActivities<CrossChainActivities>({
+  startToCloseTimeout: '60s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+const { awaitBridgeBurn } = proxyActivities<CrossChainActivities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '5s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+/** Answers once the source transaction is known (or the payment was refused): the settle response. */
+export const sourceTransactionUpdate = defineUpdate<CrossChainOutcome>(SOURCE_TRANSACTION_UPDATE);
+
+/**
+ * Cross-chain EIP-3009 settlement (spec routing step 4, destination differs from the source):
+ * verify on the source, pull the authorization and burn it through the bridge in one transaction,
+ * and — once that source transaction has succeeded — answer the API's update (early return, as in
+ * Temporal's early-return sample) while the bridge leg continues durably as a child workflow
+ * (attestation, mint on the destination, payout). Id `settle:<network>:<payer>:<nonce>`, like the
+ * same-chain settlement: one authorization, one settlement.
+ */
+export async function crossChainSettlementWorkflow(input: CrossChainSettleInput): Promise<CrossChainOutcome> {
+  let early: SettleResponse | undefined;
+  setHandler(sourceTransactionUpdate, async () => {
+    await condition(() => early !== undefined);
+    return { response: early!, organizationId: input.organizationId };
+  });
+  const state = (s: string) => upsertSearchAttributes([{ key: X402State, value: s }]);
+  // Answer the update before ending, so the API never sees "workflow completed" instead of a response.
+  const answer = async (response: SettleResponse) => {
+    early = response;
+    await condition(allHandlersFinished);
+  };
+  const reject = async (reason: string): Promise<never> => {
+    state('rejected');
+    const response: SettleResponse = { success: false, errorReason: reason, transaction: '', network: input.network, payer: input.paymentPayload.payload.authorization.from };
+    await answer(response);
+    throw ApplicationFailure.nonRetryable(reason, SETTLEMENT_REJECTED, response);
+  };
+
+  const verification = await verifyCrossChainPayment(input);
+  if (!verification.isValid) return reject(verification.invalidReason);
+
+  const submitted = await submitBridgeBurn(input);
+  if (!submitted.submitted) {
+    log.warn('burn would revert', { detail: submitted.detail });
+    return reject(submitted.reason);
+  }
+  state('submitted');
+
+  const burn = await awaitBridgeBurn(input);
+  if (!burn.response.success || !burn.message) {
+    state('failed');
+    await answer(burn.response);
+    return { response: burn.response, organizationId: input.organizationId };
+  }
+  state('bridging');
+  early = burn.response; // the API's update returns now; the bridge leg goes on below
+
+  const bridgeId = bridgeWorkflowId(input.network, input.sourceDomain, burn.bridgeNonce!);
+  const child: BridgeTransferInput = {
+    bridgeId,
+    settlementId: input.workflowId,
+    organizationId: input.organizationId,
+    payer: input.paymentPayload.payload.authorization.from,
+    sourceNetwork: input.network,
+    destinationNetwork: input.destinationNetwork,
+    sourceDomain: input.sourceDomain,
+    destinationDomain: input.destinationDomain,
+    sourceTx: burn.response.transaction,
+    message: burn.message,
+    bridgeNonce: burn.bridgeNonce!,
+    amount: input.paymentPayload.payload.authorization.value,
+    payout: input.payout,
+    fee: input.fee,
+    feeRecipient: input.feeRecipient,
+  };
+  const result: BridgeTransferResult = await executeChild(bridgeTransferWorkflow, {
+    workflowId: bridgeId,
+    taskQueue: workflowInfo().taskQueue,
+    args: [child],
+    // The bridge leg must finish even if someone terminates this parent.
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    typedSearchAttributes: [
+      { key: X402Kind, value: 'bridge' },
+      { key: X402Network, value: input.destinationNetwork },
+      { key: X402Payer, value: child.payer.toLowerCase() },
+      { key: X402State, value: 'burned' },
+      { key: X402Organization, value: input.organizationId },
+    ],
+  });
+  const final = result.state === 'delivered' ? 'settled' : 'needs_review';
+  await recordCrossChainOutcome(input, final);
+  state(final);
+  await condition(allHandlersFinished);
+  return { response: burn.response, organizationId: input.organizationId };
+}
