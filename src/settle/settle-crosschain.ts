@@ -3,7 +3,7 @@ import type { Workflow } from '@temporalio/common';
 import type { ApiDeps, AuthContext } from '../api/context';
 import type { EvmNetwork } from '../chains/networks';
 import { bpsOf } from '../chains/evm/bridge';
-import { Organization, Settlement } from '../db/entities';
+import { Settlement } from '../db/entities';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import { settleStatusFor } from '../x402/error-reasons';
@@ -12,15 +12,11 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { SOURCE_TRANSACTION_UPDATE, type CrossChainOutcome, type CrossChainSettleInput } from './crosschain-types';
 import { crossChainRouteOf } from './crosschain-route';
 import { parseExactPayment } from './parse-payment';
-import type { SettleHandler, SettleReply, SettleRequest } from './settle-service';
+import { payoutFor, platformFee, replyFor, settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
 
 /** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
 const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);
 
-const failure = (reason: string, network: string, payer?: string): SettleReply => ({
-  status: settleStatusFor(reason),
-  body: { success: false, errorReason: reason, transaction: '', network, ...(payer ? { payer } : {}) },
-});
 
 /**
  * Routing step 4 with the cross-chain decision in front: a payment whose `extra.destinationChainId`
@@ -35,7 +31,7 @@ export function withCrossChainRoute(sameChain: SettleHandler): SettleHandler {
       mainnetsEnabled: deps.config.MAINNETS_ENABLED,
     });
     if (route.kind === 'same-chain') return sameChain(deps, req);
-    if (route.kind === 'reject') return failure(route.reason, parsed.network.id, parsed.payer);
+    if (route.kind === 'reject') return settleFailure(route.reason, parsed.network.id, parsed.payer);
     return settleCrossChain(deps, req, { ...parsed, destination: route.destination, sourceDomain: route.sourceDomain });
   };
 }
@@ -51,9 +47,9 @@ async function settleCrossChain(
   p: Extract<ReturnType<typeof parseExactPayment>, { ok: true }> & { destination: EvmNetwork & { gatewayDomain: number }; sourceDomain: number },
 ): Promise<SettleReply> {
   const { payload, requirements, network, payer, destination } = p;
-  const org = await req.em.findOne(Organization, { id: req.auth.organizationId });
-  const payout = requirements.extra?.creditedRecipient ?? (network.testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
-  if (!org || !payout) return failure('payout_wallet_not_configured', network.id, payer);
+  const resolved = await payoutFor(req, network.testnet, requirements.extra?.creditedRecipient);
+  if (!resolved) return settleFailure('payout_wallet_not_configured', network.id, payer);
+  const { org, payout } = resolved;
 
   const a = payload.payload.authorization;
   const workflowId = settleWorkflowId(network.id, payer, a.nonce);
@@ -61,8 +57,7 @@ async function settleCrossChain(
   if (recorded) return recorded;
 
   const value = BigInt(a.value);
-  const feeRecipient = deps.config.PLATFORM_FEE_RECIPIENT;
-  const fee = feeRecipient && org.platformFeeBps ? bpsOf(value, org.platformFeeBps) : 0n;
+  const { fee, feeRecipient } = platformFee(value, org, deps);
   const input: CrossChainSettleInput = {
     workflowId,
     requestId: req.requestId,
@@ -77,7 +72,7 @@ async function settleCrossChain(
     paymentRequirements: requirements,
     payout,
     fee: fee.toString(),
-    feeRecipient: fee ? feeRecipient! : '0x0000000000000000000000000000000000000000',
+    feeRecipient,
     maxBridgeFee: bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS).toString(),
   };
   const start = new WithStartWorkflowOperation(WORKFLOW_TYPES.crossChainSettlement, {
@@ -101,7 +96,7 @@ async function settleCrossChain(
       deps.temporal.workflow.executeUpdateWithStart<Workflow, CrossChainOutcome, []>(SOURCE_TRANSACTION_UPDATE, { startWorkflowOperation: start }),
     );
     deps.logger.info({ requestId: req.requestId, workflowId }, 'cross-chain settlement answered');
-    return reply(outcome.response, outcome.organizationId, req.auth, network.id);
+    return replyFor(outcome.response, outcome.organizationId, req.auth, network.id);
   } catch (err) {
     // Completed meanwhile (a concurrent duplicate finished it): the record has the answer.
     const em = req.em.fork();
@@ -110,7 +105,7 @@ async function settleCrossChain(
     // The same authorization is being settled on the source chain (sent earlier without a
     // destination): that settlement has no cross-chain update, and this one cannot happen too.
     const other = await em.findOne(Settlement, { id: workflowId });
-    if (other && other.route !== 'eip3009-crosschain') return failure('invalid_transaction_state', network.id, payer);
+    if (other && other.route !== 'eip3009-crosschain') return settleFailure('invalid_transaction_state', network.id, payer);
     if (!(err instanceof WorkflowExecutionAlreadyStartedError) && !(Date.now() >= deadline - 50 || isDeadline(err))) throw err;
   }
   const row = await req.em.fork().findOne(Settlement, { id: workflowId });
@@ -130,11 +125,5 @@ async function answerFromRecord(req: Pick<SettleRequest, 'em'>, workflowId: stri
   // A same-chain settlement of this very authorization answers once it is final.
   const answered = row.route === 'eip3009-crosschain' ? ANSWERED_STATES.has(row.state) : ['settled', 'failed'].includes(row.state);
   if (!answered) return undefined;
-  return reply(JSON.parse(row.response) as SettleResponse, row.organizationId, auth, network);
-}
-
-/** An authorization settled for another organization is not theirs to claim. */
-function reply(response: SettleResponse, ownerOrg: string, auth: AuthContext, network: string): SettleReply {
-  if (ownerOrg !== auth.organizationId) return failure('invalid_transaction_state', network, response.payer);
-  return { status: response.success ? 200 : settleStatusFor(response.errorReason ?? ''), body: response };
+  return replyFor(JSON.parse(row.response) as SettleResponse, row.organizationId, auth, network);
 }

@@ -110,7 +110,7 @@ export async function runSettlement(deps: ApiDeps, req: SettleRequest, run: Sett
 }
 
 /** A payment already settled for another organization is not theirs to claim. */
-function replyFor(response: SettleResponse, ownerOrg: string, auth: AuthContext, network: string): SettleReply {
+export function replyFor(response: SettleResponse, ownerOrg: string, auth: AuthContext, network: string): SettleReply {
   if (ownerOrg !== auth.organizationId) return settleFailure('invalid_transaction_state', network, response.payer);
   return { status: response.success ? 200 : settleStatusFor(response.errorReason ?? ''), body: response };
 }
