@@ -58,6 +58,9 @@ const schema = z.object({
   PLATFORM_FEE_RECIPIENT: address.optional(),
   /** Live (mainnet) settlement is off unless explicitly enabled. */
   MAINNETS_ENABLED: boolish.default(false),
+
+  /** Solana fee-payer secret key (base58 or JSON byte array); solana-devnet falls back to a devnet-only key. */
+  SOLANA_FEE_PAYER_KEY: z.string().regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key').optional(),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };
