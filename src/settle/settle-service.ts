@@ -14,6 +14,7 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { parseExactPayment } from './parse-payment';
 import { settleRouteOf, type SettleRoute } from './classify';
 import type { SettleInput, SettleOutcome } from './types';
+import { settleSolana } from './settle-solana';
 
 export interface SettleReply {
   status: number;
@@ -140,7 +141,7 @@ function platformFee(value: bigint, org: Organization, deps: ApiDeps): { fee: bi
  * handler yet goes to the EIP-3009 handler, which answers `unsupported_scheme` for it.
  */
 const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
-  solana: settleEip3009,
+  solana: settleSolana,
   batched: settleEip3009,
   permit2: settleEip3009,
   eip3009: settleEip3009,

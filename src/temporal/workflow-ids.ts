@@ -14,3 +14,11 @@ export const relayerTxId = (workflowId: string, purpose: string) => `${workflowI
  */
 export const permitWorkflowId = (network: string, token: string, owner: string, sighash: string) =>
   `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;
+
+/**
+ * Solana settlement: `settle:<network>:<payer>:<payer signature>`. The payer's signature over the
+ * transaction message identifies the payment (ours as fee payer is added later). Base58 is
+ * case-sensitive, so these parts keep their exact spelling.
+ */
+export const solanaSettleWorkflowId = (network: string, payer: string, payerSignature: string) =>
+  `settle:${network}:${payer}:${payerSignature}`;

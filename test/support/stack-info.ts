@@ -8,6 +8,8 @@ export interface StackInfo {
   chains: Record<'base-sepolia' | 'optimism-sepolia', { rpcUrl: string; chainId: number }>;
   usdc: `0x${string}`;
   facilitator: `0x${string}`;
+  /** The litesvm-backed Solana devnet node (devnet/solana-rpc.ts), standing for solana-devnet. */
+  solana: { rpcUrl: string };
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */
