@@ -1,6 +1,6 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { VersionedTransaction } from '@solana/web3.js';
-import type { MikroORM } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { SolanaNetworkId } from '../src/chains/networks';
 import { base58Encode } from '../src/chains/solana/base58';
@@ -86,16 +86,24 @@ export function createSolanaSettlementActivities(deps: SolanaSettlementActivityD
       if (!rec) {
         const tx = VersionedTransaction.deserialize(Buffer.from(input.transaction, 'base64'));
         tx.sign([feePayer]);
+        const now = new Date();
         const fresh = {
           id: txId(input),
           network: input.network,
           signature: base58Encode(tx.signatures[0]),
           rawTx: Buffer.from(tx.serialize()).toString('base64'),
           blockhash: tx.message.recentBlockhash,
+          createdAt: now,
+          updatedAt: now,
         };
         // One auto-committed insert; a concurrent or earlier attempt's row wins (same bytes anyway:
         // Ed25519 signatures are deterministic).
-        await deps.db.em.fork().insert(SolanaTransaction, fresh as SolanaTransaction).catch(() => undefined);
+        await deps.db.em
+          .fork()
+          .insert(SolanaTransaction, fresh)
+          .catch((err) => {
+            if (!(err instanceof UniqueConstraintViolationException)) throw err;
+          });
         rec = await findRecorded(input);
         if (!rec) throw ApplicationFailure.retryable('write-ahead record not readable yet', 'RecordNotFound');
       }
