@@ -1,4 +1,8 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { Connection, Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
+// x402-fetch's types are reachable only through its exports map, which our `node` module resolution ignores.
+const { createSigner, decodeXPaymentResponse, wrapFetchWithPayment } = require('x402-fetch') as typeof import('x402-fetch/dist/cjs/index');
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { base58Encode } from '../../src/chains/solana/base58';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -117,6 +121,41 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     const workflowId = solanaSettleWorkflowId('solana-devnet', buyer.publicKey.toBase58(), base58Encode(tx.signatures[1]));
     const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: workflowId });
     expect(row).toMatchObject({ route: 'solana', network: 'solana-devnet', state: 'settled', transaction: signature, payer: buyer.publicKey.toBase58(), recipient: payTo.toBase58(), amount: AMOUNT.toString(), fee: '0' });
+  });
+
+  test('a real x402 v1 client (x402-fetch) pays a seller that settles here', async () => {
+    const buyer = await newBuyer();
+    const [buyerBefore, payToBefore] = [await usdcOf(buyer.publicKey), await usdcOf(payTo)];
+    // The seller: 402 with its requirements, then settles the X-PAYMENT it receives with us.
+    const seller = http.createServer((req, res) => {
+      const paid = req.headers['x-payment'];
+      const send = (status: number, body: unknown, headers: Record<string, string> = {}) => {
+        res.writeHead(status, { 'content-type': 'application/json', ...headers });
+        res.end(JSON.stringify(body));
+      };
+      if (typeof paid !== 'string') return send(402, { x402Version: 1, error: 'X-PAYMENT header is required', accepts: [requirements()] });
+      const paymentPayload = JSON.parse(Buffer.from(paid, 'base64').toString('utf8'));
+      h.settle({ paymentPayload, paymentRequirements: requirements() }).then((settled) =>
+        settled.status === 200
+          ? send(200, { weather: 'sunny' }, { 'X-PAYMENT-RESPONSE': Buffer.from(JSON.stringify(settled.body)).toString('base64') })
+          : send(402, { x402Version: 1, error: settled.body.errorReason, accepts: [requirements()] }),
+      );
+    });
+    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
+    try {
+      const signer = await createSigner('solana-devnet', base58Encode(buyer.secretKey));
+      const payingFetch = wrapFetchWithPayment(fetch, signer, AMOUNT, undefined, { svmConfig: { rpcUrl } });
+      const res = await payingFetch(`http://127.0.0.1:${(seller.address() as AddressInfo).port}/weather`);
+      expect(res.status).toBe(200);
+      expect(await res.json()).toEqual({ weather: 'sunny' });
+      const receipt = decodeXPaymentResponse(res.headers.get('x-payment-response')!);
+      expect(receipt).toEqual({ success: true, transaction: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/), network: 'solana-devnet', payer: buyer.publicKey.toBase58() });
+      expect((await conn.getSignatureStatuses([receipt.transaction])).value[0]).toMatchObject({ err: null });
+      expect(await usdcOf(buyer.publicKey)).toBe(buyerBefore! - AMOUNT);
+      expect(await usdcOf(payTo)).toBe(payToBefore! + AMOUNT);
+    } finally {
+      await new Promise((r) => seller.close(r));
+    }
   });
 
   test('rejections: exact bodies, nothing moves', async () => {
