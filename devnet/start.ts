@@ -28,6 +28,7 @@ import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startAnvil, rpc, type Anvil } from './anvil';
 import { deployDevnet, devnetAddresses } from './deploy';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
+import { startLocalSolanaDevnet } from './start-solana';
 import {
   canConnect,
   describeExit,
@@ -348,6 +349,7 @@ async function main(): Promise<void> {
     ...devnets.map((d) => startChain(d.network, d.port)),
   ]);
   if (stopping) return;
+  await startLocalSolanaDevnet(childEnv, config, say); // in this process; ends with it
   await all<void>([
     ...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)),
     migrate(config),
