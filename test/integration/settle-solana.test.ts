@@ -123,6 +123,17 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     expect(row).toMatchObject({ route: 'solana', network: 'solana-devnet', state: 'settled', transaction: signature, payer: buyer.publicKey.toBase58(), recipient: payTo.toBase58(), amount: AMOUNT.toString(), fee: '0' });
   });
 
+  test('the same payment sent 5 times at once settles once', async () => {
+    const buyer = await newBuyer();
+    const tx = await buildTx(buyer);
+    const [buyerBefore, feeBefore] = [await usdcOf(buyer.publicKey), await conn.getBalance(feePayer)];
+    const answers = await Promise.all(Array.from({ length: 5 }, () => h.settleUntilFinal(bodyOf(tx))));
+    const expected = { status: 200, body: { success: true, transaction: expectedSignature(tx), network: 'solana-devnet', payer: buyer.publicKey.toBase58() } };
+    expect(answers.map((a) => ({ status: a.status, body: a.body }))).toEqual(Array(5).fill(expected));
+    expect(await usdcOf(buyer.publicKey)).toBe(buyerBefore! - AMOUNT);
+    expect(await conn.getBalance(feePayer)).toBe(feeBefore - FEE);
+  });
+
   test('a real x402 v1 client (x402-fetch) pays a seller that settles here', async () => {
     const buyer = await newBuyer();
     const [buyerBefore, payToBefore] = [await usdcOf(buyer.publicKey), await usdcOf(payTo)];
