@@ -12,6 +12,7 @@
  *   devnet_fundToken [owner, amount]  create/top up owner's USDC ATA (and give the owner SOL)
  *   devnet_hold [true|false]          accept transactions but hold them unprocessed; false releases them
  *   devnet_expireBlockhashes []       advance past the blockhash window (held transactions then drop)
+ *   devnet_dropHeld []                forget held transactions (as a node that lost them would)
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -141,6 +142,10 @@ export class SolanaDevnetLedger {
         }
       }
     }
+  }
+
+  dropHeld() {
+    if (this.held) this.held = [];
   }
 
   /** sendTransaction: checks a node makes before accepting, then processes (or holds) it. */
@@ -274,6 +279,9 @@ function call(ledger: SolanaDevnetLedger, method: string, params: unknown[]): un
     }
     case 'devnet_hold':
       ledger.hold(Boolean(p[0]));
+      return true;
+    case 'devnet_dropHeld':
+      ledger.dropHeld();
       return true;
     case 'devnet_expireBlockhashes':
       ledger.expireBlockhashes();

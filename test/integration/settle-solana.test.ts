@@ -272,6 +272,29 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     const recorded = await h.tdb.db.em.fork().find(SolanaTransaction, { id: { $like: `${workflowId}%` } });
     expect(recorded.map((r) => r.signature)).toEqual([signature]);
   });
+  test('a restarted worker re-sends the stored transaction the node lost: same signature, one transfer', async () => {
+    const buyer = await newBuyer();
+    const tx = await buildTx(buyer);
+    const body = bodyOf(tx);
+    const signature = expectedSignature(tx);
+    const [buyerBefore, feeBefore] = [await usdcOf(buyer.publicKey), await conn.getBalance(feePayer)];
+
+    await solanaRpcCall(rpcUrl, 'devnet_hold', [true]);
+    const pending = await h.settleUntilBroadcast(body);
+    expect(pending.body.transaction).toBe(signature);
+    await h.restartWorker({ kill: true });
+    await solanaRpcCall(rpcUrl, 'devnet_dropHeld'); // the node forgets it
+    await solanaRpcCall(rpcUrl, 'devnet_hold', [false]);
+    expect((await conn.getSignatureStatuses([signature])).value[0]).toBeNull();
+
+    const final = await h.settleUntilFinal(body);
+    expect({ status: final.status, body: final.body }).toEqual({
+      status: 200,
+      body: { success: true, transaction: signature, network: 'solana-devnet', payer: buyer.publicKey.toBase58() },
+    });
+    expect(await usdcOf(buyer.publicKey)).toBe(buyerBefore! - AMOUNT);
+    expect(await conn.getBalance(feePayer)).toBe(feeBefore - FEE);
+  });
 });
 
 /** An independent copy (signing must not touch the buyer's transaction object). */
