@@ -2,8 +2,9 @@ import { createSettlementActivities, type SettlementActivityDeps } from './settl
 import { createPermitActivities } from './permit';
 import { createPermit2SettlementActivities } from './permit2-settlement';
 import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
+import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } from './solana-settlement';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -12,5 +13,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createPermitActivities(deps),
     ...createPermit2SettlementActivities(deps),
     ...createCrossChainActivities(deps),
+    ...createSolanaSettlementActivities(deps),
   };
 }

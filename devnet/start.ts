@@ -29,6 +29,7 @@ import { startAnvil, rpc, type Anvil } from './anvil';
 import { deployDevnet, devnetAddresses } from './deploy';
 import { startDevnetBridgeAttester } from './bridge-attester';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
+import { startLocalSolanaDevnet } from './start-solana';
 import {
   canConnect,
   describeExit,
@@ -349,6 +350,7 @@ async function main(): Promise<void> {
     ...devnets.map((d) => startChain(d.network, d.port)),
   ]);
   if (stopping) return;
+  await startLocalSolanaDevnet(childEnv, config, say); // in this process; ends with it
   await all<void>([
     ...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)),
     migrate(config),

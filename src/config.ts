@@ -62,6 +62,8 @@ const schema = z.object({
   /** Cross-chain EIP-3009: the bridge attestation service (Iris-style API) and the most of a payment the bridge may keep. */
   BRIDGE_ATTESTATION_URL: z.string().url().default('http://127.0.0.1:4023'),
   BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),
+  /** Solana fee-payer secret key (base58 or JSON byte array); solana-devnet falls back to a devnet-only key. */
+  SOLANA_FEE_PAYER_KEY: z.string().regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key').optional(),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };

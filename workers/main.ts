@@ -8,6 +8,7 @@ import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
 import { registerSearchAttributes } from '../temporal/search-attributes';
 import { createActivities } from '../activities';
+import { solanaNetworks } from '../src/chains/solana/context';
 
 /**
  * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It owns one relayer
@@ -50,7 +51,8 @@ async function main() {
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities({ config, db, networks, relayerFor }),
   });
-  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, networks: [...relayers.keys()] }, 'worker ready');
+  const solana = [...solanaNetworks(config).keys()]; // a bad SOLANA_FEE_PAYER_KEY stops start-up here
+  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, networks: [...relayers.keys(), ...solana] }, 'worker ready');
   await worker.run();
   await connection.close();
   await db.close();

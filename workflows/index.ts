@@ -4,3 +4,4 @@ export { permitWorkflow } from './permit';
 export { permit2SettlementWorkflow } from './permit2-settlement';
 export { crossChainSettlementWorkflow } from './crosschain-settlement';
 export { bridgeTransferWorkflow } from './bridge-transfer';
+export { solanaSettlementWorkflow } from './solana-settlement';

@@ -129,7 +129,12 @@ export const verifyErrorSchema = z.strictObject({ errorReason: z.string() });
 export const supportedResponseSchema = z.strictObject({
   kinds: z.array(
     sameType<SupportedKind>()(
-      z.strictObject({ x402Version: z.literal(1), scheme: z.enum(['exact', 'upto']), network: z.string() }),
+      z.strictObject({
+        x402Version: z.literal(1),
+        scheme: z.enum(['exact', 'upto']),
+        network: z.string(),
+        extra: z.strictObject({ feePayer: z.string().describe('Solana: our fee payer, which the transaction must name') }).optional(),
+      }),
     ),
   ),
 });

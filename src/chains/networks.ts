@@ -175,3 +175,42 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
 export const isEvmNetworkId = (v: string): v is EvmNetworkId => (EVM_NETWORK_IDS as readonly string[]).includes(v);
 export const isSolanaNetworkId = (v: string): v is SolanaNetworkId =>
   (SOLANA_NETWORK_IDS as readonly string[]).includes(v);
+
+// ---------------------------------------------------------------------------------------------
+// Solana (routing step 1; docs/decisions.md "Solana settlement"). `payTo` is the seller's wallet
+// (owner) and `asset` the SPL mint; the service is fee payer (src/chains/solana/fee-payer.ts).
+
+export interface SolanaNetwork {
+  id: SolanaNetworkId;
+  kind: 'solana';
+  /** CAIP-2 id (genesis hash prefix). */
+  caip2: string;
+  testnet: boolean;
+  /** USDC mint (base58). */
+  usdc: string;
+  /** JSON-RPC URL; undefined disables the network. */
+  rpcUrl: string | undefined;
+  enabled: boolean;
+}
+
+const SOLANA_TABLE: Record<SolanaNetworkId, { caip2: string; testnet: boolean; usdc: string; rpcUrl?: string }> = {
+  // Default RPC: the litesvm-backed devnet node that `npm start` runs (devnet/solana-rpc.ts).
+  'solana-devnet': { caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', testnet: true, usdc: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', rpcUrl: 'http://127.0.0.1:8899' },
+  solana: { caip2: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', testnet: false, usdc: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
+};
+
+const base58Schema = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
+
+/** Solana networks with env overrides `SOLANA_RPC_URL_<NET>` (`none` disables) and `USDC_MINT_<NET>`. */
+export function buildSolanaNetworkTable(env: Record<string, string | undefined> = process.env): ReadonlyMap<SolanaNetworkId, SolanaNetwork> {
+  const table = new Map<SolanaNetworkId, SolanaNetwork>();
+  for (const id of SOLANA_NETWORK_IDS) {
+    const s = SOLANA_TABLE[id];
+    const sfx = envSuffix(id);
+    const rawUrl = env[`SOLANA_RPC_URL_${sfx}`];
+    const rpcUrl = rawUrl === 'none' ? undefined : (readEnv(env, `SOLANA_RPC_URL_${sfx}`, (v) => z.string().url().parse(v)) ?? s.rpcUrl);
+    const usdc = readEnv(env, `USDC_MINT_${sfx}`, (v) => base58Schema.parse(v)) ?? s.usdc;
+    table.set(id, { id, kind: 'solana', caip2: s.caip2, testnet: s.testnet, usdc, rpcUrl, enabled: rpcUrl !== undefined });
+  }
+  return table;
+}

@@ -190,6 +190,35 @@ export const RelayerTransactionSchema = new EntitySchema<RelayerTransaction>({
   },
 });
 
+/**
+ * Write-ahead record of a Solana settlement transaction: the fee-payer co-signed bytes, stored
+ * before the first broadcast, so a retried or restarted activity re-sends the very same transaction
+ * (same signature) instead of signing anything new.
+ */
+export class SolanaTransaction {
+  [OptionalProps]?: 'createdAt' | 'updatedAt';
+  id!: string; // business key of the effect: <workflow id>:settle
+  network!: string;
+  signature!: string; // base58, the transaction id
+  rawTx!: string; // base64 wire bytes
+  blockhash!: string;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
+export const SolanaTransactionSchema = new EntitySchema<SolanaTransaction>({
+  class: SolanaTransaction,
+  tableName: 'solana_transactions',
+  properties: {
+    id: { type: 'string', primary: true, length: 220 },
+    network: { type: 'string', length: 32 },
+    signature: { type: 'string', length: 100, unique: true },
+    rawTx: { type: 'text' },
+    blockhash: { type: 'string', length: 64 },
+    ...timestamps,
+  },
+});
+
 export const ALL_ENTITIES = [
   OrganizationSchema,
   ApiKeySchema,
@@ -198,4 +227,5 @@ export const ALL_ENTITIES = [
   SettlementSchema,
   RelayerTransactionSchema,
   BridgeTransferSchema,
+  SolanaTransactionSchema,
 ];

@@ -23,6 +23,8 @@ export function classifySettleRoute(
 export function settleRouteOf(body: unknown): SettleRoute | undefined {
   const b = (typeof body === 'object' && body !== null ? body : {}) as Record<string, unknown>;
   const envelope = paymentPayloadEnvelopeSchema.safeParse(b.paymentPayload);
+  // Step 1 looks at the payload's network only; Solana requirements (base58 payTo/asset) are parsed by that route.
+  if (envelope.success && isSolanaNetworkId(envelope.data.network)) return 'solana';
   const requirements = paymentRequirementsSchema.safeParse(b.paymentRequirements);
   if (!envelope.success || !requirements.success) return undefined;
   return classifySettleRoute(envelope.data, requirements.data);

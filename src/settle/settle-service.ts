@@ -16,6 +16,7 @@ import {
   type SettleReply,
   type SettleRequest,
 } from './settlement-runner';
+import { settleSolana } from './settle-solana';
 
 export { settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
 
@@ -69,7 +70,7 @@ async function settleEip3009(deps: ApiDeps, req: SettleRequest): Promise<SettleR
  * handler yet goes to the EIP-3009 handler, which answers `unsupported_scheme` for it.
  */
 const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
-  solana: settleEip3009,
+  solana: settleSolana,
   batched: settleEip3009,
   permit2: settlePermit2,
   eip3009: withCrossChainRoute(settleEip3009),

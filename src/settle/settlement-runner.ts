@@ -86,7 +86,8 @@ export async function runSettlement(deps: ApiDeps, req: SettleRequest, run: Sett
     searchAttributes: [
       { key: X402Kind, value: 'settle' },
       { key: X402Network, value: network },
-      { key: X402Payer, value: payer.toLowerCase() },
+      // EVM addresses are searched lower-case; base58 (Solana) is case-sensitive and kept as is.
+      { key: X402Payer, value: payer.startsWith('0x') ? payer.toLowerCase() : payer },
       { key: X402State, value: 'verifying' },
       { key: X402Organization, value: run.input.organizationId },
     ],

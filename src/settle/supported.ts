@@ -4,6 +4,8 @@ export interface SupportedKind {
   x402Version: 1;
   scheme: 'exact' | 'upto';
   network: string;
+  /** Solana kinds: the fee payer a buyer's transaction must name (as x402 advertises it). */
+  extra?: { feePayer: string };
 }
 
 /**

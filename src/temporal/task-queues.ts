@@ -5,4 +5,5 @@ export const WORKFLOW_TYPES = {
   permit2Settlement: 'permit2SettlementWorkflow',
   crossChainSettlement: 'crossChainSettlementWorkflow',
   bridgeTransfer: 'bridgeTransferWorkflow',
+  solanaSettlement: 'solanaSettlementWorkflow',
 } as const;

@@ -24,3 +24,10 @@ export const permitWorkflowId = (network: string, token: string, owner: string, 
 
 /** `bridge:<sourceNetwork>:<sourceDomain>:<bridgeNonce>`: one bridge leg per burn message. */
 export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, bridgeNonce: string) => `bridge:${sourceNetwork}:${sourceDomain}:${bridgeNonce}`;
+/**
+ * Solana settlement: `settle:<network>:<payer>:<payer signature>`. The payer's signature over the
+ * transaction message identifies the payment (ours as fee payer is added later). Base58 is
+ * case-sensitive, so these parts keep their exact spelling.
+ */
+export const solanaSettleWorkflowId = (network: string, payer: string, payerSignature: string) =>
+  `settle:${network}:${payer}:${payerSignature}`;

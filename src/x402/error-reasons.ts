@@ -26,6 +26,27 @@ export const SETTLE_REASON_STATUS = {
   ...PERMIT2_SETTLE_REASON_STATUS,
   cross_chain_not_supported: 400, // a same-chain-only network (or one without a bridge) on either end of a cross-chain payment
   unsupported_destination_chain: 400, // extra.destinationChainId names no enabled bridgeable network of the same mode
+  // Solana exact (x402 reference names; docs/decisions.md "Solana settlement")
+  invalid_exact_svm_payload_transaction: 400,
+  invalid_exact_svm_payload_fee_payer_mismatch: 400,
+  invalid_exact_svm_payload_transaction_instructions_length: 400,
+  invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction: 400,
+  invalid_exact_svm_payload_transaction_instructions_compute_price_instruction: 400,
+  invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high: 400,
+  invalid_exact_svm_payload_transaction_instructions: 400,
+  invalid_exact_svm_payload_transaction_instruction_not_spl_token_transfer_checked: 400,
+  invalid_exact_svm_payload_transaction_instruction_not_token_2022_transfer_checked: 400,
+  invalid_exact_svm_payload_transaction_not_a_transfer_instruction: 400,
+  invalid_exact_svm_payload_transaction_fee_payer_transferring_funds: 400,
+  invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts: 400,
+  invalid_exact_svm_payload_mint_mismatch: 400,
+  invalid_exact_svm_payload_transaction_transfer_to_incorrect_ata: 400,
+  invalid_exact_svm_payload_transaction_amount_mismatch: 400,
+  invalid_exact_svm_payload_signature_invalid: 400,
+  invalid_exact_svm_payload_transaction_sender_ata_not_found: 400,
+  invalid_exact_svm_payload_transaction_receiver_ata_not_found: 400,
+  invalid_exact_svm_payload_transaction_simulation_failed: 400,
+  settle_exact_svm_block_height_exceeded: 400,
 } as const;
 
 export type SettleReason = keyof typeof SETTLE_REASON_STATUS;

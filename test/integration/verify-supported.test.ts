@@ -1,5 +1,6 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
 import { request } from '../support/http';
 import type { ExactPaymentOptions } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
@@ -67,6 +68,7 @@ describe('POST /v1/verify and GET /v1/supported', () => {
         { x402Version: 1, scheme: 'upto', network: 'base-sepolia' },
         { x402Version: 1, scheme: 'exact', network: 'optimism-sepolia' },
         { x402Version: 1, scheme: 'upto', network: 'optimism-sepolia' },
+        { x402Version: 1, scheme: 'exact', network: 'solana-devnet', extra: { feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey.toBase58() } },
       ],
     });
   });

@@ -6,6 +6,9 @@ import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
 import { attesterChainsFrom, startBridgeAttester } from '../../devnet/bridge-attester';
 import { TEST_ACCOUNTS } from './accounts';
+import { startSolanaDevnet } from '../../devnet/solana-rpc';
+import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
+import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
 /**
@@ -20,7 +23,9 @@ export default async function globalSetup(): Promise<void> {
     startAnvil({ chainId: 84532, log: quiet }),
     startAnvil({ chainId: 11155420, log: quiet }),
   ]);
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism];
+  // The litesvm-backed Solana devnet node (in this process; tests reach it over HTTP like the service).
+  const solana = await startSolanaDevnet({ usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc, feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, solana];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
@@ -49,6 +54,7 @@ export default async function globalSetup(): Promise<void> {
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,
     bridgeAttestationUrl: attester.url,
+    solana: { rpcUrl: solana.url },
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

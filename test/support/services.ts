@@ -21,6 +21,7 @@ export function stackEnv(opts: { taskQueue: string; relayerKey: string }): Recor
     RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
     RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
     WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath,
+    SOLANA_RPC_URL_SOLANA_DEVNET: stack.solana.rpcUrl,
   };
   return env;
 }

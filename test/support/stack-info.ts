@@ -10,6 +10,8 @@ export interface StackInfo {
   facilitator: `0x${string}`;
   /** The bridge attestation double (devnet/bridge-attester.ts) over both chains. */
   bridgeAttestationUrl?: string;
+  /** The litesvm-backed Solana devnet node (devnet/solana-rpc.ts), standing for solana-devnet. */
+  solana: { rpcUrl: string };
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */
