@@ -1,4 +1,4 @@
-import { classifySettleRoute } from '../../src/settle/classify';
+import { classifySettleRoute, settleRouteOf } from '../../src/settle/classify';
 
 const SIG = `0x${'1c'.repeat(65)}`;
 const ADDR = '0x1111111111111111111111111111111111111111';
@@ -84,5 +84,43 @@ describe('classifySettleRoute', () => {
     expect(route('base-sepolia', eip3009, null)).toBe('eip3009');
     expect(route('base-sepolia', eip3009, { name: 'USDC', version: '2', destinationChainId: 10 })).toBe('eip3009');
     expect(route('base-sepolia', {})).toBe('eip3009');
+  });
+});
+
+describe('settleRouteOf (the raw request body)', () => {
+  const requirements = (extra?: Record<string, unknown>) => ({
+    scheme: 'exact',
+    network: 'base-sepolia',
+    maxAmountRequired: '1',
+    resource: 'https://example.com/r',
+    description: '',
+    mimeType: 'application/json',
+    payTo: ADDR,
+    maxTimeoutSeconds: 60,
+    asset: ADDR,
+    ...(extra ? { extra } : {}),
+  });
+  const body = (network: string, payload: unknown, reqs: unknown = requirements()) => ({
+    paymentPayload: { x402Version: 1, scheme: 'exact', network, payload },
+    paymentRequirements: reqs,
+  });
+
+  test('Solana is decided by the payload network alone, even with base58 requirements the EVM schema refuses', () => {
+    const solanaReqs = { ...requirements(), network: 'solana-devnet', payTo: 'So11111111111111111111111111111111111111112', asset: 'So11111111111111111111111111111111111111112' };
+    expect(settleRouteOf(body('solana-devnet', { transaction: 'AQ==' }, solanaReqs))).toBe('solana');
+  });
+
+  test('each EVM step from a full body', () => {
+    expect(settleRouteOf(body('base-sepolia', eip3009, requirements(BATCHED)))).toBe('batched');
+    expect(settleRouteOf(body('base-sepolia', permit2))).toBe('permit2');
+    expect(settleRouteOf(body('base-sepolia', eip3009))).toBe('eip3009');
+    expect(settleRouteOf(body('base-sepolia', { ...eip3009, ...permit2 }, requirements(BATCHED)))).toBe('batched');
+  });
+
+  test('no route when the envelope or the EVM requirements do not parse (the EIP-3009 handler answers them)', () => {
+    expect(settleRouteOf(undefined)).toBeUndefined();
+    expect(settleRouteOf('x')).toBeUndefined();
+    expect(settleRouteOf({ paymentPayload: { network: 'base-sepolia' }, paymentRequirements: requirements() })).toBeUndefined();
+    expect(settleRouteOf(body('base-sepolia', eip3009, { ...requirements(), payTo: 'nope' }))).toBeUndefined();
   });
 });
