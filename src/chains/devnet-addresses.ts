@@ -19,3 +19,11 @@ export const DEVNET_FACILITATOR_ADDRESS = getContractAddress({ from: DEVNET_DEPL
 export const DEVNET_PERMIT2_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 2n });
 export const DEVNET_EXACT_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 3n });
 export const DEVNET_UPTO_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 4n });
+
+/**
+ * Top-up gateway (src/topup): its own devnet-only deployer key, so its contracts never consume the
+ * nonces above. Nonce 0: the merchant contract (MerchantBalances) on the devnet `base` chain.
+ */
+export const DEVNET_TOPUP_DEPLOYER_KEY = '0x705fd44b7b6947796ad67377742b99d92c6c73b32b5e5c0292b31bc5858b3ea9' as const;
+export const DEVNET_TOPUP_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_TOPUP_DEPLOYER_KEY);
+export const DEVNET_MERCHANT_ADDRESS = getContractAddress({ from: DEVNET_TOPUP_DEPLOYER_ADDRESS, nonce: 0n });

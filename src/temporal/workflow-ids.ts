@@ -14,3 +14,7 @@ export const relayerTxId = (workflowId: string, purpose: string) => `${workflowI
  */
 export const permitWorkflowId = (network: string, token: string, owner: string, sighash: string) =>
   `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;
+
+/** `topup:<merchant>:<payer>:<nonce>` (merchant ids are lower-case already). */
+export const topupWorkflowId = (merchant: string, payer: string, nonce: string) =>
+  `topup:${merchant}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
