@@ -4,6 +4,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { startTemporalDevServer } from '../../temporal/dev-server';
 import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
+import { deployTopupDevnet } from '../../devnet/deploy-topup';
 import { TEST_ACCOUNTS } from './accounts';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
@@ -14,18 +15,22 @@ import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
  */
 export default async function globalSetup(): Promise<void> {
   const quiet = () => undefined;
-  const [temporal, base, optimism] = await Promise.all([
+  const [temporal, base, optimism, baseMainnet] = await Promise.all([
     startTemporalDevServer({ uiPort: false, log: quiet }),
     startAnvil({ chainId: 84532, log: quiet }),
     startAnvil({ chainId: 11155420, log: quiet }),
+    startAnvil({ chainId: 8453, log: quiet }), // `base`: the top-up gateway's destination chain
   ]);
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism];
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
   const [deployed] = await Promise.all([
     deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
+    deployDevnet({ rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId, relayers, buyers }).then(() =>
+      deployTopupDevnet({ rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId, relayers }),
+    ),
   ]);
 
   const infoPath = stackInfoPath();
@@ -40,6 +45,7 @@ export default async function globalSetup(): Promise<void> {
     chains: {
       'base-sepolia': { rpcUrl: base.rpcUrl, chainId: base.chainId },
       'optimism-sepolia': { rpcUrl: optimism.rpcUrl, chainId: optimism.chainId },
+      base: { rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId },
     },
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,

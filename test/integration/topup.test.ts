@@ -1,0 +1,175 @@
+import { randomBytes } from 'node:crypto';
+import type { Address, Hex } from 'viem';
+import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
+import { TopUp, RelayerTransaction } from '../../src/db/entities';
+import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
+import { topupWorkflowId } from '../../src/temporal/workflow-ids';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
+
+/** Fees of the harness: 0.01 USDC + 0.30 %. Hand-computed expectations below use them. */
+const net = (gross: bigint) => gross - 10_000n - (gross * 30n) / 10_000n;
+
+describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
+  let h: TopupHarness;
+  beforeAll(async () => {
+    h = await startTopupHarness(kind, { relayerIndex: 0 });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const requirement = (amount: string) => ({
+    scheme: 'exact',
+    network: 'base',
+    maxAmountRequired: amount,
+    resource: `${h.url}/v1/demo-merchant/topups`,
+    description: 'Top-up of your demo-merchant balance',
+    mimeType: 'application/json',
+    payTo: h.stack.facilitator,
+    maxTimeoutSeconds: 300,
+    asset: h.stack.usdc,
+    extra: { name: 'USDC', version: '2' },
+  });
+
+  test('GET /healthz reports Temporal, the database, the base RPC and the merchant contract', async () => {
+    const res = await h.get('/healthz');
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      status: 'ok',
+      merchant: 'demo-merchant',
+      checks: {
+        temporal: { ok: true, ms: expect.any(Number) },
+        database: { ok: true, ms: expect.any(Number) },
+        rpc: { ok: true, ms: expect.any(Number), network: 'base', chainId: 8453, blockNumber: expect.any(Number) },
+        merchantContract: { ok: true, ms: expect.any(Number), address: DEVNET_MERCHANT_ADDRESS },
+      },
+    });
+  });
+
+  test('unknown merchant: 404 unknown_merchant on every route', async () => {
+    const buyer = TEST_ACCOUNTS.buyers[1].address;
+    for (const res of [
+      await h.get(`/v1/nobody/topups/quote?buyer=${buyer}`),
+      await h.post({}, undefined, 'nobody'),
+      await h.get('/v1/nobody/topups/topup:nobody:0x1:0x2'),
+    ]) {
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({ success: false, errorReason: 'unknown_merchant', error: 'unknown merchant nobody' });
+    }
+  });
+
+  test('quote: every field, exact bounds for a fresh buyer', async () => {
+    const buyer = (await h.freshPayer(0n)).address;
+    const res = await h.get(`/v1/demo-merchant/topups/quote?buyer=${buyer.toLowerCase()}`);
+    expect(res.status).toBe(200);
+    // min: smallest gross crediting the 1 USDC first-deposit minimum; max: largest crediting <= 1000 USDC.
+    expect(res.body).toEqual({
+      buyer,
+      amount: null,
+      minAmount: '1013039',
+      maxAmount: '1003019057',
+      balance: '0',
+      creditLimit: '1000000000',
+      headroom: '1000000000',
+      minBuyerDeposit: '1000000',
+      requirements: requirement('1003019057'),
+      sources: [{ network: 'base', evmChainId: 8453, minAmount: '1013039', maxAmount: '1003019057' }],
+    });
+    const withAmount = await h.get(`/v1/demo-merchant/topups/quote?buyer=${buyer}&amount=5000000&network=base`);
+    expect(withAmount.status).toBe(200);
+    expect(withAmount.body.amount).toBe('5000000');
+    expect(withAmount.body.requirements).toEqual(requirement('5000000'));
+  });
+
+  test('quote: 400 amount_too_low / amount_too_high, 409 credit_limit_reached, 400 wrong_network', async () => {
+    const buyer = (await h.freshPayer(0n)).address;
+    const q = (query: string) => h.get(`/v1/demo-merchant/topups/quote?buyer=${buyer}&${query}`);
+    expect(await q('amount=1013038')).toMatchObject({ status: 400, body: { success: false, errorReason: 'amount_too_low' } });
+    expect((await q('amount=1013039')).status).toBe(200);
+    expect(await q('amount=10000000001')).toMatchObject({ status: 400, body: { success: false, errorReason: 'amount_too_high' } });
+    expect(await q('amount=1003019058')).toMatchObject({ status: 409, body: { success: false, errorReason: 'credit_limit_reached' } });
+    expect((await q('amount=1003019057')).status).toBe(200);
+    for (const network of ['solana', 'base-sepolia', 'nowhere', 'optimism']) {
+      // optimism and ink are cross-chain sources: not offered until the bridge path is enabled.
+      expect(await q(`network=${network}`)).toEqual(expect.objectContaining({ status: 400, body: { success: false, errorReason: 'wrong_network', error: `network ${network} is not a top-up source here` } }));
+    }
+    expect(await h.get('/v1/demo-merchant/topups/quote')).toMatchObject({ status: 400, body: { success: false, errorReason: 'invalid_request' } });
+  });
+
+  test('POST without payment: 402 with one requirement per source and the topup object', async () => {
+    const buyer = (await h.freshPayer(0n)).address;
+    const res = await h.post({ buyer, amount: '5000000' });
+    expect(res.status).toBe(402);
+    expect(res.body).toEqual({
+      x402Version: 1,
+      error: 'X-PAYMENT header is required',
+      accepts: [requirement('5000000')],
+      topup: {
+        buyer,
+        amount: '5000000',
+        minAmount: '1013039',
+        maxAmount: '1003019057',
+        note: expect.stringContaining('payer-commitment-v1'),
+        merchant: 'demo-merchant',
+        creditedRecipient: DEVNET_MERCHANT_ADDRESS,
+        destinationChainId: 8453,
+        sources: [{ network: 'base', evmChainId: 8453, minAmount: '1013039', maxAmount: '1003019057' }],
+      },
+    });
+    // Without a buyer: a fresh buyer's bounds, the full headroom as amount.
+    const anyone = await h.post({});
+    expect(anyone.status).toBe(402);
+    expect(anyone.body.accepts).toEqual([requirement('1003019057')]);
+    expect(anyone.body.topup.buyer).toBeNull();
+  });
+
+  test('same-chain top-up: settled, deposited, exact amounts on chain and in the record', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const gross = 5_000_000n;
+    const pay = await h.xPayment(payer, { value: gross });
+    const before = { payer: await h.usdcOf(payer.address), merchant: await h.usdcOf(DEVNET_MERCHANT_ADDRESS), fee: await h.usdcOf(h.feeRecipient), relayer: await h.usdcOf(h.relayer.address) };
+    const started = Date.now();
+    const res = await h.post({ amount: gross.toString() }, pay.header);
+    expect(res.status).toBe(200);
+    const topupId = topupWorkflowId('demo-merchant', payer.address, pay.nonce);
+    expect(res.body).toEqual({
+      success: true,
+      topupId,
+      state: 'deposited',
+      buyer: payer.address,
+      payer: payer.address,
+      network: 'base',
+      sourceNetwork: 'base',
+      grossAmount: '5000000',
+      netAmount: '4975000',
+      settlementTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      fillTx: null,
+      depositTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      refundTx: null,
+      error: null,
+      createdAt: expect.any(Number),
+      updatedAt: expect.any(Number),
+    });
+    expect(net(gross)).toBe(4_975_000n);
+    expect(res.body.createdAt).toBeGreaterThanOrEqual(started);
+    expect(res.body.updatedAt).toBeGreaterThanOrEqual(res.body.createdAt);
+    expect(res.body.updatedAt).toBeLessThanOrEqual(Date.now());
+    const header = JSON.parse(Buffer.from(res.headers.get('x-payment-response')!, 'base64').toString());
+    expect(header).toEqual({ success: true, transaction: res.body.settlementTx, network: 'base', payer: payer.address });
+
+    expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
+    expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
+    expect(await h.usdcOf(payer.address)).toBe(before.payer - gross);
+    expect(await h.usdcOf(DEVNET_MERCHANT_ADDRESS)).toBe(before.merchant + 4_975_000n);
+    expect(await h.usdcOf(h.feeRecipient)).toBe(before.fee + 25_000n);
+    expect(await h.usdcOf(h.relayer.address)).toBe(before.relayer); // passed through, nothing kept
+
+    const status = await h.get(`/v1/demo-merchant/topups/${topupId}`);
+    expect(status).toMatchObject({ status: 200, body: res.body });
+    // The quote now sees the balance: no first-deposit minimum, headroom reduced exactly.
+    const quote = await h.get(`/v1/demo-merchant/topups/quote?buyer=${payer.address}`);
+    expect(quote.body).toMatchObject({ balance: '4975000', headroom: '995025000', minBuyerDeposit: '0' });
+  });
+});
