@@ -5,6 +5,9 @@ import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
 import { topupWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { waitForReceipt } from '../support/evm';
+import { request } from '../support/http';
 import { DB_KINDS } from '../support/db';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
@@ -171,5 +174,159 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     // The quote now sees the balance: no first-deposit minimum, headroom reduced exactly.
     const quote = await h.get(`/v1/demo-merchant/topups/quote?buyer=${payer.address}`);
     expect(quote.body).toMatchObject({ balance: '4975000', headroom: '995025000', minBuyerDeposit: '0' });
+  });
+  describe('rejected before settlement: exact status and body, nothing moves', () => {
+    const expectRejected = async (res: { status: number; body: any }, status: number, errorReason: string, error: string | RegExp) => {
+      expect(res.status).toBe(status);
+      expect(res.body).toEqual({ success: false, errorReason, error: typeof error === 'string' ? error : expect.stringMatching(error) });
+    };
+    let payer: Awaited<ReturnType<TopupHarness['freshPayer']>>;
+    let payerBalance: bigint;
+    beforeAll(async () => {
+      payer = await h.freshPayer(20_000_000n);
+      payerBalance = await h.usdcOf(payer.address);
+    });
+    afterAll(async () => {
+      // None of the rejected payments moved funds or credited anyone.
+      expect(await h.usdcOf(payer.address)).toBe(payerBalance);
+      expect(await h.merchantBalance(payer.address)).toBe(0n);
+    });
+
+    test('buyer_mismatch: another buyer without a payer-commitment-v1 nonce', async () => {
+      const other = TEST_ACCOUNTS.buyers[2].address;
+      const pay = await h.xPayment(payer, { value: 5_000_000n });
+      await expectRejected(await h.post({ buyer: other }, pay.header), 400, 'buyer_mismatch', 'buyer must equal authorization.from unless the nonce is a valid payer-commitment-v1 binding');
+      // A commitment whose salt does not derive this nonce is no binding either.
+      await expectRejected(
+        await h.post({ buyer: other, payerCommitment: { version: 'payer-commitment-v1', salt: `0x${randomBytes(32).toString('hex')}` } }, pay.header),
+        400,
+        'buyer_mismatch',
+        /payer-commitment-v1/,
+      );
+    });
+
+    test('wrong_network: a payment signed for a network that is not a source', async () => {
+      const pay = await h.xPayment(payer, { value: 5_000_000n, network: 'base-sepolia', chainId: 84532 });
+      await expectRejected(await h.post({}, pay.header), 400, 'wrong_network', 'network base-sepolia is not a top-up source here');
+    });
+
+    test('wrong_recipient: authorization.to is not the facilitator', async () => {
+      const pay = await h.xPayment(payer, { value: 5_000_000n, to: TEST_ACCOUNTS.payout.address });
+      await expectRejected(await h.post({}, pay.header), 400, 'wrong_recipient', `authorization.to must be the facilitator contract ${h.stack.facilitator}`);
+    });
+
+    test('invalid_signature: signed by someone else', async () => {
+      const pay = await h.xPayment(payer, { value: 5_000_000n, signer: TEST_ACCOUNTS.buyers[3] });
+      await expectRejected(await h.post({}, pay.header), 400, 'invalid_signature', 'the EIP-3009 signature does not recover to authorization.from');
+    });
+
+    test('authorization_expired: validBefore has passed', async () => {
+      const pay = await h.xPayment(payer, { value: 5_000_000n, validBefore: BigInt(Math.floor(Date.now() / 1000) - 1) });
+      await expectRejected(await h.post({}, pay.header), 400, 'authorization_expired', 'authorization.validBefore has passed');
+    });
+
+    test('amount_mismatch: body amount differs from authorization.value', async () => {
+      const pay = await h.xPayment(payer, { value: 5_000_000n });
+      await expectRejected(await h.post({ amount: '4000000' }, pay.header), 400, 'amount_mismatch', 'amount 4000000 differs from authorization.value 5000000');
+    });
+
+    test('amount_too_low / amount_too_high: outside the source bounds', async () => {
+      const low = await h.xPayment(payer, { value: 1_013_038n });
+      const res = await h.post({}, low.header);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({ success: false, errorReason: 'amount_too_low', error: 'amount is below the minimum of this source', minAmount: '1013039', maxAmount: '1003019057' });
+      const high = await h.xPayment(payer, { value: 10_000_000_001n });
+      const res2 = await h.post({}, high.header);
+      expect(res2.status).toBe(400);
+      expect(res2.body).toEqual({ success: false, errorReason: 'amount_too_high', error: 'amount is above the maximum of a top-up', minAmount: '1013039', maxAmount: '1003019057' });
+    });
+
+    test('credit_limit_reached: the net would exceed the buyer credit limit', async () => {
+      const limited = await h.freshPayer(20_000_000n);
+      await h.setCreditLimit(limited.address, 3_000_000n);
+      const pay = await h.xPayment(limited, { value: 5_000_000n });
+      const res = await h.post({}, pay.header);
+      expect(res.status).toBe(409);
+      // 3 USDC of headroom: the largest gross crediting <= 3,000,000 is 3,019,057 (net exactly 3,000,000).
+      expect(res.body).toEqual({
+        success: false,
+        errorReason: 'credit_limit_reached',
+        error: "the amount would exceed the buyer's credit limit on the merchant contract",
+        minAmount: '1013039',
+        maxAmount: '3019057',
+      });
+      expect(net(3_019_057n)).toBe(3_000_000n);
+      expect(net(3_019_058n)).toBe(3_000_001n);
+    });
+
+    test('authorization_reused: the nonce was already used on chain', async () => {
+      // The funder submits its own authorization directly to the token (it has gas), so the nonce is spent.
+      const funder = TEST_ACCOUNTS.buyers[0];
+      const pay = await h.xPayment(funder, { value: 2_000_000n });
+      const a = pay.payload.payload.authorization;
+      const hash = await h.walletOf(funder).writeContract({
+        address: h.stack.usdc,
+        abi: tokenAbi,
+        functionName: 'transferWithAuthorization',
+        args: [a.from, a.to, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce, pay.payload.payload.signature],
+        chain: undefined,
+        account: funder,
+      });
+      await waitForReceipt(h.chain, hash);
+      await expectRejected(await h.post({}, pay.header), 409, 'authorization_reused', 'this authorization was already used');
+    });
+
+    test('no valid X-PAYMENT: 402 with a fresh challenge', async () => {
+      const res = await h.post({}, Buffer.from('{"x402Version":1}').toString('base64'));
+      expect(res.status).toBe(402);
+      expect(res.body).toMatchObject({ x402Version: 1, error: 'X-PAYMENT is not a base64 x402 v1 exact EVM payment payload', accepts: [requirement('1003019057')] });
+    });
+
+    test('malformed body: 400 invalid_request in the top-up shape', async () => {
+      const bad = await h.post({ buyer: 'nope' });
+      expect(bad.status).toBe(400);
+      expect(bad.body).toEqual({ success: false, errorReason: 'invalid_request', error: expect.stringMatching(/^invalid body: buyer/) });
+      const notJson = await request('POST', `${h.url}/v1/demo-merchant/topups`, { body: '{', headers: { 'content-type': 'application/json' } });
+      expect(notJson).toMatchObject({ status: 400, body: { success: false, errorReason: 'invalid_request', error: 'malformed JSON body' } });
+    });
+  });
+
+  test('a settlement that fails for the payer: 402 with a fresh challenge, the same answer on replay', async () => {
+    const broke = await h.freshPayer(0n); // no USDC at all
+    const pay = await h.xPayment(broke, { value: 5_000_000n });
+    const res = await h.post({}, pay.header);
+    expect(res.status).toBe(402);
+    expect(res.body).toMatchObject({
+      x402Version: 1,
+      error: 'settlement rejected: insufficient_funds',
+      accepts: [requirement('1003019057')],
+      topupId: topupWorkflowId('demo-merchant', broke.address, pay.nonce),
+      errorReason: 'insufficient_funds',
+    });
+    const again = await h.post({}, pay.header);
+    expect(again.status).toBe(402);
+    expect(again.body).toEqual(res.body);
+    expect(await h.merchantBalance(broke.address)).toBe(0n);
+  });
+
+  test('payer-commitment-v1: a payer credits another buyer', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const buyer = (await h.freshPayer(0n)).address;
+    const salt = `0x${randomBytes(32).toString('hex')}` as Hex;
+    const nonce = payerCommitmentNonce({
+      merchantId: 'demo-merchant',
+      sourceChainId: 8453,
+      destinationChainId: 8453,
+      creditedRecipient: DEVNET_MERCHANT_ADDRESS,
+      payer: payer.address,
+      buyer,
+      salt,
+    });
+    const pay = await h.xPayment(payer, { value: 3_000_000n, nonce });
+    const res = await h.post({ buyer, payerCommitment: { version: 'payer-commitment-v1', salt } }, pay.header);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ state: 'deposited', buyer, payer: payer.address, grossAmount: '3000000', netAmount: net(3_000_000n).toString() });
+    expect(await h.merchantBalance(buyer)).toBe(net(3_000_000n));
+    expect(await h.merchantBalance(payer.address)).toBe(0n);
   });
 });

@@ -8,6 +8,7 @@ import type { ManagedProcess } from '../../devnet/process';
 import { DEVNET_MERCHANT_ADDRESS, DEVNET_TOPUP_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
+import { TopUp } from '../../src/db/entities';
 import { createTopupApp } from '../../src/topup/app';
 import { loadTopupConfig, type TopupConfig } from '../../src/topup/config';
 import { erc20Abi, merchantAbi } from '../../src/topup/merchant-abi';
@@ -46,6 +47,10 @@ export interface TopupHarness {
   setCreditLimit(buyer: Address, limit: bigint): Promise<void>;
   depositedEvents(buyer: Address): Promise<bigint[]>;
   restartWorker(opts?: { kill?: boolean }): Promise<void>;
+  /** A wallet client on the base devnet chain (the account pays gas). */
+  walletOf(account: LocalAccount): ReturnType<typeof createWalletClient>;
+  /** Resolves the rows of these top-ups once all exist (in any state). */
+  rows(ids: string[]): Promise<TopUp[]>;
   close(): Promise<void>;
 }
 
@@ -134,6 +139,8 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
         .filter((l) => l.args.buyer.toLowerCase() === buyer.toLowerCase())
         .map((l) => l.args.amount);
     },
+    walletOf: (account) => wallet(account) as any,
+    rows: (ids) => tdb.db.em.fork().find(TopUp, { id: { $in: ids } }),
     async restartWorker({ kill = false } = {}) {
       if (kill) {
         worker.child.kill('SIGKILL');
