@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { BaseError, ContractFunctionRevertedError, encodeFunctionData, maxUint256, type Address, type Hex } from 'viem';
+import { BaseError, ContractFunctionRevertedError, decodeErrorResult, encodeFunctionData, maxUint256, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
@@ -21,12 +21,24 @@ export interface TopUpActivityDeps {
 
 export type DepositSubmit = { submitted: true; hash: Hex } | { submitted: false; detail: string };
 
-/** The decoded custom error (or first message line) of a call that would revert; null when it is not a revert. */
+/**
+ * The decoded custom error (e.g. `CreditLimitExceeded`) or first message line of a call that would
+ * revert; null when the error is not a revert (transient: the activity is retried).
+ */
 function revertDetail(err: unknown): string | null {
   if (!(err instanceof BaseError)) return null;
   const revert = err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message));
   if (!revert) return null;
   if (revert instanceof ContractFunctionRevertedError && revert.data?.errorName) return revert.data.errorName;
+  // A raw eth_estimateGas revert carries the error data only in its message.
+  const raw = /custom error (0x[0-9a-fA-F]{8}):?\s*([0-9a-fA-F]*)/.exec(err.message);
+  if (raw) {
+    try {
+      return decodeErrorResult({ abi: merchantAbi, data: `${raw[1]}${raw[2]}` as Hex }).errorName;
+    } catch {
+      // not one of the merchant contract's errors
+    }
+  }
   return (revert as Error).message.split('\n')[0];
 }
 

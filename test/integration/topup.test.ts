@@ -8,6 +8,16 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from '../support/evm';
 import { request } from '../support/http';
+import { createWalletClient, http, parseEventLogs } from 'viem';
+// x402-fetch ships ESM-only type declarations that this CommonJS build cannot resolve; its CJS runtime is used.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { decodeXPaymentResponse, wrapFetchWithPayment } = require('x402-fetch') as {
+  wrapFetchWithPayment(f: typeof fetch, wallet: unknown, maxValue?: bigint): typeof fetch;
+  decodeXPaymentResponse(header: string): unknown;
+};
+import { facilitatorAbi } from '../../src/chains/evm/abi';
+import { rpc } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
 import { DB_KINDS } from '../support/db';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
@@ -328,5 +338,98 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     expect(res.body).toMatchObject({ state: 'deposited', buyer, payer: payer.address, grossAmount: '3000000', netAmount: net(3_000_000n).toString() });
     expect(await h.merchantBalance(buyer)).toBe(net(3_000_000n));
     expect(await h.merchantBalance(payer.address)).toBe(0n);
+  });
+  test('a replayed X-PAYMENT storm: 20 identical requests, one settlement, one deposit, one record', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const pay = await h.xPayment(payer, { value: 4_000_000n });
+    const before = await h.usdcOf(payer.address);
+    const answers = await Promise.all(Array.from({ length: 20 }, () => h.post({}, pay.header)));
+    expect(answers.map((r) => r.status)).toEqual(Array(20).fill(200));
+    for (const r of answers) expect(r.body).toEqual(answers[0].body);
+    expect(answers[0].body).toMatchObject({ state: 'deposited', grossAmount: '4000000', netAmount: net(4_000_000n).toString() });
+    // A late repeat and the status endpoint give the same top-up.
+    expect((await h.post({}, pay.header)).body).toEqual(answers[0].body);
+    expect((await h.get(`/v1/demo-merchant/topups/${answers[0].body.topupId}`)).body).toEqual(answers[0].body);
+
+    expect(await h.usdcOf(payer.address)).toBe(before - 4_000_000n);
+    expect(await h.depositedEvents(payer.address)).toEqual([net(4_000_000n)]);
+    expect(await h.merchantBalance(payer.address)).toBe(net(4_000_000n));
+    const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
+    const settled = parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'Settled' }).filter((l) => l.args.nonce === pay.nonce);
+    expect(settled).toHaveLength(1);
+    // One settle and one deposit transaction (the relayer's first top-up also approves the merchant once).
+    const ids = (await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `%${pay.nonce}%` } })).map((r) => r.id.replace(/^.*:/, ''));
+    expect(ids.filter((id) => id !== 'approve').sort()).toEqual(['deposit', 'settle']);
+    expect(await h.tdb.db.em.fork().count(TopUp, { payer: payer.address.toLowerCase() })).toBe(1);
+  });
+
+  test('two top-ups racing for the last headroom: one deposits, the other is refunded on base (409 deposit_failed)', async () => {
+    const payer = await h.freshPayer(20_000_000n);
+    // 6 USDC of credit: each top-up (net 4.975 USDC) fits alone, not both.
+    await h.setCreditLimit(payer.address, 6_000_000n);
+    const [p1, p2] = [await h.xPayment(payer, { value: 5_000_000n }), await h.xPayment(payer, { value: 5_000_000n })];
+    const before = await h.usdcOf(payer.address);
+    const ids = [p1, p2].map((p) => topupWorkflowId('demo-merchant', payer.address, p.nonce));
+    const rpcUrl = h.stack.chains.base.rpcUrl;
+    // Hold the chain until both requests passed the gateway's checks (both see 6 USDC of headroom).
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    const inFlight = Promise.all([h.post({}, p1.header), h.post({}, p2.header)]);
+    try {
+      await waitUntil('both top-ups accepted', async () => (await h.rows(ids)).length === 2, { timeoutMs: 30_000, intervalMs: 50 });
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+      await rpc(rpcUrl, 'evm_mine', []);
+    }
+    const answers = await inFlight;
+    const ok = answers.find((r) => r.status === 200)!;
+    const refunded = answers.find((r) => r.status === 409)!;
+    expect(answers.map((r) => r.status).sort()).toEqual([200, 409]);
+    expect(ok.body).toMatchObject({ state: 'deposited', netAmount: '4975000', refundTx: null });
+    expect(refunded.body).toEqual({
+      success: false,
+      topupId: expect.any(String),
+      state: 'refunded',
+      buyer: payer.address,
+      payer: payer.address,
+      network: 'base',
+      sourceNetwork: 'base',
+      grossAmount: '5000000',
+      netAmount: '4975000',
+      settlementTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      fillTx: null,
+      depositTx: null,
+      refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      error: expect.stringMatching(/^deposit failed \((CreditLimitExceeded|deposit 0x[0-9a-f]{64} reverted)\); the delivered amount was refunded to the payer$/),
+      createdAt: expect.any(Number),
+      updatedAt: expect.any(Number),
+      errorReason: 'deposit_failed',
+    });
+    // On chain: one deposit; the payer paid 10 USDC and got the refused top-up's 4.975 USDC back.
+    expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
+    expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
+    expect(await h.usdcOf(payer.address)).toBe(before - 10_000_000n + 4_975_000n);
+    const refundReceipt = await h.chain.getTransactionReceipt({ hash: refunded.body.refundTx });
+    expect(refundReceipt.status).toBe('success');
+    // Replaying the refused payment returns the same refunded top-up, never a second charge.
+    const replay = await h.post({}, refunded.body.topupId === ids[0] ? p1.header : p2.header);
+    expect(replay).toMatchObject({ status: 409, body: refunded.body });
+  });
+
+  test('x402-fetch (v1 client) pays the 402 challenge with a viem account and gets the deposited top-up', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    // Chain id 8453: the client derives it from the requirement's network name `base`.
+    const chain = { id: 8453, name: 'Base', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [h.stack.chains.base.rpcUrl] } } } as const;
+    const wallet = createWalletClient({ account: payer, chain, transport: http(h.stack.chains.base.rpcUrl) });
+    const fetchWithPay = wrapFetchWithPayment(fetch, wallet, 3_000_000n);
+    const res = await fetchWithPay(`${h.url}/v1/demo-merchant/topups`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: '2500000' }),
+    });
+    expect(res.status).toBe(200);
+    const body = (await res.json()) as any;
+    expect(body).toMatchObject({ success: true, state: 'deposited', buyer: payer.address, payer: payer.address, grossAmount: '2500000', netAmount: net(2_500_000n).toString() });
+    expect(decodeXPaymentResponse(res.headers.get('x-payment-response')!)).toEqual({ success: true, transaction: body.settlementTx, network: 'base', payer: payer.address });
+    expect(await h.merchantBalance(payer.address)).toBe(net(2_500_000n));
   });
 });
