@@ -1,4 +1,6 @@
 import type { Address } from 'viem';
+import { privateKeyToAddress } from 'viem/accounts';
+import { DEVNET_RELAYER_KEY } from '../src/config';
 import { DEVNET_FACILITATOR_ADDRESS, DEVNET_USDC_ADDRESS } from '../src/chains/devnet-addresses';
 import type { EvmNetwork } from '../src/chains/networks';
 import { loadTopupConfig } from '../src/topup/config';
@@ -18,6 +20,8 @@ export function topupDevnetEnv(env: NodeJS.ProcessEnv): Record<string, string> {
     RPC_URLS_BASE: DEVNET_BASE_RPC_URL,
     FACILITATOR_ADDRESS_MAINNET: DEVNET_FACILITATOR_ADDRESS,
     USDC_ADDRESS_BASE: DEVNET_USDC_ADDRESS,
+    // The gateway pays settlements out to the worker's relayer, which then deposits.
+    TOPUP_RELAYER_ADDRESS: privateKeyToAddress((env.RELAYER_PRIVATE_KEY || DEVNET_RELAYER_KEY) as `0x${string}`),
   };
   return Object.fromEntries(Object.entries(defaults).filter(([k]) => !env[k]));
 }

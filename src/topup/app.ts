@@ -28,8 +28,7 @@ export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
   app.use(async (ctx, next) => {
     // Every error of the gateway, including malformed bodies, in the top-up shape.
     ctx.state.errorShape = (status, message) => {
-      const errorReason = status >= 500 ? 'internal_error' : status === 413 || status === 415 ? 'invalid_request' : 'invalid_request';
-      return { status, body: { success: false, errorReason, error: message } };
+      return { status, body: { success: false, errorReason: status >= 500 ? 'internal_error' : 'invalid_request', error: message } };
     };
     try {
       await next();

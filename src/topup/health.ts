@@ -2,6 +2,7 @@ import type { Address } from 'viem';
 import { publicClientFor } from '../chains/evm/clients';
 import type { TopupDeps } from './context';
 import { TOPUP_DESTINATION_NETWORK } from './types';
+import { merchantAbi } from './merchant-abi';
 
 type Check = { ok: boolean; ms: number; error?: string; [k: string]: unknown };
 
@@ -41,7 +42,10 @@ export async function health(deps: TopupDeps, timeoutMs = 2_000) {
       if (!destination?.enabled) throw new Error('network base is not configured');
       const code = await publicClientFor(destination).getCode({ address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address });
       if (!code || code === '0x') throw new Error(`no contract at ${deps.topup.TOPUP_MERCHANT_CONTRACT}`);
-      return { address: deps.topup.TOPUP_MERCHANT_CONTRACT };
+      const relayer = deps.topup.TOPUP_RELAYER_ADDRESS as Address;
+      const allowed = await publicClientFor(destination).readContract({ address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address, abi: merchantAbi, functionName: 'isRelayer', args: [relayer] });
+      if (!allowed) throw new Error(`relayer ${relayer} may not deposit on the merchant contract`);
+      return { address: deps.topup.TOPUP_MERCHANT_CONTRACT, relayer };
     }, timeoutMs),
   ]);
   const checks = { temporal, database, rpc, merchantContract };

@@ -236,8 +236,18 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, body: TopupBody
   try {
     await resultBefore(deps.temporal, handle, Date.now() + deps.topup.TOPUP_WAIT_MS);
   } catch (err) {
-    const gas = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure && err.cause.type === 'GasProtection';
-    if (!gas) throw err;
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    const gas = err.cause instanceof ApplicationFailure && err.cause.type === 'GasProtection';
+    if (!gas) {
+      // The workflow itself failed (not a payment outcome): the money may have moved, so an operator
+      // must look; never a silent retry.
+      deps.logger.error({ workflowId, err: String(err.cause ?? err) }, 'top-up workflow failed');
+      const row = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
+      return {
+        status: topupStatusFor('needs_review'),
+        body: { ...(row ? topupRecordJson(row) : { success: false, topupId: workflowId }), state: 'needs_review', errorReason: 'needs_review', error: 'the top-up needs operator review' },
+      };
+    }
   }
   const row = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
   if (!row) {

@@ -8,6 +8,10 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from '../support/evm';
 import { request } from '../support/http';
+import type { AddressInfo } from 'node:net';
+import { createTopupApp } from '../../src/topup/app';
+import { buildNetworkTable } from '../../src/chains/networks';
+import { createLogger } from '../../src/logger';
 import { createWalletClient, http, parseEventLogs } from 'viem';
 // x402-fetch ships ESM-only type declarations that this CommonJS build cannot resolve; its CJS runtime is used.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -56,9 +60,27 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
         temporal: { ok: true, ms: expect.any(Number) },
         database: { ok: true, ms: expect.any(Number) },
         rpc: { ok: true, ms: expect.any(Number), network: 'base', chainId: 8453, blockNumber: expect.any(Number) },
-        merchantContract: { ok: true, ms: expect.any(Number), address: DEVNET_MERCHANT_ADDRESS },
+        merchantContract: { ok: true, ms: expect.any(Number), address: DEVNET_MERCHANT_ADDRESS, relayer: h.relayer.address },
       },
     });
+  });
+
+  test('GET /healthz says which dependency is down: 503 degraded', async () => {
+    // The same gateway with its destination RPC pointing at a closed port.
+    const env = { ...h.tdb.config.env, RPC_URLS_BASE: 'http://127.0.0.1:1' };
+    const app = createTopupApp({ config: h.tdb.config, topup: h.topup, db: h.tdb.db, networks: buildNetworkTable(env), temporal: h.temporal, logger: createLogger('silent', 'test') });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    try {
+      const res = await request('GET', `http://127.0.0.1:${(server.address() as AddressInfo).port}/healthz`);
+      expect(res.status).toBe(503);
+      expect(res.body).toMatchObject({
+        status: 'degraded',
+        checks: { temporal: { ok: true }, database: { ok: true }, rpc: { ok: false, error: expect.any(String) }, merchantContract: { ok: false } },
+      });
+    } finally {
+      server.close();
+    }
   });
 
   test('unknown merchant: 404 unknown_merchant on every route', async () => {
