@@ -3,7 +3,8 @@ import type { Address, Hex } from 'viem';
 import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
 import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
-import { topupWorkflowId } from '../../src/temporal/workflow-ids';
+import { settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
+import { X402Kind, X402State } from '../../temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from '../support/evm';
@@ -203,6 +204,13 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
 
     const status = await h.get(`/v1/demo-merchant/topups/${topupId}`);
     expect(status).toMatchObject({ status: 200, body: res.body });
+    // Operators find it in Temporal by kind and state; the settlement ran as its child, keyed by (payer, nonce).
+    const described = await h.temporal.workflow.getHandle(topupId).describe();
+    expect(described.typedSearchAttributes.get(X402Kind)).toBe('topup');
+    expect(described.typedSearchAttributes.get(X402State)).toBe('deposited');
+    const child = await h.temporal.workflow.getHandle(settleWorkflowId('base', payer.address, pay.nonce)).describe();
+    expect(child.status.name).toBe('COMPLETED');
+    expect(child.typedSearchAttributes.get(X402State)).toBe('settled');
     // The quote now sees the balance: no first-deposit minimum, headroom reduced exactly.
     const quote = await h.get(`/v1/demo-merchant/topups/quote?buyer=${payer.address}`);
     expect(quote.body).toMatchObject({ balance: '4975000', headroom: '995025000', minBuyerDeposit: '0' });
