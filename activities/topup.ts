@@ -9,6 +9,9 @@ import { TopUp } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { erc20Abi, merchantAbi } from '../src/topup/merchant-abi';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
+
+/** A GasVerdict as an activity result (no bigint). */
+export type GasCheck = { broadcast: true; costUsdc: string } | { broadcast: false; reason: Extract<GasVerdict, { broadcast: false }>['reason']; costUsdc?: string };
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
 import { awaitRecordedReceipt } from './receipts';
 
@@ -84,7 +87,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      * Ethereum gas protection: the estimated L1 cost of the settle call against the facilitator fee
      * (src/topup/gas-protection.ts). Reads only; a failed read counts as "inputs unavailable".
      */
-    async checkSettlementGas(input: TopUpInput): Promise<GasVerdict> {
+    async checkSettlementGas(input: TopUpInput): Promise<GasCheck> {
       const n = deps.networks.get(input.network as EvmNetworkId);
       const rawPrice = deps.config.env?.TOPUP_ETH_PRICE_USDC;
       const ethPriceUsdc = rawPrice && /^\d+$/.test(rawPrice) ? BigInt(rawPrice) : undefined;
@@ -106,7 +109,11 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
       } catch {
         // unavailable inputs: the rule refuses to broadcast
       }
-      return l1GasVerdict({ gasUnits, maxFeePerGas, ethPriceUsdc, fee: BigInt(input.fee) });
+      const v = l1GasVerdict({ gasUnits, maxFeePerGas, ethPriceUsdc, fee: BigInt(input.fee) });
+      // Activity results are JSON: the cost travels as a decimal string.
+      return v.broadcast
+        ? { broadcast: true, costUsdc: v.costUsdc.toString() }
+        : { broadcast: false, reason: v.reason, ...('costUsdc' in v ? { costUsdc: v.costUsdc.toString() } : {}) };
     },
 
     /** Makes sure the merchant contract may pull the deposit from the relayer (one approval, reused). */

@@ -53,6 +53,8 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
     settled = await executeChild('settlementWorkflow', {
       workflowId: input.settle.workflowId,
       args: [input.settle],
+      // As the API starts it: a settlement that completed elsewhere (POST /v1/settle) is not run again.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       typedSearchAttributes: [
         { key: X402Kind, value: 'settle' },
         { key: X402Network, value: input.network },
