@@ -4,8 +4,9 @@ import type { TopUpActivities } from '../activities/topup';
 import type { SettleOutcome } from '../src/settle/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import type { TopUpInput, TopUpOutcome, TopUpState } from '../src/topup/types';
+import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
+import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 
 // Records and reads: quick, retried a few times.
@@ -39,13 +40,18 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   };
 
   await move('settling');
-  if (input.network === 'ethereum') {
+  if (GAS_PROTECTED_NETWORKS.has(input.network)) {
     const gas = await checkSettlementGas(input);
     if (!gas.broadcast) {
       // Nothing was sent: the workflow fails so the same payment can run again later (reuse policy).
       await move('deferred', { errorReason: gas.reason, error: 'settlement deferred by ethereum gas protection' });
       throw ApplicationFailure.nonRetryable(gas.reason, 'GasProtection');
     }
+  }
+  if (input.network !== TOPUP_DESTINATION_NETWORK) {
+    // Cross-chain: the bridge leg (settle on the source, `bridging`, then deposit the delivered
+    // amount with `fillTx`) plugs in here. Until it exists, refuse before anything settles.
+    return fail('wrong_network', `cross-chain top-ups from ${input.network} are not available yet`);
   }
 
   let settled: SettleOutcome;

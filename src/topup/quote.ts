@@ -37,10 +37,18 @@ export function feesFor(source: TopupSourceId, c: TopupConfig): FeeSchedule {
   };
 }
 
+/**
+ * Whether cross-chain sources can be served: false until the bridge leg of the TopUpWorkflow exists
+ * (a cross-chain payment settles on its source chain, so without the bridge the relayer would have
+ * nothing to deposit on Base). The bridge work flips this (docs/decisions.md "Top-up gateway").
+ */
+export const CROSS_CHAIN_TOPUPS = false;
+
 /** The configured sources that can take a payment now, in configuration order. */
 export function eligibleSources(deps: Pick<TopupDeps, 'networks' | 'topup'>): EvmNetwork[] {
   return deps.topup.TOPUP_SOURCES.map((id) => deps.networks.get(id as EvmNetworkId)).filter(
-    (n): n is EvmNetwork => !!n && n.enabled && !!n.usdc && !!n.facilitator,
+    (n): n is EvmNetwork =>
+      !!n && n.enabled && !!n.usdc && !!n.facilitator && (CROSS_CHAIN_TOPUPS || n.id === TOPUP_DESTINATION_NETWORK),
   );
 }
 

@@ -40,8 +40,6 @@ export const topupError = (errorReason: string, error: string, extra: Record<str
   body: { success: false, errorReason, error, ...extra },
 });
 
-const MIN_VALIDITY_SECONDS = 6;
-
 /** The 402 challenge: one requirement per eligible source plus the `topup` object. */
 export async function challenge(deps: TopupDeps, body: TopupBody, quotes: SourceQuote[], error: string): Promise<TopupReply> {
   const amountFor = (q: SourceQuote) => (body.amount !== undefined ? BigInt(body.amount) : q.bounds.maxAmount);
@@ -160,7 +158,7 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   }
   if (!(await signatureValid(source, payload))) return topupError('invalid_signature', 'the EIP-3009 signature does not recover to authorization.from');
   const now = Math.floor(Date.now() / 1000);
-  if (BigInt(a.validBefore) < BigInt(now + MIN_VALIDITY_SECONDS)) return topupError('authorization_expired', 'authorization.validBefore has passed');
+  if (BigInt(a.validBefore) < BigInt(now + deps.config.MIN_VALIDITY_SECONDS)) return topupError('authorization_expired', 'authorization.validBefore has passed');
   if (BigInt(a.validAfter) > BigInt(now)) return topupError('authorization_not_yet_valid', 'authorization.validAfter is in the future');
   const gross = BigInt(a.value);
   if (body.amount !== undefined && BigInt(body.amount) !== gross) {

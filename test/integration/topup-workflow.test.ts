@@ -121,10 +121,11 @@ describe('TopUpWorkflow orchestration', () => {
     expect(records[1].extra).toMatchObject({ errorReason: 'gas_price_unavailable' });
   });
 
-  test('ethereum with a fee that covers gas: settles and deposits', async () => {
+  test('ethereum with a fee that covers gas passes the rule, then stops before settling: no bridge leg yet', async () => {
     scenario = { gas: true };
-    expect(await run(input('ethereum'))).toEqual({ state: 'deposited' });
-    expect(calls).toEqual(['checkSettlementGas', 'verify', 'submitSettlement', 'ensureMerchantAllowance', 'submitDeposit']);
+    expect(await run(input('ethereum'))).toEqual({ state: 'failed', errorReason: 'wrong_network' });
+    expect(calls).toEqual(['checkSettlementGas']);
+    expect(records.map((r) => r.state)).toEqual(['settling', 'failed']);
   });
 
   test('a deposit that reverts on chain after it was signed is refunded', async () => {
