@@ -96,6 +96,23 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     }
   });
 
+  test('GET /v1/{merchant}/topups/{id}: 404 topup_not_found for an unknown id', async () => {
+    const res = await h.get('/v1/demo-merchant/topups/topup:demo-merchant:0x00:0x00');
+    expect(res.status).toBe(404);
+    expect(res.body).toEqual({ success: false, errorReason: 'topup_not_found', error: 'no top-up topup:demo-merchant:0x00:0x00' });
+  });
+
+  test('a buyer without headroom: quote and challenge answer 409 credit_limit_reached', async () => {
+    const buyer = (await h.freshPayer(0n)).address;
+    await h.setCreditLimit(buyer, 999_999n); // below the 1 USDC minimum first deposit: nothing fits
+    const quote = await h.get(`/v1/demo-merchant/topups/quote?buyer=${buyer}`);
+    expect(quote.status).toBe(409);
+    expect(quote.body).toEqual({ success: false, errorReason: 'credit_limit_reached', error: "the amount would exceed the buyer's credit limit on the merchant contract" });
+    const post = await h.post({ buyer });
+    expect(post.status).toBe(409);
+    expect(post.body).toEqual(quote.body);
+  });
+
   test('quote: every field, exact bounds for a fresh buyer', async () => {
     const buyer = (await h.freshPayer(0n)).address;
     const res = await h.get(`/v1/demo-merchant/topups/quote?buyer=${buyer.toLowerCase()}`);
