@@ -13,7 +13,8 @@ import type { TopupDeps } from './context';
 import { health } from './health';
 import { eligibleSources, quoteAll, requirementFor, sourceEntry, TopupUnavailable, verdictFor } from './quote';
 import { topupRecordJson } from './record';
-import { amountMessage, postTopup, topupBodySchema, topupError, type TopupReply } from './topup-service';
+import { postTopup, topupBodySchema } from './topup-service';
+import { amountMessage, topupError, type TopupReply } from './replies';
 
 /**
  * The top-up gateway: its own Koa app on its own port ({topup_url}), sharing the codebase, the

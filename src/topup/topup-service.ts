@@ -15,17 +15,12 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { facilitatorFee, netOf } from './amounts';
 import type { TopupDeps } from './context';
 import { PAYER_COMMITMENT_VERSION, verifyPayerCommitment } from './payer-commitment';
-import { destinationOf, eligibleSources, quoteAll, requirementFor, sourceEntry, verdictFor, type SourceQuote } from './quote';
+import { destinationOf, eligibleSources, quoteAll, requirementFor, verdictFor } from './quote';
 import { topupRecordJson } from './record';
+import { amountMessage, challenge, replyFor, topupError, type TopupReply } from './replies';
 import { topupStatusFor } from './reasons';
 import { tokenDomain } from './merchant-reads';
 import { FINAL_TOPUP_STATES, type TopUpInput } from './types';
-
-export interface TopupReply {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-}
 
 export const topupBodySchema = z.object({
   buyer: addressSchema.optional(),
@@ -35,40 +30,6 @@ export const topupBodySchema = z.object({
 });
 export type TopupBody = z.infer<typeof topupBodySchema>;
 
-export const topupError = (errorReason: string, error: string, extra: Record<string, unknown> = {}): TopupReply => ({
-  status: topupStatusFor(errorReason),
-  body: { success: false, errorReason, error, ...extra },
-});
-
-/** The 402 challenge: one requirement per eligible source plus the `topup` object. */
-export async function challenge(deps: TopupDeps, body: TopupBody, quotes: SourceQuote[], error: string): Promise<TopupReply> {
-  const amountFor = (q: SourceQuote) => (body.amount !== undefined ? BigInt(body.amount) : q.bounds.maxAmount);
-  const accepts = await Promise.all(quotes.map((q) => requirementFor(deps, q.network, amountFor(q))));
-  const first = quotes[0];
-  const destination = destinationOf(deps);
-  return {
-    status: 402,
-    body: {
-      x402Version: 1,
-      error,
-      accepts,
-      topup: {
-        buyer: body.buyer ? getAddress(body.buyer.toLowerCase()) : null,
-        amount: amountFor(first).toString(),
-        minAmount: first.bounds.minAmount.toString(),
-        maxAmount: first.bounds.maxAmount.toString(),
-        note:
-          'Sign one entry of accepts (EIP-3009, the source chain id and the token domain in extra) and repeat this request with X-PAYMENT. ' +
-          'buyer defaults to the signer; to credit another buyer, derive the nonce with payer-commitment-v1 and send payerCommitment {version, salt}.',
-        merchant: deps.topup.TOPUP_MERCHANT_ID,
-        creditedRecipient: getAddress(deps.topup.TOPUP_MERCHANT_CONTRACT.toLowerCase()),
-        destinationChainId: destination.chainId,
-        sources: quotes.map(sourceEntry),
-      },
-    },
-  };
-}
-
 /** Decodes X-PAYMENT (base64 of the JSON payment payload). */
 export function decodePaymentHeader(header: string): ExactEvmPayload | undefined {
   try {
@@ -77,32 +38,6 @@ export function decodePaymentHeader(header: string): ExactEvmPayload | undefined
     return parsed.success ? parsed.data : undefined;
   } catch {
     return undefined;
-  }
-}
-
-/** The reply for a recorded top-up, by its state (spec status table). */
-export async function replyFor(deps: TopupDeps, row: TopUp, body: TopupBody): Promise<TopupReply> {
-  const record = topupRecordJson(row);
-  const retryAfter = { 'Retry-After': String(deps.topup.TOPUP_RETRY_AFTER_SECONDS) };
-  switch (row.state) {
-    case 'deposited': {
-      const settlement = { success: true, transaction: row.settlementTx, network: row.network, payer: record.payer };
-      return { status: 200, body: record, headers: { 'X-PAYMENT-RESPONSE': Buffer.from(JSON.stringify(settlement)).toString('base64') } };
-    }
-    case 'refunded':
-    case 'needs_review':
-      return { status: topupStatusFor(row.errorReason ?? row.state), body: record };
-    case 'failed': {
-      const status = topupStatusFor(row.errorReason ?? 'settlement_failed');
-      if (status !== 402) return { status, body: record };
-      // A failed settlement: a fresh challenge; the buyer signs a new payment.
-      const { quotes } = await quoteAll(deps, row.buyer);
-      const reply = await challenge(deps, { buyer: row.buyer }, quotes, row.error ?? 'settlement failed');
-      return { ...reply, body: { ...(reply.body as object), topupId: row.id, errorReason: row.errorReason } };
-    }
-    default:
-      // settling / depositing / refunding / bridging / deferred: outcome not known yet.
-      return { status: 503, body: { ...record, errorReason: row.state === 'bridging' ? 'bridging' : (row.errorReason ?? 'settlement_pending') }, headers: retryAfter };
   }
 }
 
@@ -131,7 +66,7 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   // Idempotency first: the same X-PAYMENT always answers with its own top-up.
   const em = deps.db.em.fork();
   const known = await em.findOne(TopUp, { id: workflowId });
-  if (known && FINAL_TOPUP_STATES.has(known.state)) return replyFor(deps, known, body);
+  if (known && FINAL_TOPUP_STATES.has(known.state)) return replyFor(deps, known);
   if (known && known.state !== 'deferred') return waitAndReply(deps, workflowId, body);
 
   const source = eligibleSources(deps).find((n) => n.id === payload.network);
@@ -252,7 +187,7 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, body: TopupBody
     // Started but not recorded yet: the outcome is unknown.
     return { status: 503, body: { success: false, topupId: workflowId, state: 'settling', errorReason: 'settlement_pending', error: 'the top-up is being processed' }, headers: { 'Retry-After': String(deps.topup.TOPUP_RETRY_AFTER_SECONDS) } };
   }
-  return replyFor(deps, row, body);
+  return replyFor(deps, row);
 }
 
 async function signatureValid(source: EvmNetwork, payload: ExactEvmPayload): Promise<boolean> {
@@ -266,16 +201,5 @@ async function signatureValid(source: EvmNetwork, payload: ExactEvmPayload): Pro
     return await verifyTypedData({ address: getAddress(a.from.toLowerCase()), signature: payload.payload.signature as Hex, ...typed });
   } catch {
     return false;
-  }
-}
-
-export function amountMessage(reason: 'amount_too_low' | 'amount_too_high' | 'credit_limit_reached'): string {
-  switch (reason) {
-    case 'amount_too_low':
-      return 'amount is below the minimum of this source';
-    case 'amount_too_high':
-      return 'amount is above the maximum of a top-up';
-    default:
-      return "the amount would exceed the buyer's credit limit on the merchant contract";
   }
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Address, Hex } from 'viem';
+import type { Hex } from 'viem';
 import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
 import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
