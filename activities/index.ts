@@ -3,6 +3,7 @@ import { createPermitActivities } from './permit';
 import { createPermit2SettlementActivities } from './permit2-settlement';
 import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
 import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } from './solana-settlement';
+import { createTopUpActivities } from './topup';
 
 export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps;
 
@@ -14,5 +15,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createPermit2SettlementActivities(deps),
     ...createCrossChainActivities(deps),
     ...createSolanaSettlementActivities(deps),
+    ...createTopUpActivities(deps),
   };
 }

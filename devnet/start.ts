@@ -9,7 +9,8 @@
  *   3. Our contracts deployed (idempotent: skipped when they are already there), the worker's
  *      relayer allowed, demo buyers funded on a fresh chain.
  *   4. The database migrated (SQLite .data/facilitator.sqlite, or DATABASE_URL).
- *   5. The worker (tsx workers/main.ts) and the API (tsx src/api/main.ts).
+ *   5. The worker (tsx workers/main.ts), the API (tsx src/api/main.ts) and the top-up gateway
+ *      (tsx src/topup/main.ts, its own port; destination chain `base` = 8453 on 8547).
  *
  * Ctrl-C (SIGINT) or SIGTERM stops everything in order (api, worker, then chains and Temporal), so a
  * second `npm start` finds all its data again. If any child dies, its last output is printed and
@@ -30,6 +31,7 @@ import { deployDevnet, devnetAddresses } from './deploy';
 import { startDevnetBridgeAttester } from './bridge-attester';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
 import { startLocalSolanaDevnet } from './start-solana';
+import { deployTopupContracts, topupDevnetEnv, topupEndpoint } from './start-topup';
 import {
   canConnect,
   describeExit,
@@ -238,6 +240,8 @@ async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Addre
     relayers: [relayer],
     buyers: DEMO_BUYERS.map((b) => ({ address: b.address, amount: DEMO_BUYER_USDC })),
   });
+  const topup = await deployTopupContracts(network, anvil.rpcUrl, anvil.chainId, relayer);
+  if (topup) say(topup);
   say(
     present
       ? `contracts already on ${network.id}: any missing ones added, relayer checked (${seconds(started)})`
@@ -305,6 +309,15 @@ async function startApi(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
   say(`API ready (${seconds(started)})`);
 }
 
+async function startTopupGateway(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
+  const started = Date.now();
+  const child = spawnApp('topup', 'src/topup/main.ts', env);
+  const host = ['0.0.0.0', '::', '[::]'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
+  await waitForHttp(`http://${host.includes(':') ? `[${host}]` : host}:${topupEndpoint(env).port}/healthz`, { timeoutMs: 120_000, intervalMs: 100, process: child.proc });
+  watch(child);
+  say(`top-up gateway ready (${seconds(started)})`);
+}
+
 /** Runs the starts in parallel; every one that succeeded is registered (and so stopped on failure). */
 async function all<T>(starts: Promise<T>[]): Promise<T[]> {
   const results = await Promise.allSettled(starts);
@@ -322,6 +335,7 @@ async function main(): Promise<void> {
 
   const externalTemporal = process.env.TEMPORAL_ADDRESS;
   const childEnv: NodeJS.ProcessEnv = { ...process.env, SESSION_SECRET: sessionSecret() };
+  Object.assign(childEnv, topupDevnetEnv(childEnv));
   const config = loadConfig(childEnv);
   const networks = buildNetworkTable(childEnv);
   const devnets = [...networks.values()]
@@ -332,6 +346,7 @@ async function main(): Promise<void> {
 
   await checkPortsFree([
     { port: config.PORT, what: 'API' },
+    { port: topupEndpoint(childEnv).port, what: 'top-up gateway' },
     ...(externalTemporal
       ? []
       : [
@@ -359,7 +374,7 @@ async function main(): Promise<void> {
   if (stopping) return;
 
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
-  await all([startWorker(childEnv), startApi(config, childEnv)]);
+  await all([startWorker(childEnv), startApi(config, childEnv), startTopupGateway(config, childEnv)]);
   if (stopping) return;
 
   await printSummary(config, devnets.map((d) => d.network), relayer, (temporal as DevServer | undefined)?.uiUrl, Date.now() - started);
@@ -391,6 +406,7 @@ async function printSummary(
     `x402 facilitator is running (started in ${(elapsedMs / 1000).toFixed(1)} s). Ctrl-C stops everything; data stays in .data/.`,
     '',
     `  API           ${api}   (listening on ${config.HOST}:${config.PORT})`,
+    `  Top-up        ${topupEndpoint(config.env).url}/v1/${topupEndpoint(config.env).merchant}/topups   (gateway, quote at .../topups/quote?buyer=0x...)`,
     `  Temporal UI   ${temporalUi ?? `${config.TEMPORAL_UI_URL} (TEMPORAL_UI_URL)`}   (namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`,
     ...chains.map((n, i) => `  ${i === 0 ? 'Chains      ' : '            '}  ${pad(n.id, 17)} chain ${pad(String(n.chainId), 9)} ${n.rpcUrls[0]}`),
     `  Contracts     USDC ${usdc}, facilitator ${facilitator} (same on every devnet chain)`,

@@ -5,3 +5,4 @@ export { permit2SettlementWorkflow } from './permit2-settlement';
 export { crossChainSettlementWorkflow } from './crosschain-settlement';
 export { bridgeTransferWorkflow } from './bridge-transfer';
 export { solanaSettlementWorkflow } from './solana-settlement';
+export { topUpWorkflow } from './topup';

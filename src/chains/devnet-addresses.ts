@@ -36,3 +36,10 @@ export const DEVNET_BRIDGE_ATTESTER_ADDRESS: Address = privateKeyToAddress(DEVNE
 export const DEVNET_BRIDGE_FEE_COLLECTOR: Address = '0x000000000000000000000000000000000000b71d';
 /** Bridge fee of the devnet transmitters: 10 bps of the burned amount, capped at the message's maxFee. */
 export const DEVNET_BRIDGE_FEE_BPS = 10;
+/**
+ * Top-up gateway (src/topup): its own devnet-only deployer key, so its contracts never consume the
+ * nonces above. Nonce 0: the merchant contract (MerchantBalances) on the devnet `base` chain.
+ */
+export const DEVNET_TOPUP_DEPLOYER_KEY = '0x705fd44b7b6947796ad67377742b99d92c6c73b32b5e5c0292b31bc5858b3ea9' as const;
+export const DEVNET_TOPUP_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_TOPUP_DEPLOYER_KEY);
+export const DEVNET_MERCHANT_ADDRESS = getContractAddress({ from: DEVNET_TOPUP_DEPLOYER_ADDRESS, nonce: 0n });

@@ -206,6 +206,34 @@ export class SolanaTransaction {
   updatedAt: Date = new Date();
 }
 
+/**
+ * One merchant top-up (src/topup), keyed by its workflow id `topup:<merchant>:<payer>:<nonce>`: the
+ * durable idempotency record that answers a replayed X-PAYMENT after Temporal's retention.
+ */
+export class TopUp {
+  [OptionalProps]?: 'createdAt' | 'updatedAt';
+  id!: string;
+  merchant!: string;
+  buyer!: string;
+  payer!: string;
+  network!: string; // source network id
+  nonce!: string;
+  grossAmount!: string;
+  fee!: string; // facilitator fee
+  bridgeFee!: string;
+  netAmount!: string;
+  state!: string; // settling | depositing | deposited | refunding | refunded | failed | deferred | bridging | needs_review
+  errorReason?: string | null;
+  error?: string | null;
+  settlementTx?: string | null;
+  fillTx?: string | null;
+  depositTx?: string | null;
+  refundTx?: string | null;
+  requestId?: string | null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
 export const SolanaTransactionSchema = new EntitySchema<SolanaTransaction>({
   class: SolanaTransaction,
   tableName: 'solana_transactions',
@@ -219,6 +247,34 @@ export const SolanaTransactionSchema = new EntitySchema<SolanaTransaction>({
   },
 });
 
+export const TopUpSchema = new EntitySchema<TopUp>({
+  class: TopUp,
+  tableName: 'topups',
+  indexes: [{ properties: ['merchant', 'buyer'] }, { properties: ['state'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 220 },
+    merchant: { type: 'string', length: 64 },
+    buyer: { type: 'string', length: 42 },
+    payer: { type: 'string', length: 42 },
+    network: { type: 'string', length: 32 },
+    nonce: { type: 'string', length: 66 },
+    grossAmount: { type: 'string', length: 80 },
+    fee: { type: 'string', length: 80 },
+    bridgeFee: { type: 'string', length: 80 },
+    netAmount: { type: 'string', length: 80 },
+    state: { type: 'string', length: 16 },
+    errorReason: { type: 'string', nullable: true },
+    error: { type: 'text', nullable: true },
+    settlementTx: { type: 'string', length: 100, nullable: true },
+    fillTx: { type: 'string', length: 100, nullable: true },
+    depositTx: { type: 'string', length: 100, nullable: true },
+    refundTx: { type: 'string', length: 100, nullable: true },
+    requestId: { type: 'string', length: 64, nullable: true },
+    createdAt: { type: 'datetime' },
+    updatedAt: { type: 'datetime' },
+  },
+});
+
 export const ALL_ENTITIES = [
   OrganizationSchema,
   ApiKeySchema,
@@ -228,4 +284,5 @@ export const ALL_ENTITIES = [
   RelayerTransactionSchema,
   BridgeTransferSchema,
   SolanaTransactionSchema,
+  TopUpSchema,
 ];

@@ -6,4 +6,5 @@ export const WORKFLOW_TYPES = {
   crossChainSettlement: 'crossChainSettlementWorkflow',
   bridgeTransfer: 'bridgeTransferWorkflow',
   solanaSettlement: 'solanaSettlementWorkflow',
+  topup: 'topUpWorkflow',
 } as const;

@@ -31,3 +31,6 @@ export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, br
  */
 export const solanaSettleWorkflowId = (network: string, payer: string, payerSignature: string) =>
   `settle:${network}:${payer}:${payerSignature}`;
+/** `topup:<merchant>:<payer>:<nonce>` (merchant ids are lower-case already). */
+export const topupWorkflowId = (merchant: string, payer: string, nonce: string) =>
+  `topup:${merchant}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;

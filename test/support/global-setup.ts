@@ -5,6 +5,7 @@ import { startTemporalDevServer } from '../../temporal/dev-server';
 import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
 import { attesterChainsFrom, startBridgeAttester } from '../../devnet/bridge-attester';
+import { deployTopupDevnet } from '../../devnet/deploy-topup';
 import { TEST_ACCOUNTS } from './accounts';
 import { startSolanaDevnet } from '../../devnet/solana-rpc';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -12,26 +13,31 @@ import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
 /**
- * Starts the real stack once for the whole run: a Temporal dev server (in memory), two anvil chains
- * with the real chain ids of base-sepolia and optimism-sepolia, our contracts deployed, and the
- * workflow bundle built once (workers spawned by tests load it instead of re-bundling).
+ * Starts the real stack once for the whole run: a Temporal dev server (in memory), three anvil chains
+ * with the real chain ids of base-sepolia, optimism-sepolia and base, our contracts deployed, the
+ * bridge attester double, the litesvm-backed Solana node, and the workflow bundle built once
+ * (workers spawned by tests load it instead of re-bundling).
  */
 export default async function globalSetup(): Promise<void> {
   const quiet = () => undefined;
-  const [temporal, base, optimism] = await Promise.all([
+  const [temporal, base, optimism, baseMainnet] = await Promise.all([
     startTemporalDevServer({ uiPort: false, log: quiet }),
     startAnvil({ chainId: 84532, log: quiet }),
     startAnvil({ chainId: 11155420, log: quiet }),
+    startAnvil({ chainId: 8453, log: quiet }), // `base`: the top-up gateway's destination chain
   ]);
   // The litesvm-backed Solana devnet node (in this process; tests reach it over HTTP like the service).
   const solana = await startSolanaDevnet({ usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc, feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, solana];
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, solana];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
   const [deployed] = await Promise.all([
     deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
+    deployDevnet({ rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId, relayers, buyers }).then(() =>
+      deployTopupDevnet({ rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId, relayers }),
+    ),
   ]);
 
   // The bridge attestation double over both chains (cross-chain settlement); stopped by the teardown.
@@ -50,6 +56,7 @@ export default async function globalSetup(): Promise<void> {
     chains: {
       'base-sepolia': { rpcUrl: base.rpcUrl, chainId: base.chainId },
       'optimism-sepolia': { rpcUrl: optimism.rpcUrl, chainId: optimism.chainId },
+      base: { rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId },
     },
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,

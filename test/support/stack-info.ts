@@ -5,7 +5,10 @@ import { join } from 'node:path';
 export interface StackInfo {
   temporalAddress: string;
   workflowBundlePath: string;
-  chains: Record<'base-sepolia' | 'optimism-sepolia', { rpcUrl: string; chainId: number }>;
+  chains: Record<'base-sepolia' | 'optimism-sepolia', { rpcUrl: string; chainId: number }> & {
+    /** `base` (8453): the top-up gateway's destination chain, with the merchant contract. */
+    base: { rpcUrl: string; chainId: number };
+  };
   usdc: `0x${string}`;
   facilitator: `0x${string}`;
   /** The bridge attestation double (devnet/bridge-attester.ts) over both chains. */

@@ -1,0 +1,173 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { BaseError, ContractFunctionRevertedError, decodeErrorResult, encodeFunctionData, maxUint256, type Address, type Hex } from 'viem';
+import type { MikroORM } from '@mikro-orm/core';
+import type { Config } from '../src/config';
+import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
+import type { Relayer } from '../src/chains/evm/relayer';
+import { facilitatorAbi } from '../src/chains/evm/abi';
+import { TopUp } from '../src/db/entities';
+import { relayerTxId } from '../src/temporal/workflow-ids';
+import { erc20Abi, merchantAbi } from '../src/topup/merchant-abi';
+import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
+
+/** A GasVerdict as an activity result (no bigint). */
+export type GasCheck = { broadcast: true; costUsdc: string } | { broadcast: false; reason: Extract<GasVerdict, { broadcast: false }>['reason']; costUsdc?: string };
+import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
+import { awaitRecordedReceipt } from './receipts';
+
+export interface TopUpActivityDeps {
+  config: Pick<Config, 'RECEIPT_WAIT_MS'> & Partial<Pick<Config, 'env'>>;
+  db: MikroORM;
+  networks: NetworkTable;
+  relayerFor(network: EvmNetworkId): Relayer;
+}
+
+export type DepositSubmit = { submitted: true; hash: Hex } | { submitted: false; detail: string };
+
+/**
+ * The decoded custom error (e.g. `CreditLimitExceeded`) or first message line of a call that would
+ * revert; null when the error is not a revert (transient: the activity is retried).
+ */
+function revertDetail(err: unknown): string | null {
+  if (!(err instanceof BaseError)) return null;
+  const revert = err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message));
+  if (!revert) return null;
+  if (revert instanceof ContractFunctionRevertedError && revert.data?.errorName) return revert.data.errorName;
+  // A raw eth_estimateGas revert carries the error data only in its message.
+  const raw = /custom error (0x[0-9a-fA-F]{8}):?\s*([0-9a-fA-F]*)/.exec(err.message);
+  if (raw) {
+    try {
+      return decodeErrorResult({ abi: merchantAbi, data: `${raw[1]}${raw[2]}` as Hex }).errorName;
+    } catch {
+      // not one of the merchant contract's errors
+    }
+  }
+  return (revert as Error).message.split('\n')[0];
+}
+
+/**
+ * Activities of the TopUpWorkflow. Every transaction goes through the destination relayer's
+ * write-ahead record (one id per effect: approve, deposit, refund), so a retried activity re-sends
+ * the same bytes instead of a second transaction.
+ */
+export function createTopUpActivities(deps: TopUpActivityDeps) {
+  const relayerOf = (input: TopUpInput): Relayer => {
+    const relayer = deps.relayerFor(TOPUP_DESTINATION_NETWORK);
+    // Funds were paid out to input.relayer: only the worker holding that key can move them.
+    if (relayer.address.toLowerCase() !== input.relayer.toLowerCase()) {
+      throw ApplicationFailure.retryable(`this worker's relayer ${relayer.address} is not the top-up relayer ${input.relayer}`, 'WrongRelayer');
+    }
+    return relayer;
+  };
+
+  return {
+    /** Upserts the top-up record in `state`; `createdAt` stays the gateway's acceptance time. */
+    async recordTopUp(input: TopUpInput, state: string, extra: Partial<Pick<TopUp, 'errorReason' | 'error' | 'settlementTx' | 'depositTx' | 'refundTx' | 'fillTx'>> = {}): Promise<void> {
+      const row: TopUp = {
+        id: input.workflowId,
+        merchant: input.merchant,
+        buyer: input.buyer.toLowerCase(),
+        payer: input.payer.toLowerCase(),
+        network: input.network,
+        nonce: input.nonce.toLowerCase(),
+        grossAmount: input.grossAmount,
+        fee: input.fee,
+        bridgeFee: input.bridgeFee,
+        netAmount: input.netAmount,
+        state,
+        requestId: input.requestId ?? null,
+        createdAt: new Date(input.createdAt),
+        updatedAt: new Date(),
+        ...extra,
+      };
+      await deps.db.em.fork().upsert(TopUp, row, { onConflictExcludeFields: ['createdAt'] });
+    },
+
+    /**
+     * Ethereum gas protection: the estimated L1 cost of the settle call against the facilitator fee
+     * (src/topup/gas-protection.ts). Reads only; a failed read counts as "inputs unavailable".
+     */
+    async checkSettlementGas(input: TopUpInput): Promise<GasCheck> {
+      const n = deps.networks.get(input.network as EvmNetworkId);
+      const rawPrice = deps.config.env?.TOPUP_ETH_PRICE_USDC;
+      const ethPriceUsdc = rawPrice && /^\d+$/.test(rawPrice) ? BigInt(rawPrice) : undefined;
+      let gasUnits: bigint | undefined;
+      let maxFeePerGas: bigint | undefined;
+      try {
+        const relayer = deps.relayerFor(input.network as EvmNetworkId);
+        maxFeePerGas = (await relayer.client.estimateFeesPerGas()).maxFeePerGas;
+        const a = input.settle.paymentPayload.payload.authorization;
+        gasUnits = await relayer.client.estimateGas({
+          account: relayer.address,
+          to: n!.facilitator as Address,
+          data: encodeFunctionData({
+            abi: facilitatorAbi,
+            functionName: 'settle',
+            args: [input.settle.paymentRequirements.asset as Address, a.from as Address, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, input.settle.paymentPayload.payload.signature as Hex, input.settle.payout as Address, BigInt(input.settle.fee), input.settle.feeRecipient as Address],
+          }),
+        });
+      } catch {
+        // unavailable inputs: the rule refuses to broadcast
+      }
+      const v = l1GasVerdict({ gasUnits, maxFeePerGas, ethPriceUsdc, fee: BigInt(input.fee) });
+      // Activity results are JSON: the cost travels as a decimal string.
+      return v.broadcast
+        ? { broadcast: true, costUsdc: v.costUsdc.toString() }
+        : { broadcast: false, reason: v.reason, ...('costUsdc' in v ? { costUsdc: v.costUsdc.toString() } : {}) };
+    },
+
+    /** Makes sure the merchant contract may pull the deposit from the relayer (one approval, reused). */
+    async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
+      const relayer = relayerOf(input);
+      const usdc = relayer.network.usdc as Address;
+      const allowance = await relayer.client.readContract({ address: usdc, abi: erc20Abi, functionName: 'allowance', args: [relayer.address, input.merchantContract as Address] });
+      if (allowance >= BigInt(input.netAmount) && !(await relayer.find(relayerTxId(input.workflowId, 'approve')))) return;
+      const data = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [input.merchantContract as Address, maxUint256] });
+      await relayer.send(relayerTxId(input.workflowId, 'approve'), { to: usdc, data });
+      const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'approve'), deps.config.RECEIPT_WAIT_MS);
+      if (receipt.status !== 'success') throw ApplicationFailure.retryable('approve reverted', 'ApproveReverted');
+    },
+
+    /**
+     * Sends `deposit(buyer, net)` once for this top-up. A call that would revert (credit limit
+     * consumed by a concurrent top-up, minimum deposit) is reported before anything is signed.
+     */
+    async submitDeposit(input: TopUpInput): Promise<DepositSubmit> {
+      const relayer = relayerOf(input);
+      const data = encodeFunctionData({ abi: merchantAbi, functionName: 'deposit', args: [input.buyer as Address, BigInt(input.netAmount)] });
+      try {
+        const { hash } = await relayer.send(relayerTxId(input.workflowId, 'deposit'), { to: input.merchantContract as Address, data });
+        return { submitted: true, hash };
+      } catch (err) {
+        const detail = revertDetail(err);
+        if (detail === null) throw err; // transient: Temporal retries
+        return { submitted: false, detail };
+      }
+    },
+
+    /** Receipt of the recorded deposit (retried until known). */
+    async awaitDepositReceipt(input: TopUpInput): Promise<{ status: 'success' | 'reverted'; hash: string }> {
+      const relayer = relayerOf(input);
+      const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'deposit'), deps.config.RECEIPT_WAIT_MS);
+      const hash = (await relayer.find(relayerTxId(input.workflowId, 'deposit')))!.hash;
+      return { status: receipt.status, hash };
+    },
+
+    /**
+     * Sends the delivered amount back to the payer on the destination chain, once, and waits for it.
+     * A transfer that would revert (the relayer lacks the funds) is an operator problem: it is
+     * retried with back-off and stays visible in `refunding`.
+     */
+    async refundPayer(input: TopUpInput): Promise<{ hash: string }> {
+      const relayer = relayerOf(input);
+      const usdc = relayer.network.usdc as Address;
+      const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [input.payer as Address, BigInt(input.netAmount)] });
+      const { hash } = await relayer.send(relayerTxId(input.workflowId, 'refund'), { to: usdc, data });
+      const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);
+      if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');
+      return { hash };
+    },
+  };
+}
+
+export type TopUpActivities = ReturnType<typeof createTopUpActivities>;

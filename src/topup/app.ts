@@ -1,0 +1,110 @@
+import Koa from 'koa';
+import Router from '@koa/router';
+import { getAddress } from 'viem';
+import { z } from 'zod';
+import { requestId } from '../api/middleware/request-id';
+import { errorHandler } from '../api/middleware/errors';
+import { jsonBody } from '../api/middleware/json-body';
+import type { ApiState } from '../api/context';
+import { TopUp } from '../db/entities';
+import { addressSchema, uintStringSchema } from '../x402/schemas';
+import { TOPUP_SOURCE_IDS } from './config';
+import type { TopupDeps } from './context';
+import { health } from './health';
+import { eligibleSources, quoteAll, requirementFor, sourceEntry, TopupUnavailable, verdictFor } from './quote';
+import { topupRecordJson } from './record';
+import { postTopup, topupBodySchema } from './topup-service';
+import { amountMessage, topupError, type TopupReply } from './replies';
+
+/**
+ * The top-up gateway: its own Koa app on its own port ({topup_url}), sharing the codebase, the
+ * database and the Temporal cluster with the API. Errors use the top-up shape
+ * `{success: false, errorReason, error}`; nothing answers with a stack trace.
+ */
+export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
+  const app = new Koa<ApiState>({ proxy: false });
+  app.silent = true;
+  app.use(requestId(deps.logger));
+  app.use(errorHandler());
+  app.use(async (ctx, next) => {
+    // Every error of the gateway, including malformed bodies, in the top-up shape.
+    ctx.state.errorShape = (status, message) => {
+      return { status, body: { success: false, errorReason: status >= 500 ? 'internal_error' : 'invalid_request', error: message } };
+    };
+    try {
+      await next();
+    } catch (err) {
+      if (!(err instanceof TopupUnavailable)) throw err;
+      ctx.status = 503;
+      ctx.set('Retry-After', String(deps.topup.TOPUP_RETRY_AFTER_SECONDS));
+      ctx.body = { success: false, errorReason: 'destination_unavailable', error: err.message };
+    }
+  });
+
+  const send = (ctx: Koa.ParameterizedContext<ApiState>, reply: TopupReply) => {
+    ctx.status = reply.status;
+    for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
+    ctx.body = reply.body;
+  };
+
+  const router = new Router<ApiState>();
+  router.get('/healthz', async (ctx) => send(ctx, await health(deps)));
+
+  // Unknown merchants are answered 404 before anything else is looked at.
+  router.use('/v1/:merchant', async (ctx, next) => {
+    if (ctx.params.merchant !== deps.topup.TOPUP_MERCHANT_ID) {
+      return send(ctx, topupError('unknown_merchant', `unknown merchant ${ctx.params.merchant}`));
+    }
+    await next();
+  });
+
+  const quoteQuery = z.object({ buyer: addressSchema, amount: uintStringSchema.optional(), network: z.string().optional() });
+  router.get('/v1/:merchant/topups/quote', async (ctx) => {
+    const parsed = quoteQuery.safeParse(ctx.query);
+    if (!parsed.success) return send(ctx, topupError('invalid_request', `invalid query: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`));
+    const { buyer, amount } = parsed.data;
+    const network = parsed.data.network ?? 'base';
+    const known = (TOPUP_SOURCE_IDS as readonly string[]).includes(network);
+    const source = eligibleSources(deps).find((n) => n.id === network);
+    if (!known || !source) return send(ctx, topupError('wrong_network', `network ${network} is not a top-up source here`));
+    const { position, quotes } = await quoteAll(deps, buyer);
+    const quote = quotes.find((q) => q.network.id === network)!;
+    if (amount !== undefined) {
+      const verdict = verdictFor(quote, BigInt(amount));
+      if (!verdict.ok) return send(ctx, topupError(verdict.reason, amountMessage(verdict.reason)));
+    } else if (!quote.bounds.open) return send(ctx, topupError('credit_limit_reached', amountMessage('credit_limit_reached')));
+    send(ctx, {
+      status: 200,
+      body: {
+        buyer: getAddress(buyer.toLowerCase()),
+        amount: amount ?? null,
+        minAmount: quote.bounds.minAmount.toString(),
+        maxAmount: quote.bounds.maxAmount.toString(),
+        balance: position.balance.toString(),
+        creditLimit: position.creditLimit.toString(),
+        headroom: quote.bounds.headroom.toString(),
+        minBuyerDeposit: position.minBuyerDeposit.toString(),
+        requirements: await requirementFor(deps, source, amount !== undefined ? BigInt(amount) : quote.bounds.maxAmount),
+        sources: quotes.map(sourceEntry),
+      },
+    });
+  });
+
+  router.get('/v1/:merchant/topups/:id', async (ctx) => {
+    const row = await deps.db.em.fork().findOne(TopUp, { id: ctx.params.id.toLowerCase(), merchant: ctx.params.merchant });
+    if (!row) return send(ctx, topupError('topup_not_found', `no top-up ${ctx.params.id}`));
+    send(ctx, { status: 200, body: topupRecordJson(row) });
+  });
+
+  router.post('/v1/:merchant/topups', jsonBody(deps.config.BODY_LIMIT), async (ctx) => {
+    const raw = (ctx.request as unknown as { body?: unknown }).body;
+    const parsed = topupBodySchema.safeParse(raw === undefined || raw === null || (typeof raw === 'object' && Object.keys(raw as object).length === 0) ? {} : raw);
+    if (!parsed.success) return send(ctx, topupError('invalid_request', `invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`));
+    const payment = ctx.get('x-payment');
+    send(ctx, await postTopup(deps, { body: parsed.data, payment: payment === '' ? undefined : payment, requestId: ctx.state.requestId }));
+  });
+
+  app.use(router.routes());
+  app.use(router.allowedMethods());
+  return app;
+}

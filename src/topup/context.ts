@@ -1,0 +1,16 @@
+import type { Client } from '@temporalio/client';
+import type { Config } from '../config';
+import type { Database } from '../db/orm';
+import type { NetworkTable } from '../chains/networks';
+import type { Logger } from '../logger';
+import type { TopupConfig } from './config';
+
+/** Everything the gateway's HTTP layer needs, built once at start-up. */
+export interface TopupDeps {
+  config: Config;
+  topup: TopupConfig;
+  db: Database;
+  networks: NetworkTable;
+  temporal: Client;
+  logger: Logger;
+}

@@ -1,0 +1,98 @@
+import type { Address } from 'viem';
+import type { EvmNetwork, EvmNetworkId } from '../chains/networks';
+import type { PaymentRequirements } from '../x402/schemas';
+import { boundsFor, bufferedBridgeFee, checkAmount, type AmountVerdict, type Bounds, type BuyerPosition, type FeeSchedule, type SourceLimits } from './amounts';
+import type { TopupConfig, TopupSourceId } from './config';
+import type { TopupDeps } from './context';
+import { readBuyerPosition, tokenDomain } from './merchant-reads';
+import { TOPUP_DESTINATION_NETWORK } from './types';
+
+/** One source network of a top-up, with its fee schedule and accepted gross range for a buyer. */
+export interface SourceQuote {
+  network: EvmNetwork;
+  fees: FeeSchedule;
+  limits: SourceLimits;
+  bounds: Bounds;
+}
+
+export class TopupUnavailable extends Error {}
+
+export const destinationOf = (deps: Pick<TopupDeps, 'networks'>): EvmNetwork => {
+  const n = deps.networks.get(TOPUP_DESTINATION_NETWORK);
+  if (!n?.enabled || !n.usdc) throw new TopupUnavailable('the destination network base is not configured');
+  return n;
+};
+
+/**
+ * Fee schedule of a source: the facilitator fee everywhere; cross-chain sources also deduct the
+ * bridge fee, quoted with a safety buffer (the live bridge quote arrives with the bridge path; until
+ * then the configured fallback).
+ */
+export function feesFor(source: TopupSourceId, c: TopupConfig): FeeSchedule {
+  const crossChain = source !== TOPUP_DESTINATION_NETWORK;
+  return {
+    feeFixed: c.TOPUP_FEE_FIXED,
+    feeBps: c.TOPUP_FEE_BPS,
+    bridgeFee: crossChain ? bufferedBridgeFee(c.TOPUP_BRIDGE_FEE_FALLBACK, c.TOPUP_BRIDGE_FEE_BUFFER_BPS) : 0n,
+  };
+}
+
+/**
+ * Whether cross-chain sources can be served: false until the bridge leg of the TopUpWorkflow exists
+ * (a cross-chain payment settles on its source chain, so without the bridge the relayer would have
+ * nothing to deposit on Base). The bridge work flips this (docs/decisions.md "Top-up gateway").
+ */
+export const CROSS_CHAIN_TOPUPS = false;
+
+/** The configured sources that can take a payment now, in configuration order. */
+export function eligibleSources(deps: Pick<TopupDeps, 'networks' | 'topup'>): EvmNetwork[] {
+  return deps.topup.TOPUP_SOURCES.map((id) => deps.networks.get(id as EvmNetworkId)).filter(
+    (n): n is EvmNetwork =>
+      !!n && n.enabled && !!n.usdc && !!n.facilitator && (CROSS_CHAIN_TOPUPS || n.id === TOPUP_DESTINATION_NETWORK),
+  );
+}
+
+export const quoteSource = (network: EvmNetwork, position: BuyerPosition, c: TopupConfig): SourceQuote => {
+  const fees = feesFor(network.id as TopupSourceId, c);
+  const limits = { minAmount: c.TOPUP_MIN_AMOUNT, maxAmount: c.TOPUP_MAX_AMOUNT };
+  return { network, fees, limits, bounds: boundsFor(position, limits, fees) };
+};
+
+export const verdictFor = (q: SourceQuote, gross: bigint): AmountVerdict => checkAmount(gross, q.bounds, q.limits, q.fees);
+
+export const resourceUrl = (c: TopupConfig) => `${c.topupUrl}/v1/${c.TOPUP_MERCHANT_ID}/topups`;
+
+/** The payment requirement of one source for `amount` gross, as the 402 challenge lists it. */
+export async function requirementFor(deps: Pick<TopupDeps, 'topup' | 'networks'>, network: EvmNetwork, amount: bigint): Promise<PaymentRequirements> {
+  const domain = await tokenDomain(network);
+  const crossChain = network.id !== TOPUP_DESTINATION_NETWORK;
+  return {
+    scheme: 'exact',
+    network: network.id,
+    maxAmountRequired: amount.toString(),
+    resource: resourceUrl(deps.topup),
+    description: `Top-up of your ${deps.topup.TOPUP_MERCHANT_ID} balance`,
+    mimeType: 'application/json',
+    payTo: network.facilitator as Address,
+    maxTimeoutSeconds: deps.topup.TOPUP_MAX_TIMEOUT_SECONDS,
+    asset: network.usdc as Address,
+    extra: {
+      name: domain.name,
+      version: domain.version,
+      ...(crossChain ? { destinationChainId: destinationOf(deps).chainId } : {}),
+    },
+  };
+}
+
+export const sourceEntry = (q: SourceQuote) => ({
+  network: q.network.id,
+  evmChainId: q.network.chainId!,
+  minAmount: q.bounds.minAmount.toString(),
+  maxAmount: q.bounds.maxAmount.toString(),
+});
+
+/** Position and per-source quotes of one buyer (a fresh buyer when unknown). */
+export async function quoteAll(deps: TopupDeps, buyer?: string): Promise<{ position: BuyerPosition; quotes: SourceQuote[] }> {
+  const position = await readBuyerPosition(destinationOf(deps), deps.topup.TOPUP_MERCHANT_CONTRACT as Address, buyer);
+  return { position, quotes: eligibleSources(deps).map((n) => quoteSource(n, position, deps.topup)) };
+}

@@ -1,0 +1,205 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { getAddress, isAddressEqual, verifyTypedData, type Address, type Hex } from 'viem';
+import { z } from 'zod';
+import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import { transferWithAuthorizationTypedData } from '../chains/evm/eip3009';
+import { tokenReads } from '../chains/evm/token-reads';
+import { TopUp } from '../db/entities';
+import type { SettleInput } from '../settle/types';
+import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
+import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { settleWorkflowId, topupWorkflowId } from '../temporal/workflow-ids';
+import { addressSchema, bytes32Schema, exactEvmPayloadSchema, uintStringSchema, type ExactEvmPayload } from '../x402/schemas';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { facilitatorFee, netOf } from './amounts';
+import type { TopupDeps } from './context';
+import { PAYER_COMMITMENT_VERSION, verifyPayerCommitment } from './payer-commitment';
+import { destinationOf, eligibleSources, quoteAll, requirementFor, verdictFor } from './quote';
+import { topupRecordJson } from './record';
+import { amountMessage, challenge, replyFor, topupError, type TopupReply } from './replies';
+import { topupStatusFor } from './reasons';
+import { tokenDomain } from './merchant-reads';
+import { FINAL_TOPUP_STATES, type TopUpInput } from './types';
+
+export const topupBodySchema = z.object({
+  buyer: addressSchema.optional(),
+  amount: uintStringSchema.optional(),
+  /** payer-commitment-v1 binding when the payer is not the buyer (src/topup/payer-commitment.ts). */
+  payerCommitment: z.object({ version: z.literal(PAYER_COMMITMENT_VERSION), salt: bytes32Schema }).optional(),
+});
+export type TopupBody = z.infer<typeof topupBodySchema>;
+
+/** Decodes X-PAYMENT (base64 of the JSON payment payload). */
+export function decodePaymentHeader(header: string): ExactEvmPayload | undefined {
+  try {
+    const json = JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
+    const parsed = exactEvmPayloadSchema.safeParse(json);
+    return parsed.success ? parsed.data : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** POST /v1/{merchant}/topups after the merchant and body were accepted. */
+export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment?: string; requestId: string }): Promise<TopupReply> {
+  const { body } = req;
+  if (req.payment === undefined) {
+    const { quotes } = await quoteAll(deps, body.buyer);
+    const first = quotes[0];
+    if (body.amount !== undefined) {
+      const verdict = verdictFor(first, BigInt(body.amount));
+      if (!verdict.ok) return topupError(verdict.reason, amountMessage(verdict.reason));
+    } else if (!first.bounds.open) return topupError('credit_limit_reached', amountMessage('credit_limit_reached'));
+    return challenge(deps, body, quotes, 'X-PAYMENT header is required');
+  }
+
+  const payload = decodePaymentHeader(req.payment);
+  if (!payload) {
+    const { quotes } = await quoteAll(deps, body.buyer);
+    return challenge(deps, body, quotes, 'X-PAYMENT is not a base64 x402 v1 exact EVM payment payload');
+  }
+  const a = payload.payload.authorization;
+  const payer = getAddress(a.from.toLowerCase());
+  const workflowId = topupWorkflowId(deps.topup.TOPUP_MERCHANT_ID, payer, a.nonce);
+
+  // Idempotency first: the same X-PAYMENT always answers with its own top-up.
+  const em = deps.db.em.fork();
+  const known = await em.findOne(TopUp, { id: workflowId });
+  if (known && FINAL_TOPUP_STATES.has(known.state)) return replyFor(deps, known);
+  if (known && known.state !== 'deferred') return waitAndReply(deps, workflowId, body);
+
+  const source = eligibleSources(deps).find((n) => n.id === payload.network);
+  if (!source || !isEvmNetworkId(payload.network)) return topupError('wrong_network', `network ${payload.network} is not a top-up source here`);
+
+  const buyer = body.buyer ? getAddress(body.buyer.toLowerCase()) : payer;
+  const destination = destinationOf(deps);
+  if (!isAddressEqual(buyer, payer)) {
+    const bound =
+      body.payerCommitment &&
+      verifyPayerCommitment(a.nonce, {
+        merchantId: deps.topup.TOPUP_MERCHANT_ID,
+        sourceChainId: source.chainId!,
+        destinationChainId: destination.chainId!,
+        creditedRecipient: deps.topup.TOPUP_MERCHANT_CONTRACT as Address,
+        payer,
+        buyer,
+        salt: body.payerCommitment.salt as Hex,
+      });
+    if (!bound) return topupError('buyer_mismatch', 'buyer must equal authorization.from unless the nonce is a valid payer-commitment-v1 binding');
+  }
+  if (!isAddressEqual(a.to as Address, source.facilitator!)) {
+    return topupError('wrong_recipient', `authorization.to must be the facilitator contract ${source.facilitator}`);
+  }
+  if (!(await signatureValid(source, payload))) return topupError('invalid_signature', 'the EIP-3009 signature does not recover to authorization.from');
+  const now = Math.floor(Date.now() / 1000);
+  if (BigInt(a.validBefore) < BigInt(now + deps.config.MIN_VALIDITY_SECONDS)) return topupError('authorization_expired', 'authorization.validBefore has passed');
+  if (BigInt(a.validAfter) > BigInt(now)) return topupError('authorization_not_yet_valid', 'authorization.validAfter is in the future');
+  const gross = BigInt(a.value);
+  if (body.amount !== undefined && BigInt(body.amount) !== gross) {
+    return topupError('amount_mismatch', `amount ${body.amount} differs from authorization.value ${a.value}`);
+  }
+  const { quotes } = await quoteAll(deps, buyer);
+  const quote = quotes.find((q) => q.network.id === source.id)!;
+  const verdict = verdictFor(quote, gross);
+  if (!verdict.ok) return topupError(verdict.reason, amountMessage(verdict.reason), { minAmount: quote.bounds.minAmount.toString(), maxAmount: quote.bounds.maxAmount.toString() });
+  if (await tokenReads(source).authorizationState(source.usdc!, payer, a.nonce as Hex)) {
+    return topupError('authorization_reused', 'this authorization was already used');
+  }
+
+  const fee = facilitatorFee(gross, quote.fees);
+  const input: TopUpInput = {
+    workflowId,
+    requestId: req.requestId,
+    merchant: deps.topup.TOPUP_MERCHANT_ID,
+    merchantContract: deps.topup.TOPUP_MERCHANT_CONTRACT,
+    buyer,
+    payer,
+    network: source.id,
+    nonce: a.nonce.toLowerCase(),
+    grossAmount: gross.toString(),
+    fee: fee.toString(),
+    bridgeFee: quote.fees.bridgeFee.toString(),
+    netAmount: netOf(gross, quote.fees).toString(),
+    relayer: deps.topup.TOPUP_RELAYER_ADDRESS,
+    settle: await settleInputFor(deps, source, payload, gross, fee, req.requestId),
+    createdAt: Date.now(),
+  };
+  await startOrAttach(deps.temporal, WORKFLOW_TYPES.topup, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    searchAttributes: [
+      { key: X402Kind, value: 'topup' },
+      { key: X402Network, value: source.id },
+      { key: X402Payer, value: payer.toLowerCase() },
+      { key: X402State, value: 'settling' },
+      { key: X402Organization, value: deps.topup.TOPUP_ORGANIZATION_ID },
+    ],
+    memo: { requestId: req.requestId },
+  });
+  return waitAndReply(deps, workflowId, body);
+}
+
+/**
+ * The settlement the gateway runs for a top-up: the service's own EIP-3009 settlement workflow,
+ * started as a child by the TopUpWorkflow (no HTTP hop), paying out to the gateway relayer wallet
+ * with the facilitator fee to its recipient, recorded under the gateway's internal organization.
+ */
+async function settleInputFor(deps: TopupDeps, source: EvmNetwork, payload: ExactEvmPayload, gross: bigint, fee: bigint, requestId: string): Promise<SettleInput> {
+  const a = payload.payload.authorization;
+  return {
+    workflowId: settleWorkflowId(source.id, a.from, a.nonce),
+    requestId,
+    organizationId: deps.topup.TOPUP_ORGANIZATION_ID,
+    apiKeyId: '',
+    route: 'eip3009',
+    network: source.id,
+    paymentPayload: payload,
+    paymentRequirements: await requirementFor(deps, source, gross),
+    payout: deps.topup.TOPUP_RELAYER_ADDRESS,
+    fee: fee.toString(),
+    feeRecipient: deps.topup.TOPUP_FEE_RECIPIENT ?? '0x0000000000000000000000000000000000000000',
+  };
+}
+
+/** Waits (bounded by TOPUP_WAIT_MS) for the workflow, then answers from the record. */
+async function waitAndReply(deps: TopupDeps, workflowId: string, body: TopupBody): Promise<TopupReply> {
+  const handle = deps.temporal.workflow.getHandle(workflowId);
+  try {
+    await resultBefore(deps.temporal, handle, Date.now() + deps.topup.TOPUP_WAIT_MS);
+  } catch (err) {
+    if (!(err instanceof WorkflowFailedError)) throw err;
+    const gas = err.cause instanceof ApplicationFailure && err.cause.type === 'GasProtection';
+    if (!gas) {
+      // The workflow itself failed (not a payment outcome): the money may have moved, so an operator
+      // must look; never a silent retry.
+      deps.logger.error({ workflowId, err: String(err.cause ?? err) }, 'top-up workflow failed');
+      const row = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
+      return {
+        status: topupStatusFor('needs_review'),
+        body: { ...(row ? topupRecordJson(row) : { success: false, topupId: workflowId }), state: 'needs_review', errorReason: 'needs_review', error: 'the top-up needs operator review' },
+      };
+    }
+  }
+  const row = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
+  if (!row) {
+    // Started but not recorded yet: the outcome is unknown.
+    return { status: 503, body: { success: false, topupId: workflowId, state: 'settling', errorReason: 'settlement_pending', error: 'the top-up is being processed' }, headers: { 'Retry-After': String(deps.topup.TOPUP_RETRY_AFTER_SECONDS) } };
+  }
+  return replyFor(deps, row);
+}
+
+async function signatureValid(source: EvmNetwork, payload: ExactEvmPayload): Promise<boolean> {
+  const a = payload.payload.authorization;
+  const domain = await tokenDomain(source);
+  const typed = transferWithAuthorizationTypedData(
+    { ...domain, chainId: source.chainId!, verifyingContract: source.usdc! },
+    { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) },
+  );
+  try {
+    return await verifyTypedData({ address: getAddress(a.from.toLowerCase()), signature: payload.payload.signature as Hex, ...typed });
+  } catch {
+    return false;
+  }
+}

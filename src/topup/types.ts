@@ -1,0 +1,49 @@
+import type { SettleInput } from '../settle/types';
+
+/** The destination of every top-up: the merchant contract lives on Base. */
+export const TOPUP_DESTINATION_NETWORK = 'base' as const;
+
+/**
+ * Input of one TopUpWorkflow (visible in the Temporal UI: no secrets). Amounts are decimal strings
+ * of base units, computed once by the gateway (src/topup/amounts.ts) so every step agrees.
+ */
+export interface TopUpInput {
+  workflowId: string;
+  requestId?: string;
+  merchant: string;
+  merchantContract: string;
+  buyer: string;
+  payer: string;
+  network: string; // source network
+  nonce: string;
+  grossAmount: string;
+  fee: string;
+  bridgeFee: string;
+  netAmount: string;
+  /** The gateway relayer wallet: the settlement's payout, the sender of deposit and refund. */
+  relayer: string;
+  /** The settlement child workflow's input (id `settle:<network>:<payer>:<nonce>`). */
+  settle: SettleInput;
+  /** Epoch ms when the gateway accepted the payment. */
+  createdAt: number;
+}
+
+/** Top-up states (docs/decisions.md "Top-up gateway"). */
+export type TopUpState =
+  | 'settling'
+  | 'depositing'
+  | 'deposited'
+  | 'refunding'
+  | 'refunded'
+  | 'failed'
+  | 'deferred'
+  | 'bridging'
+  | 'needs_review';
+
+export const FINAL_TOPUP_STATES: ReadonlySet<string> = new Set(['deposited', 'refunded', 'failed', 'needs_review']);
+
+/** What the workflow returns: the final state (the record itself is in the database). */
+export interface TopUpOutcome {
+  state: TopUpState;
+  errorReason?: string;
+}

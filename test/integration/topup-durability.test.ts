@@ -1,0 +1,79 @@
+import { rpc } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
+import { RelayerTransaction } from '../../src/db/entities';
+import { DB_KINDS } from '../support/db';
+import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
+
+/**
+ * The TopUpWorkflow under crashes: the chain is held so the request answers 503 + Retry-After
+ * (outcome unknown), the worker is SIGKILLed after the settlement landed and the deposit was signed,
+ * and a new worker finishes it: exactly one settlement and one deposit, the same top-up for every
+ * repeat.
+ */
+describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
+  let h: TopupHarness;
+  let rpcUrl: string;
+  beforeAll(async () => {
+    h = await startTopupHarness(kind, { relayerIndex: 1, env: { TOPUP_WAIT_MS: '1000', TOPUP_RETRY_AFTER_SECONDS: '3', RECEIPT_WAIT_MS: '3000' } });
+    rpcUrl = h.stack.chains.base.rpcUrl;
+  });
+  afterAll(async () => {
+    await rpc(rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+    await h?.close();
+  });
+
+  test('worker killed between settlement and deposit: 503 + Retry-After meanwhile, exactly one deposit after restart', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const pay = await h.xPayment(payer, { value: 5_000_000n });
+    const before = await h.usdcOf(payer.address);
+
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    const first = await h.post({}, pay.header);
+    expect(first.status).toBe(503);
+    expect(first.headers.get('retry-after')).toBe('3');
+    // (the record may not be written yet on a loaded machine; the id and state are always there)
+    expect(first.body).toMatchObject({ success: false, state: 'settling', errorReason: 'settlement_pending', topupId: expect.stringMatching(/^topup:demo-merchant:/) });
+    expect(first.body.depositTx ?? null).toBeNull();
+    const topupId: string = first.body.topupId;
+    const depositTxId = `${topupId}:deposit`;
+    const em = () => h.tdb.db.em.fork();
+
+    // Mine block by block (the settlement, the relayer's approval) until the deposit is signed.
+    await waitUntil(
+      'the deposit to be signed',
+      async () => {
+        if (await em().findOne(RelayerTransaction, { id: depositTxId })) return true;
+        await rpc(rpcUrl, 'evm_mine', []);
+        return false;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+
+    const midway = await h.get(`/v1/demo-merchant/topups/${topupId}`);
+    expect(midway.body).toMatchObject({ state: 'depositing', settlementTx: expect.stringMatching(/^0x[0-9a-f]{64}$/), depositTx: null });
+    const repeat = await h.post({}, pay.header);
+    expect(repeat.status).toBe(503);
+    expect(repeat.body).toMatchObject({ topupId, state: 'depositing', errorReason: 'settlement_pending' });
+    expect(await h.depositedEvents(payer.address)).toEqual([]);
+
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    await rpc(rpcUrl, 'evm_mine', []);
+    const final = await waitUntil(
+      'the top-up to be deposited',
+      async () => {
+        const res = await h.post({}, pay.header);
+        return res.status === 200 ? res : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 300 },
+    );
+    expect(final.body).toMatchObject({ topupId, state: 'deposited', grossAmount: '5000000', netAmount: '4975000', settlementTx: midway.body.settlementTx });
+    expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
+    expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
+    expect(await h.usdcOf(payer.address)).toBe(before - 5_000_000n);
+    const deposits = await em().find(RelayerTransaction, { id: depositTxId });
+    expect(deposits.map((d) => ({ hash: d.hash, status: d.status }))).toEqual([{ hash: final.body.depositTx, status: 'mined' }]);
+  });
+});

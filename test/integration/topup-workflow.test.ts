@@ -1,0 +1,150 @@
+import { randomBytes } from 'node:crypto';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import type { TopUpInput } from '../../src/topup/types';
+import { connectTestTemporal } from '../support/services';
+import { readStackInfo } from '../support/stack-info';
+
+/**
+ * Orchestration of the TopUpWorkflow on the real Temporal server with stand-in activities, for the
+ * branches the chain cannot be steered into on demand: ethereum gas protection (nothing settles,
+ * the workflow fails so the payment may run later), a deposit that reverts *on chain* after it was
+ * signed (refund), and a settlement the child rejects. The real activities are covered end to end
+ * in topup.test.ts and topup-durability.test.ts.
+ */
+describe('TopUpWorkflow orchestration', () => {
+  let temporal: Client;
+  let connection: NativeConnection;
+  const taskQueue = `topup-wf-${randomBytes(4).toString('hex')}`;
+  const calls: string[] = [];
+  const records: { state: string; extra: Record<string, unknown> }[] = [];
+  let scenario: { gas?: boolean; depositReverts?: boolean; settleRejects?: string } = {};
+
+  const activities = {
+    async recordTopUp(_input: TopUpInput, state: string, extra: Record<string, unknown> = {}) {
+      records.push({ state, extra });
+    },
+    async checkSettlementGas() {
+      calls.push('checkSettlementGas');
+      return scenario.gas ? { broadcast: true, costUsdc: '1' } : { broadcast: false, reason: 'gas_price_unavailable' };
+    },
+    async verifyExactPayment(input: any) {
+      calls.push('verify');
+      if (scenario.settleRejects) return { isValid: false, invalidReason: scenario.settleRejects, payer: input.paymentPayload.payload.authorization.from };
+      return { isValid: true, payer: input.paymentPayload.payload.authorization.from };
+    },
+    async submitSettlement() {
+      calls.push('submitSettlement');
+      return { submitted: true, hash: '0x' + '11'.repeat(32) };
+    },
+    async awaitSettlementReceipt(input: any) {
+      return { success: true, transaction: '0x' + '11'.repeat(32), network: input.network, payer: input.paymentPayload.payload.authorization.from };
+    },
+    async ensureMerchantAllowance() {
+      calls.push('ensureMerchantAllowance');
+    },
+    async submitDeposit() {
+      calls.push('submitDeposit');
+      return { submitted: true, hash: '0x' + '22'.repeat(32) };
+    },
+    async awaitDepositReceipt() {
+      return { status: scenario.depositReverts ? 'reverted' : 'success', hash: '0x' + '22'.repeat(32) };
+    },
+    async refundPayer() {
+      calls.push('refundPayer');
+      return { hash: '0x' + '33'.repeat(32) };
+    },
+  };
+
+  let worker: Worker;
+  let running: Promise<void>;
+  beforeAll(async () => {
+    const stack = readStackInfo();
+    temporal = await connectTestTemporal();
+    connection = await NativeConnection.connect({ address: stack.temporalAddress });
+    worker = await Worker.create({ connection, taskQueue, workflowBundle: { codePath: stack.workflowBundlePath }, activities });
+    running = worker.run();
+  });
+  afterAll(async () => {
+    worker?.shutdown();
+    await running;
+    await connection?.close();
+    await temporal?.connection.close();
+  });
+  beforeEach(() => {
+    calls.length = 0;
+    records.length = 0;
+  });
+
+  const input = (network: string): TopUpInput => {
+    const nonce = `0x${randomBytes(32).toString('hex')}`;
+    const payer = '0x' + '44'.repeat(20);
+    return {
+      workflowId: `topup:demo-merchant:${payer}:${nonce}`,
+      merchant: 'demo-merchant',
+      merchantContract: '0x' + '55'.repeat(20),
+      buyer: payer,
+      payer,
+      network,
+      nonce,
+      grossAmount: '5000000',
+      fee: '25000',
+      bridgeFee: '0',
+      netAmount: '4975000',
+      relayer: '0x' + '66'.repeat(20),
+      settle: {
+        workflowId: `settle:${network}:${payer}:${nonce}`,
+        organizationId: 'topup-gateway',
+        apiKeyId: '',
+        route: 'eip3009',
+        network: network as any,
+        paymentPayload: { x402Version: 1, scheme: 'exact', network, payload: { signature: '0x00', authorization: { from: payer, to: payer, value: '5000000', validAfter: '0', validBefore: '9999999999', nonce } } },
+        paymentRequirements: {} as any,
+        payout: '0x' + '66'.repeat(20),
+        fee: '25000',
+        feeRecipient: '0x' + '77'.repeat(20),
+      },
+      createdAt: Date.now(),
+    };
+  };
+  const run = (i: TopUpInput) => temporal.workflow.execute('topUpWorkflow', { workflowId: i.workflowId, taskQueue, args: [i] });
+
+  test('ethereum without gas-price inputs: deferred, nothing settled, the workflow fails GasProtection', async () => {
+    scenario = {};
+    const err = await run(input('ethereum')).catch((e) => e);
+    expect(err).toBeInstanceOf(WorkflowFailedError);
+    expect((err as WorkflowFailedError).cause).toBeInstanceOf(ApplicationFailure);
+    expect(((err as WorkflowFailedError).cause as ApplicationFailure).type).toBe('GasProtection');
+    expect(calls).toEqual(['checkSettlementGas']);
+    expect(records.map((r) => r.state)).toEqual(['settling', 'deferred']);
+    expect(records[1].extra).toMatchObject({ errorReason: 'gas_price_unavailable' });
+  });
+
+  test('ethereum with a fee that covers gas passes the rule, then stops before settling: no bridge leg yet', async () => {
+    scenario = { gas: true };
+    expect(await run(input('ethereum'))).toEqual({ state: 'failed', errorReason: 'wrong_network' });
+    expect(calls).toEqual(['checkSettlementGas']);
+    expect(records.map((r) => r.state)).toEqual(['settling', 'failed']);
+  });
+
+  test('a deposit that reverts on chain after it was signed is refunded', async () => {
+    scenario = { depositReverts: true };
+    expect(await run(input('base'))).toEqual({ state: 'refunded', errorReason: 'deposit_failed' });
+    expect(calls).toEqual(['verify', 'submitSettlement', 'ensureMerchantAllowance', 'submitDeposit', 'refundPayer']);
+    expect(records.map((r) => r.state)).toEqual(['settling', 'depositing', 'refunding', 'refunded']);
+    expect(records[3].extra).toEqual({
+      settlementTx: '0x' + '11'.repeat(32),
+      errorReason: 'deposit_failed',
+      error: `deposit failed (deposit 0x${'22'.repeat(32)} reverted); the delivered amount was refunded to the payer`,
+      refundTx: '0x' + '33'.repeat(32),
+    });
+  });
+
+  test('a settlement the child rejects ends failed with the mapped reason, nothing deposited', async () => {
+    scenario = { settleRejects: 'invalid_exact_evm_payload_signature' };
+    expect(await run(input('base'))).toEqual({ state: 'failed', errorReason: 'invalid_signature' });
+    expect(calls).toEqual(['verify']);
+    expect(records.map((r) => r.state)).toEqual(['settling', 'failed']);
+  });
+});
