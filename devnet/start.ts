@@ -28,6 +28,7 @@ import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startAnvil, rpc, type Anvil } from './anvil';
 import { deployDevnet, devnetAddresses } from './deploy';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
+import { startDevnetInferenceProviders } from './inference-provider';
 import {
   canConnect,
   describeExit,
@@ -354,6 +355,8 @@ async function main(): Promise<void> {
   ]);
   if (stopping) return;
 
+  // The inference provider doubles (in this process) on the ports the default INFERENCE_PROVIDERS names.
+  if (!childEnv.INFERENCE_PROVIDERS) { const p = await startDevnetInferenceProviders({ modelserver: 8600, modelserver2: 8601 }); infra.push({ name: 'inference', log: new ChildLog('inference'), pid: process.pid, stop: p.stop }); say(`inference provider doubles at ${p.modelserver.url} and ${p.modelserver2.url}`); }
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
   await all([startWorker(childEnv), startApi(config, childEnv)]);
   if (stopping) return;

@@ -90,6 +90,29 @@ export class RelayerTransaction {
   updatedAt: Date = new Date();
 }
 
+/**
+ * The charge ledger of paid inference: one row per paid chat request, keyed by its authorization
+ * (`chat:<network>:<payer>:<nonce>`), so a replayed X-PAYMENT is never charged or served twice.
+ * States: settling -> charged -> delivered | client_closed | refund_pending -> refunded;
+ * settling -> rejected (nothing moved; the same authorization may be tried again).
+ */
+export class InferenceCharge {
+  [OptionalProps]?: 'createdAt' | 'updatedAt';
+  id!: string;
+  settlementId!: string; // the settlement workflow id: settle:<network>:<payer>:<nonce>
+  network!: string;
+  payer!: string;
+  amount!: string;
+  model!: string;
+  state!: string;
+  settlementTx?: string | null;
+  refundTx?: string | null;
+  error?: string | null;
+  requestId?: string | null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
 const timestamps = {
   createdAt: { type: 'datetime', onCreate: () => new Date() },
   updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
@@ -189,6 +212,26 @@ export const RelayerTransactionSchema = new EntitySchema<RelayerTransaction>({
   },
 });
 
+export const InferenceChargeSchema = new EntitySchema<InferenceCharge>({
+  class: InferenceCharge,
+  tableName: 'inference_charges',
+  indexes: [{ properties: ['payer'] }, { properties: ['state'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 200 },
+    settlementId: { type: 'string', length: 200 },
+    network: { type: 'string', length: 32 },
+    payer: { type: 'string', length: 64 },
+    amount: { type: 'string', length: 80 },
+    model: { type: 'string', length: 200 },
+    state: { type: 'string', length: 16 },
+    settlementTx: { type: 'string', length: 100, nullable: true },
+    refundTx: { type: 'string', length: 100, nullable: true },
+    error: { type: 'text', nullable: true },
+    requestId: { type: 'string', length: 64, nullable: true },
+    ...timestamps,
+  },
+});
+
 export const ALL_ENTITIES = [
   OrganizationSchema,
   ApiKeySchema,
@@ -196,4 +239,5 @@ export const ALL_ENTITIES = [
   SessionSchema,
   SettlementSchema,
   RelayerTransactionSchema,
+  InferenceChargeSchema,
 ];

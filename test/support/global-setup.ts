@@ -4,6 +4,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { startTemporalDevServer } from '../../temporal/dev-server';
 import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
+import { startDevnetInferenceProviders } from '../../devnet/inference-provider';
 import { TEST_ACCOUNTS } from './accounts';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
@@ -19,7 +20,8 @@ export default async function globalSetup(): Promise<void> {
     startAnvil({ chainId: 84532, log: quiet }),
     startAnvil({ chainId: 11155420, log: quiet }),
   ]);
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism];
+  const inference = await startDevnetInferenceProviders();
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, inference];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
@@ -43,6 +45,7 @@ export default async function globalSetup(): Promise<void> {
     },
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,
+    inference: { providers: inference.providersJson, templatesUrl: inference.templatesUrl },
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

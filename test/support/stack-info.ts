@@ -8,6 +8,8 @@ export interface StackInfo {
   chains: Record<'base-sepolia' | 'optimism-sepolia', { rpcUrl: string; chainId: number }>;
   usdc: `0x${string}`;
   facilitator: `0x${string}`;
+  /** Devnet inference provider doubles: the INFERENCE_PROVIDERS value pointing at them, and the templates source. */
+  inference: { providers: string; templatesUrl: string };
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */

@@ -1,0 +1,39 @@
+import type { EvmNetworkId } from '../chains/networks';
+
+/**
+ * Shared by the API, the refund workflow and its activities (pure: workflows import it).
+ */
+
+/**
+ * Organization id of the service's own internal settlements (paid chat). Not a UUID, so no real
+ * organization can ever have it; its settlements are found in the settlements table by this id.
+ */
+export const INFERENCE_ORGANIZATION_ID = 'service:inference';
+
+/** Charge id of one paid chat request: the authorization it was paid with. */
+export const chatChargeId = (network: string, payer: string, nonce: string) =>
+  `chat:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
+
+/** Refund workflow id: one refund per charge, ever. */
+export const refundWorkflowId = (chargeId: string) => `refund:${chargeId}`;
+
+/** Input of the refund workflow: what to pay back, to whom, from which wallet. No secret. */
+export interface RefundInput {
+  workflowId: string;
+  chargeId: string;
+  settlementId: string;
+  network: EvmNetworkId;
+  payer: string;
+  amount: string;
+  asset: string;
+  /** Wallet the charge was paid to; the worker's relayer must be this account to sign the refund. */
+  revenueWallet: string;
+  /** Why the charge is refunded (provider failure message), recorded in the ledger. */
+  reason: string;
+  requestId?: string;
+}
+
+export interface RefundOutcome {
+  state: 'refunded' | 'not_charged' | 'refund_failed';
+  refundTx: string;
+}
