@@ -1,4 +1,5 @@
 import { createWalletClient, defineChain, http, parseEventLogs, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
 import { rpc } from '../../devnet/anvil';
 import { DEFAULT_TEMPLATES, doubleReply, type StreamRecord } from '../../devnet/inference-provider';
@@ -25,6 +26,14 @@ const providers = JSON.stringify([
 ]);
 const modelserverUrl = JSON.parse(stack.inference.providers)[0].baseUrl as string;
 const LOGICAL = DEFAULT_TEMPLATES[0]!.prompt;
+/** base-sepolia's chain id (x402-fetch derives the network from it) on the devnet anvil. */
+const devnetBaseSepolia = () =>
+  defineChain({
+    id: 84532,
+    name: 'base-sepolia (devnet)',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [stack.chains['base-sepolia'].rpcUrl] } },
+  });
 
 describe('paid inference (sqlite)', () => {
   let h: SettleHarness;
@@ -39,17 +48,12 @@ describe('paid inference (sqlite)', () => {
   beforeAll(async () => {
     h = await startSettleHarness('sqlite', {
       relayerIndex,
-      env: { INFERENCE_PROVIDERS: providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl, RECEIPT_WAIT_MS: '5000' },
+      // A short settle wait, so a paused chain makes the chat answer settlement_pending quickly.
+      env: { INFERENCE_PROVIDERS: providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl, RECEIPT_WAIT_MS: '5000', SETTLE_WAIT_MS: '4000' },
     });
     chatUrl = `${h.api.baseUrl}/v1/inference/chat`;
     const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
-    const chain = defineChain({
-      id: 84532,
-      name: 'base-sepolia (devnet)',
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [rpcUrl] } },
-    });
-    const wallet = createWalletClient({ account: buyer, chain, transport: http(rpcUrl) });
+    const wallet = createWalletClient({ account: buyer, chain: devnetBaseSepolia(), transport: http(rpcUrl) });
     const recording: typeof fetch = async (input, init) => {
       const pay = (init?.headers as Record<string, string> | undefined)?.['X-PAYMENT'];
       if (pay) sentPayments.push(pay);
@@ -218,7 +222,7 @@ describe('paid inference (sqlite)', () => {
 
     const payment = sentPayments.at(-1)!;
     const id = chargeOf(payment);
-    expect(await charge(id)).toMatchObject({ state: 'delivered', settlementTx: settle.transaction, amount: PRICE.toString(), model: 'modelserver:24B' });
+    expect(await waitForCharge(id, 'delivered', 5_000)).toMatchObject({ settlementTx: settle.transaction, amount: PRICE.toString(), model: 'modelserver:24B', refundTx: null });
 
     // The same X-PAYMENT again: no second charge, no second reply.
     const replay = await fetch(chatUrl, { ...chatInit(question), headers: { 'content-type': 'application/json', 'X-PAYMENT': payment } });
@@ -227,6 +231,44 @@ describe('paid inference (sqlite)', () => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
     const p = JSON.parse(Buffer.from(payment, 'base64').toString('utf8'));
     expect(await h.settledEvents(buyer.address, p.payload.authorization.nonce)).toBe(1);
+  });
+
+  test('a payment the chain refuses: 402 with the reason, nothing charged, the ledger says rejected', async () => {
+    const broke = privateKeyToAccount(generatePrivateKey()); // no USDC at all
+    const wallet = createWalletClient({ account: broke, chain: devnetBaseSepolia(), transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const sent: string[] = [];
+    const brokeFetch = wrapFetchWithPayment(async (input: any, init?: any) => {
+      if (init?.headers?.['X-PAYMENT']) sent.push(init.headers['X-PAYMENT']);
+      return fetch(input, init);
+    }, wallet);
+    const res = await brokeFetch(chatUrl, chatInit('hello'));
+    expect(res.status).toBe(402);
+    expect(await res.json()).toMatchObject({ x402Version: 1, error: 'insufficient_funds', accepts: [expect.objectContaining({ mimeType: 'text/event-stream' })] });
+    expect(res.headers.get('x-payment-response')).toBeNull();
+    expect(await charge(chargeOf(sent[0]!))).toMatchObject({ state: 'rejected', error: 'insufficient_funds', settlementTx: null });
+  });
+
+  test('settlement still pending past the wait: 503, and the payment is refunded once it settles', async () => {
+    const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
+    const buyerBefore = await h.balanceOf(buyer.address);
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    let res: Response;
+    try {
+      res = await payingFetch(chatUrl, chatInit('are you there?'));
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    }
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toEqual({ error: 'settlement_pending: the chat was not served; if the payment settles it is refunded' });
+    const id = chargeOf(sentPayments.at(-1)!);
+    await rpc(rpcUrl, 'evm_mine', []);
+    const refunded = await waitForCharge(id, 'refunded');
+    expect(refunded.refundTx).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    // The same X-PAYMENT again is not served either.
+    const replay = await fetch(chatUrl, { ...chatInit('are you there?'), headers: { 'content-type': 'application/json', 'X-PAYMENT': sentPayments.at(-1)! } });
+    expect(replay.status).toBe(402);
   });
 
   test('a client that disconnects stops the upstream stream', async () => {

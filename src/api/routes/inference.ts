@@ -55,6 +55,16 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
     async (ctx) => {
       const c = cfg();
       const reg = registry();
+      // Client disconnects (at any point, even during settlement) stop the upstream request. The
+      // response's close, not the request's: a request "closes" once its body is read.
+      const upstreamAbort = new AbortController();
+      let clientGone = false;
+      ctx.res.once('close', () => {
+        if (!ctx.res.writableFinished) {
+          clientGone = true;
+          upstreamAbort.abort(new Error('client disconnected'));
+        }
+      });
       const body = (ctx.request.body ?? {}) as Record<string, unknown>;
       const fail = (status: number, error: string, supported: string[]) => {
         ctx.status = status;
@@ -110,16 +120,6 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
       ctx.set('X-PAYMENT-RESPONSE', paymentResponseHeader(charge.settleResponse));
       ctx.set('Access-Control-Expose-Headers', 'X-PAYMENT-RESPONSE');
 
-      // Client disconnects stop the upstream request.
-      const upstreamAbort = new AbortController();
-      let clientGone = false;
-      // (The response's close, not the request's: a request "closes" once its body is read.)
-      ctx.res.once('close', () => {
-        if (!ctx.res.writableFinished) {
-          clientGone = true;
-          upstreamAbort.abort(new Error('client disconnected'));
-        }
-      });
       const em = deps.db.em.fork();
       const setCharge = (state: string) => em.nativeUpdate(InferenceCharge, { id: charge.chargeId, state: 'charged' }, { state, updatedAt: new Date() });
       const refund = async (message: string) => {
