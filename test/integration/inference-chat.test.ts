@@ -9,6 +9,7 @@ import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chatChargeId, refundWorkflowId } from '../../src/inference/types';
 import { relayerTxId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { readStackInfo } from '../support/stack-info';
@@ -35,7 +36,7 @@ const devnetBaseSepolia = () =>
     rpcUrls: { default: { http: [stack.chains['base-sepolia'].rpcUrl] } },
   });
 
-describe('paid inference (sqlite)', () => {
+describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
   let h: SettleHarness;
   const relayerIndex = 3;
   const revenue = TEST_ACCOUNTS.relayers[relayerIndex]!.address;
@@ -46,7 +47,7 @@ describe('paid inference (sqlite)', () => {
   const sentPayments: string[] = [];
 
   beforeAll(async () => {
-    h = await startSettleHarness('sqlite', {
+    h = await startSettleHarness(kind, {
       relayerIndex,
       // A short settle wait, so a paused chain makes the chat answer settlement_pending quickly.
       env: { INFERENCE_PROVIDERS: providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl, RECEIPT_WAIT_MS: '5000', SETTLE_WAIT_MS: '4000' },
@@ -190,7 +191,7 @@ describe('paid inference (sqlite)', () => {
   test('x402-fetch pays, reads the whole stream, and a replay of its X-PAYMENT is not charged again', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
     const revenueBefore = await h.balanceOf(revenue);
-    const question = 'What is the durable way to pay for a chat?';
+    const question = `What is the durable way to pay for a chat on ${kind}?`;
 
     const res = await payingFetch(chatUrl, chatInit(question));
     expect(res.status).toBe(200);
@@ -273,7 +274,7 @@ describe('paid inference (sqlite)', () => {
 
   test('a client that disconnects stops the upstream stream', async () => {
     const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
-    const question = `#token-delay=100 ${words}`;
+    const question = `#token-delay=100 ${kind} ${words}`;
     const abort = new AbortController();
     const res = await payingFetch(chatUrl, { ...chatInit(question), signal: abort.signal });
     expect(res.status).toBe(200);
@@ -314,7 +315,7 @@ describe('paid inference (sqlite)', () => {
 
   test('provider failure mid-stream: an error event instead of [DONE], the payment is refunded in full', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
-    const question = '#fail-mid-stream tell me a long story about durable payments and streams';
+    const question = `#fail-mid-stream tell me a long story about durable payments and streams on ${kind}`;
     const res = await payingFetch(chatUrl, chatInit(question));
     expect(res.status).toBe(200);
     const id = chargeOf(sentPayments.at(-1)!);
