@@ -11,6 +11,7 @@ import { relayerTxId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
+import { exactPayment } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { readStackInfo } from '../support/stack-info';
 
@@ -232,6 +233,21 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
     const p = JSON.parse(Buffer.from(payment, 'base64').toString('utf8'));
     expect(await h.settledEvents(buyer.address, p.payload.authorization.nonce)).toBe(1);
+  });
+
+  test('the same X-PAYMENT sent twice at once: one reply, one charge, the other 402', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const payment = await exactPayment({ buyer, network: 'base-sepolia', chainId: 84532, usdc: stack.usdc, facilitator: stack.facilitator, value: PRICE });
+    const header = Buffer.from(JSON.stringify(payment.paymentPayload)).toString('base64');
+    const send = () => fetch(chatUrl, { ...chatInit(`twice at once on ${kind}`), headers: { 'content-type': 'application/json', 'X-PAYMENT': header } });
+    const answers = await Promise.all([send(), send()]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 402]);
+    const ok = answers.find((r) => r.status === 200)!;
+    expect(parseSse(await ok.text()).data.at(-1)).toBe('[DONE]');
+    expect(await answers.find((r) => r.status === 402)!.json()).toMatchObject({ error: 'authorization already used' });
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
+    expect(await h.settledEvents(buyer.address, payment.paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
   });
 
   test('a payment the chain refuses: 402 with the reason, nothing charged, the ledger says rejected', async () => {

@@ -109,7 +109,11 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
         return;
       }
 
+      const started = performance.now();
       const paid = await payForChat(deps, c, network, requirements, { header, model: model.id, requestId: ctx.state.requestId });
+      // Counted with the settlements (route "chat"): success, settlement_pending, or the refusal reason.
+      const outcome = paid.ok ? 'success' : paid.status === 503 ? 'settlement_pending' : paid.error;
+      deps.metrics?.settlement('chat', network.id, outcome, (performance.now() - started) / 1000);
       if (!paid.ok) {
         ctx.status = paid.status;
         if (paid.retryAfter) ctx.set('Retry-After', String(paid.retryAfter));
@@ -153,6 +157,7 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
       const out = new PassThrough();
       ctx.body = out;
       void relay(upstream, out, model.id, () => clientGone, refund).then(async (end) => {
+        ctx.state.log.info({ chargeId: charge.chargeId, end: end.kind, ...(end.kind === 'provider_failed' ? { detail: end.message } : {}) }, 'chat relay ended');
         if (end.kind === 'delivered') await setCharge('delivered');
         else if (end.kind === 'client_closed') await setCharge('client_closed');
         // provider_failed: the refund workflow moves the ledger to refund_pending, then refunded.
