@@ -26,6 +26,14 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
       await setCharge(input.chargeId, { state: 'refund_pending', error: input.reason.slice(0, 2000) }, ['settling', 'charged']);
     },
 
+    /** The guard's claim: only a charge no API process finished becomes refund_pending (true). */
+    async claimStaleCharge(input: RefundInput): Promise<boolean> {
+      const n = await deps.db.em
+        .fork()
+        .nativeUpdate(InferenceCharge, { id: input.chargeId, state: { $in: ['settling', 'charged'] } }, { state: 'refund_pending', error: input.reason, updatedAt: new Date() });
+      return n === 1;
+    },
+
     /**
      * Whether the charge's settlement moved the money: settled, or final without a transfer.
      * Retried (throws) while the settlement is still in flight.

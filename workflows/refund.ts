@@ -4,7 +4,7 @@ import type { RefundInput, RefundOutcome } from '../src/inference/types';
 import { X402State } from '../temporal/search-attributes';
 
 // Ledger reads and writes: cheap and safe to repeat; retried until the database answers.
-const { markRefundPending, chargeSettlement, recordRefundOutcome } = proxyActivities<RefundActivities>({
+const { markRefundPending, claimStaleCharge, chargeSettlement, recordRefundOutcome } = proxyActivities<RefundActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
@@ -23,11 +23,20 @@ const { awaitRefundReceipt } = proxyActivities<RefundActivities>({
  * Pays back one paid chat request whose provider failed (docs/decisions.md "Paid inference"): the
  * ledger says refund_pending, the charge's settlement is awaited (it may still be in flight), then
  * the full amount is transferred from the revenue wallet to the payer through the write-ahead
- * relayer. Its id is `refund:<charge id>`, so a charge is refunded at most once.
+ * relayer. Its id is `refund:<charge id>`, so a charge is refunded at most once. The same workflow,
+ * started by the API with a delay under `chat-guard:<charge id>` and `onlyIfStale`, refunds a charge
+ * that an API process left behind (it died before the reply was finished); both share the refund
+ * transfer's write-ahead record, so even both together send one transfer.
  */
 export async function refundWorkflow(input: RefundInput): Promise<RefundOutcome> {
   const state = (s: string) => upsertSearchAttributes([{ key: X402State, value: s }]);
-  await markRefundPending(input);
+  if (input.onlyIfStale) {
+    // The charge guard: a charge that was delivered, closed or refunded meanwhile is not owed.
+    if (!(await claimStaleCharge(input))) {
+      state('not_owed');
+      return { state: 'not_owed', refundTx: '' };
+    }
+  } else await markRefundPending(input);
   state('refund_pending');
 
   const settlement = await chargeSettlement(input);

@@ -12,7 +12,7 @@ import { settleWorkflowId } from '../temporal/workflow-ids';
 import { exactEvmPayloadSchema, type PaymentRequirements, type SettleResponse } from '../x402/schemas';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
 import type { InferenceConfig } from './config';
-import { chatChargeId, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from './types';
+import { chargeGuardWorkflowId, chatChargeId, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from './types';
 
 /**
  * Paying for one chat request with the buyer's X-PAYMENT: decode, claim the charge in the ledger
@@ -104,6 +104,11 @@ export async function payForChat(
     fee: '0',
     feeRecipient: ZERO,
   };
+  // The guard refunds this charge later if no API process finishes it (this one may die). Started
+  // beside the settlement so it adds no latency; a failure to start it is logged, not fatal.
+  const guard = startChargeGuard(deps, c, { chargeId, settlementId, network, payer, amount: requirements.maxAmountRequired, requestId: req.requestId }).catch(
+    (err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'),
+  );
   const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.settlement, {
     workflowId: settlementId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
@@ -119,6 +124,7 @@ export async function payForChat(
     onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.settlement, req.requestId, settlementId),
   });
 
+  await guard;
   let result;
   try {
     result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
@@ -147,26 +153,50 @@ export async function payForChat(
   return { ok: true, charge: { chargeId, settlementId, payer, amount: requirements.maxAmountRequired, settleResponse: response } };
 }
 
-/** Starts (or attaches to) the one refund workflow of a charge. */
-export async function startRefund(
-  deps: ApiDeps,
-  c: InferenceConfig,
-  charge: { chargeId: string; settlementId: string; network: EvmNetwork; payer: string; amount: string; requestId: string },
-  reason: string,
-): Promise<void> {
-  const workflowId = refundWorkflowId(charge.chargeId);
-  const input: RefundInput = {
+type ChargeRef = { chargeId: string; settlementId: string; network: EvmNetwork; payer: string; amount: string; requestId: string };
+
+const refundInput = (c: InferenceConfig, charge: ChargeRef, reason: string): RefundInput => ({
+  workflowId: refundWorkflowId(charge.chargeId),
+  chargeId: charge.chargeId,
+  settlementId: charge.settlementId,
+  network: charge.network.id,
+  payer: charge.payer,
+  amount: charge.amount,
+  asset: charge.network.usdc!,
+  revenueWallet: c.revenueWallet,
+  reason,
+  requestId: charge.requestId,
+});
+
+/**
+ * The charge guard: the refund workflow with `onlyIfStale`, starting INFERENCE_GUARD_DELAY_MS from
+ * now (after every bound of the request: settle wait, first byte, max stream). A guard already
+ * waiting for this charge (a retried claim) is kept.
+ */
+export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
+  const workflowId = chargeGuardWorkflowId(charge.chargeId);
+  await deps.temporal.workflow.start(WORKFLOW_TYPES.refund, {
     workflowId,
-    chargeId: charge.chargeId,
-    settlementId: charge.settlementId,
-    network: charge.network.id,
-    payer: charge.payer,
-    amount: charge.amount,
-    asset: charge.network.usdc!,
-    revenueWallet: c.revenueWallet,
-    reason,
-    requestId: charge.requestId,
-  };
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [{ ...refundInput(c, charge, 'the API did not finish this paid chat (process stopped)'), onlyIfStale: true }],
+    startDelay: c.guardDelayMs,
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: [
+      { key: X402Kind, value: 'refund' },
+      { key: X402Network, value: charge.network.id },
+      { key: X402Payer, value: charge.payer },
+      { key: X402State, value: 'guard' },
+      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
+    ],
+    memo: { requestId: charge.requestId },
+  });
+}
+
+/** Starts (or attaches to) the one refund workflow of a charge. */
+export async function startRefund(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef, reason: string): Promise<void> {
+  const input = refundInput(c, charge, reason);
+  const workflowId = input.workflowId;
   await startOrAttach(deps.temporal, WORKFLOW_TYPES.refund, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,

@@ -61,6 +61,14 @@ const schema = z.object({
   INFERENCE_REVENUE_WALLET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address').optional(),
   /** Bound on the provider's first byte (and on probes: a fifth of it, at most 2 s). */
   INFERENCE_FIRST_BYTE_TIMEOUT_MS: int(100, 600_000).default(30_000),
+  /** A reply streaming longer than this is cut and counted as a provider failure (refunded). */
+  INFERENCE_MAX_STREAM_MS: int(1000, 3_600_000).default(600_000),
+  /**
+   * When the charge guard looks at a charge: a charge still settling or charged by then was left
+   * behind by an API process that died, and is refunded. Default: SETTLE_WAIT_MS + first-byte
+   * timeout + max stream + 1 minute.
+   */
+  INFERENCE_GUARD_DELAY_MS: int(1000, 86_400_000).optional(),
 });
 
 export interface InferenceConfig {
@@ -77,12 +85,14 @@ export interface InferenceConfig {
   usdcVersion: string;
   revenueWallet: `0x${string}`;
   firstByteTimeoutMs: number;
+  maxStreamMs: number;
+  guardDelayMs: number;
 }
 
 const cache = new WeakMap<object, InferenceConfig>();
 
 /** Parses (once per config object) the INFERENCE_* variables; throws ConfigError naming bad ones. */
-export function inferenceConfig(config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KEY'>): InferenceConfig {
+export function inferenceConfig(config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KEY'> & Partial<Pick<Config, 'SETTLE_WAIT_MS'>>): InferenceConfig {
   const hit = cache.get(config);
   if (hit) return hit;
   const set = Object.fromEntries(Object.entries(config.env).filter(([k, v]) => k.startsWith('INFERENCE_') && v));
@@ -107,6 +117,9 @@ export function inferenceConfig(config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KE
     usdcVersion: c.INFERENCE_USDC_VERSION,
     revenueWallet: (c.INFERENCE_REVENUE_WALLET ?? privateKeyToAddress(config.RELAYER_PRIVATE_KEY as `0x${string}`)) as `0x${string}`,
     firstByteTimeoutMs: c.INFERENCE_FIRST_BYTE_TIMEOUT_MS,
+    maxStreamMs: c.INFERENCE_MAX_STREAM_MS,
+    guardDelayMs:
+      c.INFERENCE_GUARD_DELAY_MS ?? (config.SETTLE_WAIT_MS ?? 20_000) + c.INFERENCE_FIRST_BYTE_TIMEOUT_MS + c.INFERENCE_MAX_STREAM_MS + 60_000,
   };
   cache.set(config, out);
   return out;

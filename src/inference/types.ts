@@ -17,6 +17,9 @@ export const chatChargeId = (network: string, payer: string, nonce: string) =>
 /** Refund workflow id: one refund per charge, ever. */
 export const refundWorkflowId = (chargeId: string) => `refund:${chargeId}`;
 
+/** The charge guard: the delayed refund workflow that refunds a charge an API process left behind. */
+export const chargeGuardWorkflowId = (chargeId: string) => `chat-guard:${chargeId}`;
+
 /** Input of the refund workflow: what to pay back, to whom, from which wallet. No secret. */
 export interface RefundInput {
   workflowId: string;
@@ -31,9 +34,15 @@ export interface RefundInput {
   /** Why the charge is refunded (provider failure message), recorded in the ledger. */
   reason: string;
   requestId?: string;
+  /**
+   * The charge guard (started with a delay by the API when it claims the charge): refund only if the
+   * charge is still `settling` or `charged`, i.e. no API process finished it. `workflowId` stays the
+   * refund workflow's id, so both paths share one write-ahead refund transfer.
+   */
+  onlyIfStale?: boolean;
 }
 
 export interface RefundOutcome {
-  state: 'refunded' | 'not_charged' | 'refund_failed';
+  state: 'refunded' | 'not_charged' | 'refund_failed' | 'not_owed';
   refundTx: string;
 }

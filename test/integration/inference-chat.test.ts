@@ -3,10 +3,11 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
 import { rpc } from '../../devnet/anvil';
 import { DEFAULT_TEMPLATES, doubleReply, type StreamRecord } from '../../devnet/inference-provider';
-import { waitUntil } from '../../devnet/process';
+import { join } from 'node:path';
+import { findFreePort, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
-import { chatChargeId, refundWorkflowId } from '../../src/inference/types';
+import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
 import { relayerTxId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
@@ -344,6 +345,46 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     expect(errors).toEqual([{ error: 'provider_failed', message: expect.stringContaining('modelserver'), chargeId: id, refund: 'pending' }]);
     await waitForCharge(id, 'refunded');
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+  });
+
+  test('API process killed mid-stream: the charge guard refunds the charge it left behind', async () => {
+    // A separate API process (so it can really die), on the same database, Temporal and worker,
+    // whose guard looks at its charges 6 s after claiming them.
+    const port = await findFreePort();
+    const url = `http://127.0.0.1:${port}`;
+    const api = spawnManaged('api', process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'api', 'main.ts')], {
+      env: { ...process.env, ...h.env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_URL: url, LOG_LEVEL: 'warn', INFERENCE_GUARD_DELAY_MS: '6000' },
+      cwd: join(__dirname, '..', '..'),
+      log: () => undefined,
+    });
+    try {
+      await waitForHttp(`${url}/healthz`, { timeoutMs: 60_000, intervalMs: 100, process: api });
+      const buyerBefore = await h.balanceOf(buyer.address);
+      // A chat this API finishes: its guard finds it delivered and leaves it alone.
+      const served = await payingFetch(`${url}/v1/inference/chat`, chatInit(`served by the guarded API on ${kind}`));
+      expect(parseSse(await served.text()).data.at(-1)).toBe('[DONE]');
+      const servedId = chargeOf(sentPayments.at(-1)!);
+      await waitForCharge(servedId, 'delivered', 5_000);
+
+      const question = `#token-delay=200 guard on ${kind} ${Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')}`;
+      const res = await payingFetch(`${url}/v1/inference/chat`, chatInit(question));
+      expect(res.status).toBe(200);
+      const id = chargeOf(sentPayments.at(-1)!);
+      await res.body!.getReader().read(); // streaming has begun
+      expect((await charge(id))?.state).toBe('charged');
+      api.child.kill('SIGKILL');
+      await api.exited;
+      // Nothing else will finish this charge: the guard refunds it, once.
+      const refunded = await waitForCharge(id, 'refunded', 60_000);
+      expect(refunded.error).toBe('the API did not finish this paid chat (process stopped)');
+      expect(await h.temporal.workflow.getHandle(chargeGuardWorkflowId(servedId)).result()).toEqual({ state: 'not_owed', refundTx: '' });
+      expect((await charge(servedId))?.state).toBe('delivered');
+      expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE); // the served chat only
+      const stream = (await doubleStreams()).find((x) => x.prompt === question);
+      expect(stream?.state).toBe('aborted'); // the upstream connection died with the API
+    } finally {
+      await api.stop({ signal: 'SIGKILL' });
+    }
   });
 
   test('worker killed while the refund transfer is in flight: exactly one refund', async () => {

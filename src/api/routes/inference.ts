@@ -156,7 +156,9 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
       ctx.set('X-Accel-Buffering', 'no');
       const out = new PassThrough();
       ctx.body = out;
-      void relay(upstream, out, model.id, () => clientGone, refund).then(async (end) => {
+      // A reply may not stream for ever: past the bound it is cut and refunded (the guard relies on it).
+      const maxStream = setTimeout(() => upstreamAbort.abort(new Error(`the reply took longer than ${c.maxStreamMs} ms`)), c.maxStreamMs);
+      void relay(upstream, out, model.id, () => clientGone, refund).finally(() => clearTimeout(maxStream)).then(async (end) => {
         ctx.state.log.info({ chargeId: charge.chargeId, end: end.kind, ...(end.kind === 'provider_failed' ? { detail: end.message } : {}) }, 'chat relay ended');
         if (end.kind === 'delivered') await setCharge('delivered');
         else if (end.kind === 'client_closed') await setCharge('client_closed');
