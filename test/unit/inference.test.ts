@@ -36,7 +36,10 @@ describe('inference config', () => {
       templatesTtlMs: 300_000,
       templatesUrl: 'http://127.0.0.1:8600/v1/templates',
       revenueWallet: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      maxStreamMs: 600_000,
     });
+    // The guard looks only after every bound of a request has passed.
+    expect(inferenceConfig({ env: {}, RELAYER_PRIVATE_KEY: RELAYER_KEY, SETTLE_WAIT_MS: 20_000 }).guardDelayMs).toBe(20_000 + 30_000 + 600_000 + 60_000);
   });
 
   test('bad values name the variable', () => {
