@@ -5,7 +5,8 @@
  *   - direct:      POST {double}/v1/chat/completions with stream true (the provider double, no payment);
  *   - paid:        POST /v1/inference/chat with a pre-signed X-PAYMENT (settlement workflow on anvil,
  *                  then the relayed stream);
- *   - x402-fetch:  the real v1 client: the 402 quote, signing, the paid request (what a buyer sees).
+ *   - x402-fetch:  the real v1 client: the 402 quote, signing, the paid request (what a buyer sees);
+ *   - settle only: POST /v1/settle of the same kind of payment, the settlement share of the paid TTFB.
  *
  * It starts the same real stack as the tests (Temporal dev server, anvil with our contracts, the
  * provider doubles, a worker process, the API over HTTP, SQLite). Every paid reply is checked
@@ -96,7 +97,12 @@ async function main(): Promise<void> {
     const messages = [{ role: 'user', content: question }];
     const expected = doubleReply('24B', [{ role: 'system', content: DEFAULT_TEMPLATES[0]!.prompt }, ...messages]);
     const body = JSON.stringify({ messages });
-    const rows: Record<string, { ttfb: number[]; total: number[] }> = { direct: { ttfb: [], total: [] }, paid: { ttfb: [], total: [] }, 'x402-fetch': { ttfb: [], total: [] } };
+    const rows: Record<string, { ttfb: number[]; total: number[] }> = {
+      direct: { ttfb: [], total: [] },
+      paid: { ttfb: [], total: [] },
+      'x402-fetch': { ttfb: [], total: [] },
+      'settle only': { ttfb: [], total: [] },
+    };
     const problems: string[] = [];
     const check = (mode: string, r: { content: string; done: boolean }, status: number) => {
       if (status !== 200 || !r.done || r.content !== expected) problems.push(`${mode}: status ${status}, done ${r.done}, content ${JSON.stringify(r.content.slice(0, 60))}`);
@@ -132,6 +138,14 @@ async function main(): Promise<void> {
       check('paid', p, paid.status);
       record('paid', p);
 
+      // The settlement alone, as a seller gets it from POST /v1/settle: the share of the paid TTFB.
+      const sellerPayment = await h.pay(buyer, { value: price });
+      t = performance.now();
+      const settled = await h.settle(sellerPayment);
+      const settleMs = performance.now() - t;
+      if (settled.status !== 200) problems.push(`settle: status ${settled.status} ${JSON.stringify(settled.body)}`);
+      record('settle only', { ttfb: settleMs, total: settleMs });
+
       t = performance.now();
       const viaClient = await payingFetch(chatUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
       const x = await timeStream(t, viaClient);
@@ -140,7 +154,7 @@ async function main(): Promise<void> {
     }
     const spent = buyerBefore - (await h.balanceOf(buyer.address));
     const rounds = o.n + 2; // warm-up rounds pay too
-    if (spent !== price * BigInt(2 * rounds)) problems.push(`buyer paid ${spent}, expected ${price * BigInt(2 * rounds)} (2 paid requests x ${rounds} rounds)`);
+    if (spent !== price * BigInt(3 * rounds)) problems.push(`buyer paid ${spent}, expected ${price * BigInt(3 * rounds)} (3 payments x ${rounds} rounds)`);
 
     const stats = (xs: number[]) => {
       const s = [...xs].sort((a, b) => a - b);
@@ -158,7 +172,9 @@ async function main(): Promise<void> {
         return `| ${mode} | ${f.p50.toFixed(1)} | ${f.p95.toFixed(1)} | ${tt.p50.toFixed(1)} | ${tt.p95.toFixed(1)} | ${(f.p50 / base.ttfb.p50).toFixed(2)} | ${(tt.p50 / base.total.p50).toFixed(2)} |`;
       }),
       '',
-      problems.length ? `PROBLEMS (${problems.length}):\n${problems.map((p) => `  - ${p}`).join('\n')}` : `All ${3 * (o.n + 2)} replies complete and equal to the double's; buyer paid exactly ${spent} base units.`,
+      '`settle only` is POST /v1/settle of the same kind of payment (JSON answer; TTFB = total): the settlement share of the paid TTFB.',
+      '',
+      problems.length ? `PROBLEMS (${problems.length}):\n${problems.map((p) => `  - ${p}`).join('\n')}` : `All ${3 * (o.n + 2)} replies complete and equal to the double's, every settle 200; buyer paid exactly ${spent} base units.`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     if (problems.length) process.exitCode = 1;
