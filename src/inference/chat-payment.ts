@@ -170,8 +170,7 @@ const refundInput = (c: InferenceConfig, charge: ChargeRef, reason: string): Ref
 
 /**
  * The charge guard: the refund workflow with `onlyIfStale`, starting INFERENCE_GUARD_DELAY_MS from
- * now (after every bound of the request: settle wait, first byte, max stream). A guard already
- * waiting for this charge (a retried claim) is kept.
+ * now (after every bound of the request: settle wait, first byte, max stream).
  */
 export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
   const workflowId = chargeGuardWorkflowId(charge.chargeId);
@@ -180,7 +179,9 @@ export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [{ ...refundInput(c, charge, 'the API did not finish this paid chat (process stopped)'), onlyIfStale: true }],
     startDelay: c.guardDelayMs,
-    workflowIdConflictPolicy: 'USE_EXISTING',
+    // A retried claim (a rejected charge tried again) restarts the wait from now. Safe: a guard can
+    // only be mid-refund while the charge is refund_pending, never while it can be claimed again.
+    workflowIdConflictPolicy: 'TERMINATE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
     typedSearchAttributes: [
       { key: X402Kind, value: 'refund' },

@@ -13,6 +13,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { exactPayment } from '../support/payments';
+import { waitForReceipt } from '../support/evm';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { readStackInfo } from '../support/stack-info';
 
@@ -264,6 +265,16 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     expect(await res.json()).toMatchObject({ x402Version: 1, error: 'insufficient_funds', accepts: [expect.objectContaining({ mimeType: 'text/event-stream' })] });
     expect(res.headers.get('x-payment-response')).toBeNull();
     expect(await charge(chargeOf(sent[0]!))).toMatchObject({ state: 'rejected', error: 'insufficient_funds', settlementTx: null });
+
+    // Funded now, the same authorization may be used after all: it is claimed again and served.
+    const funder = createWalletClient({ account: buyer, chain: devnetBaseSepolia(), transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const funded = await funder.writeContract({ address: stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [broke.address, PRICE] });
+    expect((await waitForReceipt(h.chain, funded)).status).toBe('success');
+    const retry = await fetch(chatUrl, { ...chatInit('hello'), headers: { 'content-type': 'application/json', 'X-PAYMENT': sent[0]! } });
+    expect(retry.status).toBe(200);
+    expect(parseSse(await retry.text()).data.at(-1)).toBe('[DONE]');
+    await waitForCharge(chargeOf(sent[0]!), 'delivered', 5_000);
+    expect(await h.balanceOf(broke.address)).toBe(0n);
   });
 
   test('settlement still pending past the wait: 503, and the payment is refunded once it settles', async () => {
