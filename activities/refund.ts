@@ -49,8 +49,9 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
     async sendRefund(input: RefundInput): Promise<{ hash: Hex }> {
       const relayer = deps.relayerFor(input.network);
       if (!isAddressEqual(relayer.address, input.revenueWallet as Address)) {
-        // Configuration error (INFERENCE_REVENUE_WALLET is not this worker's relayer): an operator must act.
-        throw ApplicationFailure.nonRetryable(
+        // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
+        // until one does; if none does, the error stays visible on the pending activity for an operator.
+        throw ApplicationFailure.retryable(
           `the revenue wallet ${input.revenueWallet} is not this worker's relayer ${relayer.address}`,
           'RefundSignerMismatch',
         );

@@ -11,7 +11,7 @@ const { markRefundPending, claimStaleCharge, chargeSettlement, recordRefundOutco
 // Money moves: retried until the outcome is known (the write-ahead relayer never sends twice).
 const { sendRefund } = proxyActivities<RefundActivities>({
   startToCloseTimeout: '60s',
-  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: ['RefundSignerMismatch'] },
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 const { awaitRefundReceipt } = proxyActivities<RefundActivities>({
   startToCloseTimeout: '2m',
