@@ -4,6 +4,7 @@ import { createPermit2SettlementActivities } from './permit2-settlement';
 import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
 import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } from './solana-settlement';
 import { createTopUpActivities } from './topup';
+import { createRefundActivities } from './refund';
 
 export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps;
 
@@ -16,5 +17,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createCrossChainActivities(deps),
     ...createSolanaSettlementActivities(deps),
     ...createTopUpActivities(deps),
+    ...createRefundActivities(deps),
   };
 }

@@ -32,6 +32,7 @@ import { startDevnetBridgeAttester } from './bridge-attester';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
 import { startLocalSolanaDevnet } from './start-solana';
 import { deployTopupContracts, topupDevnetEnv, topupEndpoint } from './start-topup';
+import { startDevnetInferenceProviders } from './inference-provider';
 import {
   canConnect,
   describeExit,
@@ -373,6 +374,8 @@ async function main(): Promise<void> {
   say(`bridge attestation double at ${(await startDevnetBridgeAttester(childEnv)).url} (BRIDGE_ATTESTATION_URL)`);
   if (stopping) return;
 
+  // The inference provider doubles (in this process) on the ports the default INFERENCE_PROVIDERS names.
+  if (!childEnv.INFERENCE_PROVIDERS) { const p = await startDevnetInferenceProviders({ modelserver: 8600, modelserver2: 8601 }); infra.push({ name: 'inference', log: new ChildLog('inference'), pid: process.pid, stop: p.stop }); say(`inference provider doubles at ${p.modelserver.url} and ${p.modelserver2.url}`); }
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
   await all([startWorker(childEnv), startApi(config, childEnv), startTopupGateway(config, childEnv)]);
   if (stopping) return;

@@ -6,3 +6,4 @@ export { crossChainSettlementWorkflow } from './crosschain-settlement';
 export { bridgeTransferWorkflow } from './bridge-transfer';
 export { solanaSettlementWorkflow } from './solana-settlement';
 export { topUpWorkflow } from './topup';
+export { refundWorkflow } from './refund';

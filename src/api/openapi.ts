@@ -28,6 +28,7 @@ import {
   verifyErrorSchema,
   verifyResponseSchema,
 } from './openapi-schemas';
+import { registerInferenceOpenApi } from './openapi-inference';
 
 /**
  * The OpenAPI 3.1 document of the API, generated from the zod schemas the routes parse with
@@ -373,6 +374,8 @@ route({
     500: json(PermitResponse, 'permit_execution_failed'),
   },
 });
+
+registerInferenceOpenApi({ component, route, json });
 
 const metricsRoute: RouteConfig = {
   method: 'get',

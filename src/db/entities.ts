@@ -91,6 +91,29 @@ export class RelayerTransaction {
   updatedAt: Date = new Date();
 }
 
+/**
+ * The charge ledger of paid inference: one row per paid chat request, keyed by its authorization
+ * (`chat:<network>:<payer>:<nonce>`), so a replayed X-PAYMENT is never charged or served twice.
+ * States: settling -> charged -> delivered | client_closed | refund_pending -> refunded;
+ * settling -> rejected (nothing moved; the same authorization may be tried again).
+ */
+export class InferenceCharge {
+  [OptionalProps]?: 'createdAt' | 'updatedAt';
+  id!: string;
+  settlementId!: string; // the settlement workflow id: settle:<network>:<payer>:<nonce>
+  network!: string;
+  payer!: string;
+  amount!: string;
+  model!: string;
+  state!: string;
+  settlementTx?: string | null;
+  refundTx?: string | null;
+  error?: string | null;
+  requestId?: string | null;
+  createdAt: Date = new Date();
+  updatedAt: Date = new Date();
+}
+
 const timestamps = {
   createdAt: { type: 'datetime', onCreate: () => new Date() },
   updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
@@ -247,6 +270,26 @@ export const SolanaTransactionSchema = new EntitySchema<SolanaTransaction>({
   },
 });
 
+export const InferenceChargeSchema = new EntitySchema<InferenceCharge>({
+  class: InferenceCharge,
+  tableName: 'inference_charges',
+  indexes: [{ properties: ['payer'] }, { properties: ['state'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 200 },
+    settlementId: { type: 'string', length: 200 },
+    network: { type: 'string', length: 32 },
+    payer: { type: 'string', length: 64 },
+    amount: { type: 'string', length: 80 },
+    model: { type: 'string', length: 200 },
+    state: { type: 'string', length: 16 },
+    settlementTx: { type: 'string', length: 100, nullable: true },
+    refundTx: { type: 'string', length: 100, nullable: true },
+    error: { type: 'text', nullable: true },
+    requestId: { type: 'string', length: 64, nullable: true },
+    ...timestamps,
+  },
+});
+
 export const TopUpSchema = new EntitySchema<TopUp>({
   class: TopUp,
   tableName: 'topups',
@@ -285,4 +328,5 @@ export const ALL_ENTITIES = [
   BridgeTransferSchema,
   SolanaTransactionSchema,
   TopUpSchema,
+  InferenceChargeSchema,
 ];

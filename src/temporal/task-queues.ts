@@ -7,4 +7,5 @@ export const WORKFLOW_TYPES = {
   bridgeTransfer: 'bridgeTransferWorkflow',
   solanaSettlement: 'solanaSettlementWorkflow',
   topup: 'topUpWorkflow',
+  refund: 'refundWorkflow',
 } as const;

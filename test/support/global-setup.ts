@@ -6,6 +6,7 @@ import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
 import { attesterChainsFrom, startBridgeAttester } from '../../devnet/bridge-attester';
 import { deployTopupDevnet } from '../../devnet/deploy-topup';
+import { startDevnetInferenceProviders } from '../../devnet/inference-provider';
 import { TEST_ACCOUNTS } from './accounts';
 import { startSolanaDevnet } from '../../devnet/solana-rpc';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -28,7 +29,8 @@ export default async function globalSetup(): Promise<void> {
   ]);
   // The litesvm-backed Solana devnet node (in this process; tests reach it over HTTP like the service).
   const solana = await startSolanaDevnet({ usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc, feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, solana];
+  const inference = await startDevnetInferenceProviders();
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, solana, inference];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
@@ -62,6 +64,7 @@ export default async function globalSetup(): Promise<void> {
     facilitator: deployed.facilitator,
     bridgeAttestationUrl: attester.url,
     solana: { rpcUrl: solana.url },
+    inference: { providers: inference.providersJson, templatesUrl: inference.templatesUrl },
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

@@ -15,6 +15,8 @@ export interface StackInfo {
   bridgeAttestationUrl?: string;
   /** The litesvm-backed Solana devnet node (devnet/solana-rpc.ts), standing for solana-devnet. */
   solana: { rpcUrl: string };
+  /** Devnet inference provider doubles: the INFERENCE_PROVIDERS value pointing at them, and the templates source. */
+  inference: { providers: string; templatesUrl: string };
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */

@@ -1,0 +1,223 @@
+import { WorkflowFailedError } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { UniqueConstraintViolationException } from '@mikro-orm/core';
+import type { ApiDeps } from '../api/context';
+import type { EvmNetwork } from '../chains/networks';
+import { InferenceCharge } from '../db/entities';
+import { observeWorkflowStart } from '../observability/workflow-starts';
+import { SETTLEMENT_REJECTED, type SettleInput, type SettleOutcome } from '../settle/types';
+import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
+import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { settleWorkflowId } from '../temporal/workflow-ids';
+import { exactEvmPayloadSchema, type PaymentRequirements, type SettleResponse } from '../x402/schemas';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import type { InferenceConfig } from './config';
+import { chargeGuardWorkflowId, chatChargeId, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from './types';
+
+/**
+ * Paying for one chat request with the buyer's X-PAYMENT: decode, claim the charge in the ledger
+ * (one charge per authorization), settle through the service's own settlement workflow (start or
+ * attach, keyed by (network, payer, nonce)), and record the outcome. The revenue goes to the revenue
+ * wallet; the settlement belongs to the internal organization INFERENCE_ORGANIZATION_ID.
+ */
+
+export interface PaidCharge {
+  chargeId: string;
+  settlementId: string;
+  payer: string;
+  amount: string;
+  settleResponse: SettleResponse;
+}
+
+export type ChatPayment = { ok: true; charge: PaidCharge } | { ok: false; status: number; error: string; retryAfter?: number };
+
+const ZERO = '0x0000000000000000000000000000000000000000';
+
+/** Decodes X-PAYMENT (base64 of the JSON payment payload); a string error says what is wrong. */
+export function decodePaymentHeader(header: string) {
+  const text = header.trim();
+  if (!/^[A-Za-z0-9+/_-]+={0,2}$/.test(text)) return { error: 'X-PAYMENT is not base64' } as const;
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(text, 'base64').toString('utf8'));
+  } catch {
+    return { error: 'X-PAYMENT is not base64-encoded JSON' } as const;
+  }
+  const parsed = exactEvmPayloadSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    return { error: `X-PAYMENT is not an x402 v1 exact EVM payment payload (${issue?.path.join('.') || 'payload'}: ${issue?.message})` } as const;
+  }
+  return { payload: parsed.data } as const;
+}
+
+export async function payForChat(
+  deps: ApiDeps,
+  c: InferenceConfig,
+  network: EvmNetwork,
+  requirements: PaymentRequirements,
+  req: { header: string; model: string; requestId: string },
+): Promise<ChatPayment> {
+  const decoded = decodePaymentHeader(req.header);
+  if ('error' in decoded) return { ok: false, status: 402, error: decoded.error! };
+  const payload = decoded.payload;
+  if (payload.network !== network.id) return { ok: false, status: 402, error: `network ${payload.network} is not accepted; pay on ${network.id}` };
+  const a = payload.payload.authorization;
+  const payer = a.from.toLowerCase();
+  const chargeId = chatChargeId(network.id, payer, a.nonce);
+  const settlementId = settleWorkflowId(network.id, payer, a.nonce);
+  const em = deps.db.em.fork();
+
+  // The ledger row is the claim: one chat per authorization, even under concurrent replays.
+  const now = new Date();
+  try {
+    await em.insert(InferenceCharge, {
+      id: chargeId,
+      settlementId,
+      network: network.id,
+      payer,
+      amount: requirements.maxAmountRequired,
+      model: req.model,
+      state: 'settling',
+      requestId: req.requestId,
+      createdAt: now,
+      updatedAt: now,
+    });
+  } catch (err) {
+    if (!(err instanceof UniqueConstraintViolationException)) throw err;
+    // A payment refused before any transfer may be tried again (e.g. after funding the wallet).
+    const reclaimed = await em.nativeUpdate(InferenceCharge, { id: chargeId, state: 'rejected' }, { state: 'settling', model: req.model, error: null, updatedAt: now });
+    if (reclaimed !== 1) return { ok: false, status: 402, error: 'authorization already used' };
+  }
+  const setCharge = (fields: Partial<InferenceCharge>) => em.nativeUpdate(InferenceCharge, { id: chargeId }, { ...fields, updatedAt: new Date() });
+
+  const input: SettleInput = {
+    workflowId: settlementId,
+    requestId: req.requestId,
+    organizationId: INFERENCE_ORGANIZATION_ID,
+    apiKeyId: '',
+    route: 'eip3009',
+    network: network.id,
+    paymentPayload: payload,
+    paymentRequirements: requirements,
+    payout: c.revenueWallet,
+    fee: '0',
+    feeRecipient: ZERO,
+  };
+  // The guard refunds this charge later if no API process finishes it (this one may die). Started
+  // beside the settlement so it adds no latency; a failure to start it is logged, not fatal.
+  const guard = startChargeGuard(deps, c, { chargeId, settlementId, network, payer, amount: requirements.maxAmountRequired, requestId: req.requestId }).catch(
+    (err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'),
+  );
+  const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.settlement, {
+    workflowId: settlementId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    searchAttributes: [
+      { key: X402Kind, value: 'settle' },
+      { key: X402Network, value: network.id },
+      { key: X402Payer, value: payer },
+      { key: X402State, value: 'verifying' },
+      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
+    ],
+    memo: { requestId: req.requestId },
+    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.settlement, req.requestId, settlementId),
+  });
+
+  await guard;
+  let result;
+  try {
+    result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
+  } catch (err) {
+    const rejected = rejectionOf(err);
+    if (!rejected) throw err;
+    await setCharge({ state: 'rejected', error: rejected.errorReason ?? 'rejected' });
+    return { ok: false, status: 402, error: rejected.errorReason ?? 'payment rejected' };
+  }
+  if (!result.done) {
+    // The payment may still move money: the refund workflow waits for it and pays it back.
+    await startRefund(deps, c, { chargeId, settlementId, network, payer, amount: requirements.maxAmountRequired, requestId: req.requestId }, 'settlement still pending; the chat was not served');
+    return { ok: false, status: 503, error: 'settlement_pending: the chat was not served; if the payment settles it is refunded', retryAfter: 5 };
+  }
+  const { response, organizationId } = result.value;
+  if (organizationId !== INFERENCE_ORGANIZATION_ID) {
+    // The authorization was settled for a seller through POST /v1/settle: not a payment to us.
+    await setCharge({ state: 'rejected', error: 'authorization settled for another payee' });
+    return { ok: false, status: 402, error: 'authorization already used' };
+  }
+  if (!response.success) {
+    await setCharge({ state: 'rejected', error: response.errorReason ?? 'settlement failed' });
+    return { ok: false, status: 402, error: response.errorReason ?? 'settlement failed' };
+  }
+  await setCharge({ state: 'charged', settlementTx: response.transaction });
+  return { ok: true, charge: { chargeId, settlementId, payer, amount: requirements.maxAmountRequired, settleResponse: response } };
+}
+
+type ChargeRef = { chargeId: string; settlementId: string; network: EvmNetwork; payer: string; amount: string; requestId: string };
+
+const refundInput = (c: InferenceConfig, charge: ChargeRef, reason: string): RefundInput => ({
+  workflowId: refundWorkflowId(charge.chargeId),
+  chargeId: charge.chargeId,
+  settlementId: charge.settlementId,
+  network: charge.network.id,
+  payer: charge.payer,
+  amount: charge.amount,
+  asset: charge.network.usdc!,
+  revenueWallet: c.revenueWallet,
+  reason,
+  requestId: charge.requestId,
+});
+
+/**
+ * The charge guard: the refund workflow with `onlyIfStale`, starting INFERENCE_GUARD_DELAY_MS from
+ * now (after every bound of the request: settle wait, first byte, max stream).
+ */
+export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
+  const workflowId = chargeGuardWorkflowId(charge.chargeId);
+  await deps.temporal.workflow.start(WORKFLOW_TYPES.refund, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [{ ...refundInput(c, charge, 'the API did not finish this paid chat (process stopped)'), onlyIfStale: true }],
+    startDelay: c.guardDelayMs,
+    // A retried claim (a rejected charge tried again) restarts the wait from now. Safe: a guard can
+    // only be mid-refund while the charge is refund_pending, never while it can be claimed again.
+    workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE',
+    typedSearchAttributes: [
+      { key: X402Kind, value: 'refund' },
+      { key: X402Network, value: charge.network.id },
+      { key: X402Payer, value: charge.payer },
+      { key: X402State, value: 'guard' },
+      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
+    ],
+    memo: { requestId: charge.requestId },
+  });
+}
+
+/** Starts (or attaches to) the one refund workflow of a charge. */
+export async function startRefund(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef, reason: string): Promise<void> {
+  const input = refundInput(c, charge, reason);
+  const workflowId = input.workflowId;
+  await startOrAttach(deps.temporal, WORKFLOW_TYPES.refund, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    searchAttributes: [
+      { key: X402Kind, value: 'refund' },
+      { key: X402Network, value: charge.network.id },
+      { key: X402Payer, value: charge.payer },
+      { key: X402State, value: 'refund_pending' },
+      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
+    ],
+    memo: { requestId: charge.requestId },
+    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.refund, charge.requestId, workflowId),
+  });
+}
+
+/** A settlement that ended failed with SettlementRejected carries its settle response. */
+function rejectionOf(err: unknown): SettleResponse | undefined {
+  if (!(err instanceof WorkflowFailedError)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED && cause.details?.[0]) return cause.details[0] as SettleResponse;
+  return undefined;
+}

@@ -1,0 +1,71 @@
+import { PassThrough } from 'node:stream';
+import type { ProviderConfig } from './config';
+import { openChatStream, ProviderFailure, type ChatMessage, type UpstreamStream } from './upstream';
+
+/**
+ * Relaying the provider's reply to the buyer as `data: <chunk JSON>` events ending with
+ * `data: [DONE]`. Chunks keep OpenAI's shape; `model` is rewritten to the public model id.
+ */
+
+export type RelayEnd = { kind: 'delivered' } | { kind: 'client_closed' } | { kind: 'provider_failed'; message: string };
+
+export const sseEvent = (data: unknown) => `data: ${typeof data === 'string' ? data : JSON.stringify(data)}\n\n`;
+
+/** Normalizes one upstream chunk to the spec's chunk shape. */
+export function publicChunk(chunk: any, publicModel: string) {
+  const choices = Array.isArray(chunk?.choices) ? chunk.choices : [];
+  return {
+    id: String(chunk?.id ?? ''),
+    object: 'chat.completion.chunk',
+    model: publicModel,
+    choices: choices.map((c: any, i: number) => ({
+      index: typeof c?.index === 'number' ? c.index : i,
+      delta: {
+        ...(typeof c?.delta?.role === 'string' ? { role: c.delta.role } : {}),
+        ...(typeof c?.delta?.content === 'string' ? { content: c.delta.content } : {}),
+      },
+      finish_reason: c?.finish_reason ?? null,
+    })),
+  };
+}
+
+/** Opens the upstream stream; a ProviderFailure here means nothing was received. */
+export function openReply(provider: ProviderConfig, upstreamModel: string, messages: ChatMessage[], signal: AbortSignal, firstByteTimeoutMs: number) {
+  return openChatStream(provider, upstreamModel, messages, { signal, firstByteTimeoutMs });
+}
+
+/**
+ * Writes the stream into `out` and resolves with how it ended. `clientGone()` tells a client
+ * disconnect (the caller aborted upstream) from a provider failure. On a provider failure the
+ * `onFailure` text (the refund notice) is written as an `event: error` before the stream ends,
+ * without [DONE], so the client knows the reply is incomplete.
+ */
+export async function relay(
+  upstream: UpstreamStream,
+  out: PassThrough,
+  publicModel: string,
+  clientGone: () => boolean,
+  onFailure: (message: string) => Promise<unknown>,
+): Promise<RelayEnd> {
+  const write = (s: string) => {
+    if (!out.destroyed && !out.writableEnded) out.write(s);
+  };
+  try {
+    write(sseEvent(publicChunk(upstream.first, publicModel)));
+    for await (const chunk of upstream.rest()) write(sseEvent(publicChunk(chunk, publicModel)));
+    if (clientGone()) return { kind: 'client_closed' };
+    write(sseEvent('[DONE]'));
+    out.end();
+    return { kind: 'delivered' };
+  } catch (err) {
+    if (clientGone()) {
+      out.end();
+      return { kind: 'client_closed' };
+    }
+    const message = err instanceof ProviderFailure ? err.message : `relay failed: ${(err as Error)?.message}`;
+    const notice = await onFailure(message).catch(() => ({ error: 'provider_failed', message }));
+    write(`event: error\n${sseEvent(notice)}`);
+    out.end();
+    return { kind: 'provider_failed', message };
+  }
+}

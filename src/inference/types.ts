@@ -1,0 +1,48 @@
+import type { EvmNetworkId } from '../chains/networks';
+
+/**
+ * Shared by the API, the refund workflow and its activities (pure: workflows import it).
+ */
+
+/**
+ * Organization id of the service's own internal settlements (paid chat). Not a UUID, so no real
+ * organization can ever have it; its settlements are found in the settlements table by this id.
+ */
+export const INFERENCE_ORGANIZATION_ID = 'service:inference';
+
+/** Charge id of one paid chat request: the authorization it was paid with. */
+export const chatChargeId = (network: string, payer: string, nonce: string) =>
+  `chat:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
+
+/** Refund workflow id: one refund per charge, ever. */
+export const refundWorkflowId = (chargeId: string) => `refund:${chargeId}`;
+
+/** The charge guard: the delayed refund workflow that refunds a charge an API process left behind. */
+export const chargeGuardWorkflowId = (chargeId: string) => `chat-guard:${chargeId}`;
+
+/** Input of the refund workflow: what to pay back, to whom, from which wallet. No secret. */
+export interface RefundInput {
+  workflowId: string;
+  chargeId: string;
+  settlementId: string;
+  network: EvmNetworkId;
+  payer: string;
+  amount: string;
+  asset: string;
+  /** Wallet the charge was paid to; the worker's relayer must be this account to sign the refund. */
+  revenueWallet: string;
+  /** Why the charge is refunded (provider failure message), recorded in the ledger. */
+  reason: string;
+  requestId?: string;
+  /**
+   * The charge guard (started with a delay by the API when it claims the charge): refund only if the
+   * charge is still `settling` or `charged`, i.e. no API process finished it. `workflowId` stays the
+   * refund workflow's id, so both paths share one write-ahead refund transfer.
+   */
+  onlyIfStale?: boolean;
+}
+
+export interface RefundOutcome {
+  state: 'refunded' | 'not_charged' | 'refund_failed' | 'not_owed';
+  refundTx: string;
+}

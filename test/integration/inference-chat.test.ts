@@ -1,0 +1,437 @@
+import { createWalletClient, defineChain, http, parseEventLogs, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
+import { rpc } from '../../devnet/anvil';
+import { DEFAULT_TEMPLATES, doubleReply, type StreamRecord } from '../../devnet/inference-provider';
+import { join } from 'node:path';
+import { findFreePort, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
+import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
+import { relayerTxId } from '../../src/temporal/workflow-ids';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { request } from '../support/http';
+import { exactPayment } from '../support/payments';
+import { waitForReceipt } from '../support/evm';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { readStackInfo } from '../support/stack-info';
+
+/**
+ * Paid inference end to end on the real stack: the devnet provider doubles (OpenAI-compatible
+ * streaming), Temporal, a worker process, anvil with our contracts, the real API over HTTP, and the
+ * real legacy x402 v1 client `x402-fetch` paying with a viem wallet.
+ */
+const PRICE = 10_000n;
+const stack = readStackInfo();
+const providers = JSON.stringify([
+  ...JSON.parse(stack.inference.providers),
+  { id: 'offline', label: 'Offline provider', baseUrl: 'http://127.0.0.1:1/v1' },
+]);
+const modelserverUrl = JSON.parse(stack.inference.providers)[0].baseUrl as string;
+const LOGICAL = DEFAULT_TEMPLATES[0]!.prompt;
+/** base-sepolia's chain id (x402-fetch derives the network from it) on the devnet anvil. */
+const devnetBaseSepolia = () =>
+  defineChain({
+    id: 84532,
+    name: 'base-sepolia (devnet)',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [stack.chains['base-sepolia'].rpcUrl] } },
+  });
+
+describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
+  let h: SettleHarness;
+  const relayerIndex = 3;
+  const revenue = TEST_ACCOUNTS.relayers[relayerIndex]!.address;
+  const buyer = TEST_ACCOUNTS.buyers[4]!;
+  let chatUrl: string;
+  let payingFetch: typeof fetch;
+  /** X-PAYMENT headers x402-fetch sent, in order. */
+  const sentPayments: string[] = [];
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, {
+      relayerIndex,
+      // A short settle wait, so a paused chain makes the chat answer settlement_pending quickly.
+      env: { INFERENCE_PROVIDERS: providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl, RECEIPT_WAIT_MS: '5000', SETTLE_WAIT_MS: '4000' },
+    });
+    chatUrl = `${h.api.baseUrl}/v1/inference/chat`;
+    const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
+    const wallet = createWalletClient({ account: buyer, chain: devnetBaseSepolia(), transport: http(rpcUrl) });
+    const recording: typeof fetch = async (input, init) => {
+      const pay = (init?.headers as Record<string, string> | undefined)?.['X-PAYMENT'];
+      if (pay) sentPayments.push(pay);
+      return fetch(input, init);
+    };
+    payingFetch = wrapFetchWithPayment(recording, wallet as any) as typeof fetch;
+  });
+  afterAll(async () => {
+    await rpc(stack.chains['base-sepolia'].rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+    await h?.close();
+  });
+
+  const chatInit = (content: string, extra: Record<string, unknown> = {}): RequestInit => ({
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ messages: [{ role: 'user', content }], ...extra }),
+  });
+  const charge = (id: string) => h.tdb.db.em.fork().findOne(InferenceCharge, { id });
+  const chargeOf = (payment: string) => {
+    const p = JSON.parse(Buffer.from(payment, 'base64').toString('utf8'));
+    return chatChargeId('base-sepolia', p.payload.authorization.from, p.payload.authorization.nonce);
+  };
+  const waitForCharge = (id: string, state: string, timeoutMs = 60_000) =>
+    waitUntil(`charge ${id} to be ${state}`, async () => ((await charge(id))?.state === state ? (await charge(id))! : undefined), {
+      timeoutMs,
+      intervalMs: 50,
+    });
+  const doubleStreams = async (): Promise<StreamRecord[]> =>
+    ((await (await fetch(`${modelserverUrl.replace(/\/v1$/, '')}/__double/streams`)).json()) as { data: StreamRecord[] }).data;
+  const transfers = async (from: Address, to: Address) => {
+    const logs = await h.chain.getLogs({ address: stack.usdc, fromBlock: 0n, toBlock: 'latest' });
+    return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
+      (l) => l.args.from.toLowerCase() === from.toLowerCase() && l.args.to.toLowerCase() === to.toLowerCase(),
+    );
+  };
+  /** `data:` payloads of an event stream, and the `event: error` payloads. */
+  const parseSse = (text: string) => {
+    const events = text.split('\n\n').filter(Boolean);
+    const data = events.filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+    const errors = events.filter((e) => e.startsWith('event: error\n')).map((e) => JSON.parse(e.split('\n')[1]!.slice(6)));
+    return { data, errors };
+  };
+  const contentOf = (data: string[]) =>
+    data
+      .filter((d) => d !== '[DONE]')
+      .map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '')
+      .join('');
+
+  test('GET /v1/inference/providers lists every provider, the one that is down as unavailable', async () => {
+    const res = await request('GET', `${h.api.baseUrl}/v1/inference/providers`);
+    expect(res.status).toBe(200);
+    const caps = { chat: true, models: true, balance: false, topup: false };
+    expect(res.body).toEqual({
+      data: [
+        { id: 'modelserver', label: 'Model server', payment: 'none', status: 'available', capabilities: caps },
+        { id: 'modelserver2', label: 'Model server 2', payment: 'none', status: 'available', capabilities: caps },
+        { id: 'offline', label: 'Offline provider', payment: 'none', status: 'unavailable', capabilities: caps },
+      ],
+    });
+  });
+
+  test('GET /v1/inference/models and /templates are live from the providers', async () => {
+    const models = await request('GET', `${h.api.baseUrl}/v1/inference/models`);
+    expect(models.status).toBe(200);
+    expect(models.body).toEqual({
+      data: [
+        { id: 'modelserver:24B', provider: 'modelserver', default: true },
+        { id: 'modelserver:12B', provider: 'modelserver', default: false },
+        { id: 'modelserver2:6b', provider: 'modelserver2', default: false },
+      ],
+      default: 'modelserver:24B',
+    });
+    const templates = await request('GET', `${h.api.baseUrl}/v1/inference/templates`);
+    expect(templates.status).toBe(200);
+    expect(templates.body).toEqual({ data: DEFAULT_TEMPLATES.map(({ name, label }) => ({ name, label })) });
+  });
+
+  test('chat validates the body before asking for payment: 400 {error, supported}', async () => {
+    const post = (json: unknown) => request('POST', chatUrl, { json });
+    const empty = await post({ messages: [] });
+    expect(empty.status).toBe(400);
+    expect(empty.body).toEqual({ error: expect.stringContaining('non-empty'), supported: ['user', 'assistant'] });
+    expect((await post({})).status).toBe(400);
+    expect((await post({ messages: [{ role: 'robot', content: 'hi' }] })).status).toBe(400);
+
+    const model = await post({ messages: [{ role: 'user', content: 'hi' }], model: 'gpt-nope' });
+    expect(model.status).toBe(400);
+    expect(model.body).toEqual({ error: 'unknown model "gpt-nope"', supported: ['modelserver:24B', 'modelserver:12B', 'modelserver2:6b'] });
+
+    const template = await post({ messages: [{ role: 'user', content: 'hi' }], template: 'poetic' });
+    expect(template.status).toBe(400);
+    expect(template.body).toEqual({ error: 'unknown template "poetic"', supported: DEFAULT_TEMPLATES.map((t) => t.name) });
+
+    const down = await post({ messages: [{ role: 'user', content: 'hi' }], model: 'offline:big' });
+    expect(down.status).toBe(503);
+    expect(down.body.error).toBe('provider offline is unavailable');
+
+    const notJson = await request('POST', chatUrl, { body: 'hello', headers: { 'content-type': 'text/plain' } });
+    expect(notJson.status).toBe(415);
+    expect(notJson.body).toEqual({ error: 'Content-Type must be application/json' });
+  });
+
+  test('without X-PAYMENT: 402 with x402 v1 requirements for text/event-stream', async () => {
+    const res = await request('POST', chatUrl, { json: { messages: [{ role: 'user', content: 'hi' }], model: 'modelserver2:6b' } });
+    expect(res.status).toBe(402);
+    expect(res.body).toEqual({
+      x402Version: 1,
+      error: 'X-PAYMENT header is required',
+      accepts: [
+        {
+          scheme: 'exact',
+          network: 'base-sepolia',
+          maxAmountRequired: PRICE.toString(),
+          resource: chatUrl,
+          description: 'Chat completion (modelserver2:6b), streamed as server-sent events',
+          mimeType: 'text/event-stream',
+          payTo: stack.facilitator,
+          maxTimeoutSeconds: 120,
+          asset: stack.usdc,
+          extra: { name: 'USDC', version: '2' },
+        },
+      ],
+    });
+    const garbage = await request('POST', chatUrl, { json: { messages: [{ role: 'user', content: 'hi' }] }, headers: { 'X-PAYMENT': '%%%' } });
+    expect(garbage.status).toBe(402);
+    expect(garbage.body.error).toBe('X-PAYMENT is not base64');
+    const notPayload = Buffer.from(JSON.stringify({ hello: 1 })).toString('base64');
+    const bad = await request('POST', chatUrl, { json: { messages: [{ role: 'user', content: 'hi' }] }, headers: { 'X-PAYMENT': notPayload } });
+    expect(bad.status).toBe(402);
+    expect(bad.body.error).toMatch(/^X-PAYMENT is not an x402 v1 exact EVM payment payload/);
+    expect(bad.body.accepts).toHaveLength(1);
+  });
+
+  test('x402-fetch pays, reads the whole stream, and a replay of its X-PAYMENT is not charged again', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const revenueBefore = await h.balanceOf(revenue);
+    const question = `What is the durable way to pay for a chat on ${kind}?`;
+
+    const res = await payingFetch(chatUrl, chatInit(question));
+    expect(res.status).toBe(200);
+    expect(res.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    const settle = decodeXPaymentResponse(res.headers.get('x-payment-response')!);
+    const { data, errors } = parseSse(await res.text());
+    expect(errors).toEqual([]);
+    expect(data.at(-1)).toBe('[DONE]');
+    const expected = doubleReply('24B', [{ role: 'system', content: LOGICAL }, { role: 'user', content: question }]);
+    expect(contentOf(data)).toBe(expected);
+    for (const d of data.slice(0, -1)) {
+      const chunk = JSON.parse(d);
+      expect(chunk).toEqual({
+        id: expect.stringMatching(/^chatcmpl-/),
+        object: 'chat.completion.chunk',
+        model: 'modelserver:24B',
+        choices: [{ index: 0, delta: expect.any(Object), finish_reason: chunk.choices[0].finish_reason }],
+      });
+      expect([null, 'stop']).toContain(chunk.choices[0].finish_reason);
+    }
+    // What the double produced is exactly what the buyer read.
+    expect((await doubleStreams()).find((s) => s.content === expected)?.state).toBe('completed');
+
+    expect(settle).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    const receipt = await h.chain.getTransactionReceipt({ hash: settle.transaction as Hex });
+    expect(receipt.status).toBe('success');
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
+    expect(await h.balanceOf(revenue)).toBe(revenueBefore + PRICE);
+
+    const payment = sentPayments.at(-1)!;
+    const id = chargeOf(payment);
+    expect(await waitForCharge(id, 'delivered', 5_000)).toMatchObject({ settlementTx: settle.transaction, amount: PRICE.toString(), model: 'modelserver:24B', refundTx: null });
+
+    // The same X-PAYMENT again: no second charge, no second reply.
+    const replay = await fetch(chatUrl, { ...chatInit(question), headers: { 'content-type': 'application/json', 'X-PAYMENT': payment } });
+    expect(replay.status).toBe(402);
+    expect(await replay.json()).toMatchObject({ x402Version: 1, error: 'authorization already used' });
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
+    const p = JSON.parse(Buffer.from(payment, 'base64').toString('utf8'));
+    expect(await h.settledEvents(buyer.address, p.payload.authorization.nonce)).toBe(1);
+  });
+
+  test('the same X-PAYMENT sent twice at once: one reply, one charge, the other 402', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const payment = await exactPayment({ buyer, network: 'base-sepolia', chainId: 84532, usdc: stack.usdc, facilitator: stack.facilitator, value: PRICE });
+    const header = Buffer.from(JSON.stringify(payment.paymentPayload)).toString('base64');
+    const send = () => fetch(chatUrl, { ...chatInit(`twice at once on ${kind}`), headers: { 'content-type': 'application/json', 'X-PAYMENT': header } });
+    const answers = await Promise.all([send(), send()]);
+    const statuses = answers.map((r) => r.status).sort();
+    expect(statuses).toEqual([200, 402]);
+    const ok = answers.find((r) => r.status === 200)!;
+    expect(parseSse(await ok.text()).data.at(-1)).toBe('[DONE]');
+    expect(await answers.find((r) => r.status === 402)!.json()).toMatchObject({ error: 'authorization already used' });
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
+    expect(await h.settledEvents(buyer.address, payment.paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
+  });
+
+  test('a payment the chain refuses: 402 with the reason, nothing charged, the ledger says rejected', async () => {
+    const broke = privateKeyToAccount(generatePrivateKey()); // no USDC at all
+    const wallet = createWalletClient({ account: broke, chain: devnetBaseSepolia(), transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const sent: string[] = [];
+    const brokeFetch = wrapFetchWithPayment(async (input: any, init?: any) => {
+      if (init?.headers?.['X-PAYMENT']) sent.push(init.headers['X-PAYMENT']);
+      return fetch(input, init);
+    }, wallet);
+    const res = await brokeFetch(chatUrl, chatInit('hello'));
+    expect(res.status).toBe(402);
+    expect(await res.json()).toMatchObject({ x402Version: 1, error: 'insufficient_funds', accepts: [expect.objectContaining({ mimeType: 'text/event-stream' })] });
+    expect(res.headers.get('x-payment-response')).toBeNull();
+    expect(await charge(chargeOf(sent[0]!))).toMatchObject({ state: 'rejected', error: 'insufficient_funds', settlementTx: null });
+
+    // Funded now, the same authorization may be used after all: it is claimed again and served.
+    const funder = createWalletClient({ account: buyer, chain: devnetBaseSepolia(), transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const funded = await funder.writeContract({ address: stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [broke.address, PRICE] });
+    expect((await waitForReceipt(h.chain, funded)).status).toBe('success');
+    const retry = await fetch(chatUrl, { ...chatInit('hello'), headers: { 'content-type': 'application/json', 'X-PAYMENT': sent[0]! } });
+    expect(retry.status).toBe(200);
+    expect(parseSse(await retry.text()).data.at(-1)).toBe('[DONE]');
+    await waitForCharge(chargeOf(sent[0]!), 'delivered', 5_000);
+    expect(await h.balanceOf(broke.address)).toBe(0n);
+  });
+
+  test('settlement still pending past the wait: 503, and the payment is refunded once it settles', async () => {
+    const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
+    const buyerBefore = await h.balanceOf(buyer.address);
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    let res: Response;
+    try {
+      res = await payingFetch(chatUrl, chatInit('are you there?'));
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    }
+    expect(res.status).toBe(503);
+    expect(res.headers.get('retry-after')).toBe('5');
+    expect(await res.json()).toEqual({ error: 'settlement_pending: the chat was not served; if the payment settles it is refunded' });
+    const id = chargeOf(sentPayments.at(-1)!);
+    await rpc(rpcUrl, 'evm_mine', []);
+    const refunded = await waitForCharge(id, 'refunded');
+    expect(refunded.refundTx).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    // The same X-PAYMENT again is not served either.
+    const replay = await fetch(chatUrl, { ...chatInit('are you there?'), headers: { 'content-type': 'application/json', 'X-PAYMENT': sentPayments.at(-1)! } });
+    expect(replay.status).toBe(402);
+  });
+
+  test('a client that disconnects stops the upstream stream', async () => {
+    const words = Array.from({ length: 60 }, (_, i) => `w${i}`).join(' ');
+    const question = `#token-delay=100 ${kind} ${words}`;
+    const abort = new AbortController();
+    const res = await payingFetch(chatUrl, { ...chatInit(question), signal: abort.signal });
+    expect(res.status).toBe(200);
+    const id = chargeOf(sentPayments.at(-1)!);
+    const reader = res.body!.getReader();
+    await reader.read(); // the first event arrived
+    abort.abort();
+    const expected = doubleReply('24B', [{ role: 'system', content: LOGICAL }, { role: 'user', content: question }]);
+    const record = await waitUntil(
+      'the double to see the stream aborted',
+      async () => (await doubleStreams()).find((s) => s.prompt === question && s.state === 'aborted'),
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
+    expect(record.content.length).toBeLessThan(expected.length);
+    await waitForCharge(id, 'client_closed', 10_000);
+  });
+
+  test('provider failure before the first byte: 502, the payment is refunded in full', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const revenueBefore = await h.balanceOf(revenue);
+    const res = await payingFetch(chatUrl, chatInit('#fail-before-first-byte please'));
+    expect(res.status).toBe(502);
+    const settle = decodeXPaymentResponse(res.headers.get('x-payment-response')!);
+    expect(settle.success).toBe(true);
+    const id = chargeOf(sentPayments.at(-1)!);
+    expect(await res.json()).toEqual({
+      error: 'provider_failed',
+      message: expect.stringContaining('provider modelserver answered HTTP 503'),
+      chargeId: id,
+      refund: 'pending',
+    });
+    const refunded = await waitForCharge(id, 'refunded');
+    expect(refunded.refundTx).toMatch(/^0x[0-9a-f]{64}$/);
+    expect((await h.chain.getTransactionReceipt({ hash: refunded.refundTx as Hex })).status).toBe('success');
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    expect(await h.balanceOf(revenue)).toBe(revenueBefore);
+  });
+
+  test('provider failure mid-stream: an error event instead of [DONE], the payment is refunded in full', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const question = `#fail-mid-stream tell me a long story about durable payments and streams on ${kind}`;
+    const res = await payingFetch(chatUrl, chatInit(question));
+    expect(res.status).toBe(200);
+    const id = chargeOf(sentPayments.at(-1)!);
+    const { data, errors } = parseSse(await res.text());
+    expect(data).not.toContain('[DONE]');
+    const expected = doubleReply('24B', [{ role: 'system', content: LOGICAL }, { role: 'user', content: question }]);
+    const partial = contentOf(data);
+    expect(partial.length).toBeGreaterThan(0);
+    expect(expected.startsWith(partial) && partial !== expected).toBe(true);
+    expect(errors).toEqual([{ error: 'provider_failed', message: expect.stringContaining('modelserver'), chargeId: id, refund: 'pending' }]);
+    await waitForCharge(id, 'refunded');
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+  });
+
+  test('API process killed mid-stream: the charge guard refunds the charge it left behind', async () => {
+    // A separate API process (so it can really die), on the same database, Temporal and worker,
+    // whose guard looks at its charges 6 s after claiming them.
+    const port = await findFreePort();
+    const url = `http://127.0.0.1:${port}`;
+    const api = spawnManaged('api', process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'api', 'main.ts')], {
+      env: { ...process.env, ...h.env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_URL: url, LOG_LEVEL: 'warn', INFERENCE_GUARD_DELAY_MS: '6000' },
+      cwd: join(__dirname, '..', '..'),
+      log: () => undefined,
+    });
+    try {
+      await waitForHttp(`${url}/healthz`, { timeoutMs: 60_000, intervalMs: 100, process: api });
+      const buyerBefore = await h.balanceOf(buyer.address);
+      // A chat this API finishes: its guard finds it delivered and leaves it alone.
+      const served = await payingFetch(`${url}/v1/inference/chat`, chatInit(`served by the guarded API on ${kind}`));
+      expect(parseSse(await served.text()).data.at(-1)).toBe('[DONE]');
+      const servedId = chargeOf(sentPayments.at(-1)!);
+      await waitForCharge(servedId, 'delivered', 5_000);
+
+      const question = `#token-delay=200 guard on ${kind} ${Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')}`;
+      const res = await payingFetch(`${url}/v1/inference/chat`, chatInit(question));
+      expect(res.status).toBe(200);
+      const id = chargeOf(sentPayments.at(-1)!);
+      await res.body!.getReader().read(); // streaming has begun
+      expect((await charge(id))?.state).toBe('charged');
+      api.child.kill('SIGKILL');
+      await api.exited;
+      // Nothing else will finish this charge: the guard refunds it, once.
+      const refunded = await waitForCharge(id, 'refunded', 60_000);
+      expect(refunded.error).toBe('the API did not finish this paid chat (process stopped)');
+      expect(await h.temporal.workflow.getHandle(chargeGuardWorkflowId(servedId)).result()).toEqual({ state: 'not_owed', refundTx: '' });
+      expect((await charge(servedId))?.state).toBe('delivered');
+      expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE); // the served chat only
+      const stream = (await doubleStreams()).find((x) => x.prompt === question);
+      expect(stream?.state).toBe('aborted'); // the upstream connection died with the API
+    } finally {
+      await api.stop({ signal: 'SIGKILL' });
+    }
+  });
+
+  test('worker killed while the refund transfer is in flight: exactly one refund', async () => {
+    const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const refundsBefore = (await transfers(revenue, buyer.address)).length;
+    const sent = sentPayments.length;
+    const pending = payingFetch(chatUrl, chatInit('#first-byte-delay=3000 #fail-before-first-byte'));
+    const id = await waitUntil('the payment', async () => (sentPayments.length > sent ? chargeOf(sentPayments.at(-1)!) : undefined), { timeoutMs: 30_000, intervalMs: 20 });
+    await waitForCharge(id, 'charged');
+    // The settlement is mined; from now on the chain holds transactions in the mempool.
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    const relayerNonce = await h.chain.getTransactionCount({ address: revenue });
+    const res = await pending;
+    expect(res.status).toBe(502);
+
+    const txId = relayerTxId(refundWorkflowId(id), 'refund');
+    const recorded = await waitUntil('the refund transfer to be recorded', () => h.tdb.db.em.fork().findOne(RelayerTransaction, { id: txId }).then((r) => r ?? undefined), {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+    expect((await charge(id))?.state).toBe('refund_pending');
+
+    await rpc(rpcUrl, 'evm_mine', []);
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    const refunded = await waitForCharge(id, 'refunded', 90_000);
+    expect(refunded.refundTx).toBe(recorded.hash);
+    expect(await h.chain.getTransactionCount({ address: revenue })).toBe(relayerNonce + 1);
+    const refunds = await transfers(revenue, buyer.address);
+    expect(refunds.length).toBe(refundsBefore + 1);
+    expect(refunds.at(-1)!.args.value).toBe(PRICE);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    const rows = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(id)}%` } });
+    expect(rows.map((r) => r.status)).toEqual(['mined']);
+  });
+});
