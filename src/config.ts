@@ -58,6 +58,17 @@ const schema = z.object({
   PLATFORM_FEE_RECIPIENT: address.optional(),
   /** Live (mainnet) settlement is off unless explicitly enabled. */
   MAINNETS_ENABLED: boolish.default(false),
+
+  /** Batched nanopayments (docs/decisions.md "Batched payments and withdrawals"): mainnets forward while on. */
+  GATEWAY_MAINNET_ENABLED: boolish.default(true),
+  /** Upstream batching gateway API for testnets: by default the devnet double that `npm start` runs. */
+  GATEWAY_API_URL_TESTNET: z.string().url().default('http://127.0.0.1:4030'),
+  /** Upstream batching gateway API for mainnets (the spec's default gateway API). */
+  GATEWAY_API_URL: z.string().url().default('https://gateway-api.circle.com'),
+  /** Bound on one upstream gateway call; past it the forward counts as failed (500 batched_*_error). */
+  GATEWAY_TIMEOUT_MS: int().pipe(z.number().min(100).max(120_000)).default(10_000),
+  /** Blocks polled by a withdrawal workflow: how long it sleeps between block-number checks. */
+  WITHDRAWAL_POLL_MS: int().pipe(z.number().min(50).max(3_600_000)).default(5_000),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };

@@ -4,6 +4,7 @@ import { ConfigError } from '../config';
 import {
   DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
   DEVNET_FACILITATOR_ADDRESS,
+  DEVNET_GATEWAY_WALLET_ADDRESS,
   DEVNET_PERMIT2_ADDRESS,
   DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
@@ -84,6 +85,8 @@ export interface EvmNetwork {
   exactPermit2Proxy: Address;
   uptoPermit2Proxy: Address;
   gatewayDomain: number | undefined;
+  /** Gateway wallet of batched payments: one address for testnets, one for mainnets (spec). */
+  gatewayWallet: Address;
   permit2Only: boolean;
   sameChainOnly: boolean;
   permitOnly: boolean;
@@ -114,7 +117,8 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
- * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS` (defaults: devnet).
+ * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS` (defaults: devnet),
+ * `GATEWAY_WALLET_TESTNET` (default: devnet), `GATEWAY_WALLET_MAINNET` (default: Circle's mainnet GatewayWallet).
  */
 export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
   const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
@@ -128,6 +132,10 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     permit2: addr('PERMIT2_ADDRESS') ?? DEVNET_PERMIT2_ADDRESS,
     exactPermit2Proxy: addr('EXACT_PERMIT2_PROXY_ADDRESS') ?? DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
     uptoPermit2Proxy: addr('UPTO_PERMIT2_PROXY_ADDRESS') ?? DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  };
+  const gatewayWallets = {
+    testnet: addr('GATEWAY_WALLET_TESTNET') ?? DEVNET_GATEWAY_WALLET_ADDRESS,
+    mainnet: addr('GATEWAY_WALLET_MAINNET') ?? ('0x77777777Dcc4d5A8B6E418Fd04D8997ef11000eE' as Address),
   };
   const table = new Map<EvmNetworkId, EvmNetwork>();
   for (const id of EVM_NETWORK_IDS) {
@@ -151,6 +159,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       usdc,
       ...permit2,
       gatewayDomain: s.gatewayDomain,
+      gatewayWallet: s.testnet ? gatewayWallets.testnet : gatewayWallets.mainnet,
       permit2Only: s.permit2Only ?? false,
       sameChainOnly: s.sameChainOnly ?? false,
       permitOnly: s.permitOnly ?? false,

@@ -14,6 +14,7 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { parseExactPayment } from './parse-payment';
 import { settleRouteOf, type SettleRoute } from './classify';
 import type { SettleInput, SettleOutcome } from './types';
+import { settleBatched } from './settle-batched';
 
 export interface SettleReply {
   status: number;
@@ -141,7 +142,7 @@ function platformFee(value: bigint, org: Organization, deps: ApiDeps): { fee: bi
  */
 const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
   solana: settleEip3009,
-  batched: settleEip3009,
+  batched: settleBatched,
   permit2: settleEip3009,
   eip3009: settleEip3009,
 };

@@ -4,6 +4,7 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { startTemporalDevServer } from '../../temporal/dev-server';
 import { startAnvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
+import { startDevnetGateway } from '../../devnet/gateway-devnet';
 import { TEST_ACCOUNTS } from './accounts';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
@@ -28,6 +29,10 @@ export default async function globalSetup(): Promise<void> {
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
   ]);
 
+  // Batched payments: GatewayWallet on both chains and the upstream gateway double (batches every 300 ms).
+  const gateway = await startDevnetGateway({ chains: [base, optimism].map((a, i) => ({ network: ['base-sepolia', 'optimism-sepolia'][i]!, chainId: a.chainId, rpcUrl: a.rpcUrl })), usdc: deployed.usdc, withdrawalDelayBlocks: 5, batchIntervalMs: 300 });
+  (globalThis as any).__X402_STACK__.push(gateway);
+
   const infoPath = stackInfoPath();
   const workflowBundlePath = join(dirname(infoPath), `test-workflow-bundle-${process.pid}.js`);
   mkdirSync(dirname(infoPath), { recursive: true });
@@ -43,6 +48,8 @@ export default async function globalSetup(): Promise<void> {
     },
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,
+    gatewayApiUrl: gateway.url,
+    gatewayWallet: gateway.gatewayWallet,
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

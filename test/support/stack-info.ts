@@ -8,6 +8,9 @@ export interface StackInfo {
   chains: Record<'base-sepolia' | 'optimism-sepolia', { rpcUrl: string; chainId: number }>;
   usdc: `0x${string}`;
   facilitator: `0x${string}`;
+  /** Upstream batching gateway double (devnet/gateway-double.ts) and our GatewayWallet on both chains. */
+  gatewayApiUrl: string;
+  gatewayWallet: `0x${string}`;
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */

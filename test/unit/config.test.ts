@@ -39,6 +39,11 @@ describe('loadConfig defaults', () => {
       RECEIPT_WAIT_MS: 30_000,
       RELAYER_PRIVATE_KEY: DEVNET_RELAYER_KEY,
       MAINNETS_ENABLED: false,
+      GATEWAY_MAINNET_ENABLED: true,
+      GATEWAY_API_URL_TESTNET: 'http://127.0.0.1:4030',
+      GATEWAY_API_URL: 'https://gateway-api.circle.com',
+      GATEWAY_TIMEOUT_MS: 10_000,
+      WITHDRAWAL_POLL_MS: 5_000,
       publicUrl: 'http://localhost:4021',
       env: {},
     });

@@ -9,6 +9,7 @@ import { registerVerifyRoutes } from './verify';
 import { registerPermitRoutes } from './permit';
 import { registerDocsRoutes } from './docs';
 import { registerMetricsRoutes } from './metrics';
+import { registerBatchedSampleRoutes } from './batched-sample';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
@@ -24,4 +25,5 @@ export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   registerPermitRoutes(router, deps);
   registerDocsRoutes(router, deps);
   registerMetricsRoutes(router, deps);
+  registerBatchedSampleRoutes(router, deps);
 }
