@@ -1,5 +1,6 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
 import { createPermitActivities } from './permit';
+import { createWithdrawalActivities } from './withdrawal';
 
 export type ActivityDeps = SettlementActivityDeps;
 
@@ -8,5 +9,6 @@ export function createActivities(deps: ActivityDeps) {
   return {
     ...createSettlementActivities(deps),
     ...createPermitActivities(deps),
+    ...createWithdrawalActivities(deps),
   };
 }

@@ -1,3 +1,4 @@
 // Every workflow the worker registers. Deterministic code only: no I/O here (see activities/).
 export { settlementWorkflow } from './settlement';
 export { permitWorkflow } from './permit';
+export { withdrawalWorkflow } from './withdrawal';

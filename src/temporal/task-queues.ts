@@ -2,4 +2,5 @@
 export const WORKFLOW_TYPES = {
   settlement: 'settlementWorkflow',
   permit: 'permitWorkflow',
+  withdrawal: 'withdrawalWorkflow',
 } as const;

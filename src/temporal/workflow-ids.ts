@@ -14,3 +14,7 @@ export const relayerTxId = (workflowId: string, purpose: string) => `${workflowI
  */
 export const permitWorkflowId = (network: string, token: string, owner: string, sighash: string) =>
   `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;
+
+/** `withdrawal:<network>:<depositor>:<key>`: one gateway-wallet withdrawal per caller-chosen key. */
+export const withdrawalWorkflowId = (network: string, depositor: string, key: string) =>
+  `withdrawal:${network}:${depositor.toLowerCase()}:${key}`;
