@@ -1,5 +1,5 @@
 import { ConfigError } from '../../src/config';
-import { DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_FACILITATOR_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_FACILITATOR_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, DEVNET_USDC_ADDRESS, DEVNET_GATEWAY_WALLET_ADDRESS } from '../../src/chains/devnet-addresses';
 import {
   buildNetworkTable,
   envSuffix,
@@ -53,6 +53,7 @@ describe('buildNetworkTable defaults', () => {
       exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
       uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
+      gatewayWallet: DEVNET_GATEWAY_WALLET_ADDRESS,
       permit2Only: false,
       sameChainOnly: false,
       permitOnly: false,
@@ -83,6 +84,7 @@ describe('buildNetworkTable defaults', () => {
       exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
       uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
+      gatewayWallet: '0x77777777Dcc4d5A8B6E418Fd04D8997ef11000eE',
       permit2Only: false,
       sameChainOnly: false,
       permitOnly: false,
