@@ -28,3 +28,28 @@ export async function startDevnetGateway(opts: {
   });
   return Object.assign(double, { gatewayWallet: DEVNET_GATEWAY_WALLET_ADDRESS });
 }
+
+/**
+ * `npm start`: when the testnet gateway URL is on this machine (the default), deploy the gateway
+ * wallet on the devnet chains and serve the upstream double there. The devnet withdrawal delay is
+ * GATEWAY_WITHDRAWAL_DELAY_BLOCKS (default 10); anvil mines a block per transaction (or `anvil_mine`).
+ */
+export async function startGatewayForDevnet(
+  gatewayApiUrlTestnet: string,
+  chains: { network: string; chainId: number; rpcUrl: string }[],
+  usdc: Address,
+  say: (line: string) => void,
+): Promise<GatewayDouble | undefined> {
+  const url = new URL(gatewayApiUrlTestnet);
+  if (!['127.0.0.1', 'localhost'].includes(url.hostname)) return undefined;
+  const delay = process.env.GATEWAY_WITHDRAWAL_DELAY_BLOCKS;
+  const double = await startDevnetGateway({
+    chains,
+    usdc,
+    port: Number(url.port || 80),
+    withdrawalDelayBlocks: delay && /^\d+$/.test(delay) ? Number(delay) : undefined,
+    log: (line) => say(`gateway double: ${line}`),
+  });
+  say(`upstream gateway double at ${double.url}, gateway wallet ${double.gatewayWallet} on ${chains.map((c) => c.network).join(', ')}`);
+  return double;
+}

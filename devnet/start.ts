@@ -28,6 +28,7 @@ import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startAnvil, rpc, type Anvil } from './anvil';
 import { deployDevnet, devnetAddresses } from './deploy';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
+import { startGatewayForDevnet } from './gateway-devnet';
 import {
   canConnect,
   describeExit,
@@ -353,6 +354,7 @@ async function main(): Promise<void> {
     migrate(config),
   ]);
   if (stopping) return;
+  await startGatewayForDevnet(config.GATEWAY_API_URL_TESTNET, devnets.map((d, i) => ({ network: d.network.id, chainId: d.network.chainId!, rpcUrl: (anvils[i] as Anvil).rpcUrl })), devnetAddresses().usdc, say);
 
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
   await all([startWorker(childEnv), startApi(config, childEnv)]);
