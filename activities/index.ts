@@ -1,8 +1,9 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
 import { createPermitActivities } from './permit';
 import { createWithdrawalActivities } from './withdrawal';
+import { createBatchedActivities, type BatchedActivityDeps } from './batched';
 
-export type ActivityDeps = SettlementActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & BatchedActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -10,5 +11,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createSettlementActivities(deps),
     ...createPermitActivities(deps),
     ...createWithdrawalActivities(deps),
+    ...createBatchedActivities(deps),
   };
 }

@@ -6,6 +6,10 @@
  *   POST /v1/x402/verify           {paymentPayload, paymentRequirements} -> {isValid, invalidReason?, payer}
  *   POST /v1/x402/settle           {paymentPayload, paymentRequirements} -> {success, errorReason?, transaction, network, payer}
  *   GET  /v1/x402/transfers/:id    {id, status: received | completed | failed, network, from, to, value, transaction?}
+ *   GET  /v1/x402/transfers?from=&nonce=   {transfers: [...]}
+ *
+ * Devnet control (not part of the upstream API): POST /_devnet/settle-delay {ms} holds every settle
+ * answer that long after the payment was accepted (tests crash our worker in that window).
  *
  * It keeps real state: balances are read from our GatewayWallet contract on the devnet chain, an
  * accepted payment locks the payer's balance, and accepted payments are applied on-chain in batches
@@ -291,6 +295,7 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
     };
   }
 
+  let settleDelayMs = 0;
   const server: Server = createServer((req, res) => void handle(req, res));
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const send = (status: number, body: unknown) => {
@@ -300,6 +305,20 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
     try {
       const path = new URL(req.url ?? '/', 'http://double').pathname;
       if (req.method === 'GET' && path === '/v1/x402/supported') return send(200, supported());
+      if (req.method === 'GET' && path === '/v1/x402/transfers') {
+        const q = new URL(req.url ?? '/', 'http://double').searchParams;
+        const from = q.get('from')?.toLowerCase();
+        const nonce = q.get('nonce')?.toLowerCase();
+        const found = [...transfers.values()].filter((t) => {
+          const a = t.payload.payload.authorization;
+          return (!from || a.from.toLowerCase() === from) && (!nonce || a.nonce.toLowerCase() === nonce);
+        });
+        return send(200, { transfers: found.map((t) => transfer(t.id)) });
+      }
+      if (req.method === 'POST' && path === '/_devnet/settle-delay') {
+        settleDelayMs = Number((JSON.parse(await readBody(req)) as { ms?: unknown }).ms) || 0;
+        return send(200, { settleDelayMs });
+      }
       if (req.method === 'GET' && path.startsWith('/v1/x402/transfers/')) {
         const t = transfer(decodeURIComponent(path.slice('/v1/x402/transfers/'.length)));
         return t ? send(200, t) : send(404, { error: 'transfer not found' });
@@ -313,6 +332,7 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
         }
         if (path.endsWith('verify')) return send(200, await verify(body));
         const out = await settle(body);
+        if (settleDelayMs > 0) await new Promise((r) => setTimeout(r, settleDelayMs));
         return send(out.success ? 200 : 400, out);
       }
       send(404, { error: 'not found' });

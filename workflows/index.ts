@@ -2,3 +2,4 @@
 export { settlementWorkflow } from './settlement';
 export { permitWorkflow } from './permit';
 export { withdrawalWorkflow } from './withdrawal';
+export { batchedSettlementWorkflow } from './batched-settlement';

@@ -3,4 +3,5 @@ export const WORKFLOW_TYPES = {
   settlement: 'settlementWorkflow',
   permit: 'permitWorkflow',
   withdrawal: 'withdrawalWorkflow',
+  batchedSettlement: 'batchedSettlementWorkflow',
 } as const;

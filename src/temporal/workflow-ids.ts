@@ -18,3 +18,7 @@ export const permitWorkflowId = (network: string, token: string, owner: string, 
 /** `withdrawal:<network>:<depositor>:<key>`: one gateway-wallet withdrawal per caller-chosen key. */
 export const withdrawalWorkflowId = (network: string, depositor: string, key: string) =>
   `withdrawal:${network}:${depositor.toLowerCase()}:${key}`;
+
+/** `batched:<network>:<payer>:<nonce>`: one batched nanopayment (its nonce is in the gateway wallet's domain). */
+export const batchedWorkflowId = (network: string, payer: string, nonce: string) =>
+  `batched:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;

@@ -1,46 +1,73 @@
+import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { waitUntil } from '../../devnet/process';
+import { parseEventLogs } from 'viem';
+import { waitUntil, type ManagedProcess } from '../../devnet/process';
+import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
+import { Settlement } from '../../src/db/entities';
+import { batchedWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { openTestDatabase, type TestDatabase } from '../support/db';
 import { gatewayHelpers } from '../support/gateway';
-import { request, signIn, startApi, type RunningApi } from '../support/http';
+import { request, startApi, type RunningApi } from '../support/http';
+import { startWorker } from '../support/services';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
  * Batched nanopayments (settle routing step 2) on the real stack: our GatewayWallet on anvil, the
- * upstream gateway double reached over HTTP by its configured URL, the real API and database.
+ * upstream gateway double reached over HTTP by its configured URL, the batched settlement workflow
+ * on a real worker, the real API and database.
  */
 describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batched-sample', () => {
   const g = gatewayHelpers();
   const buyer = TEST_ACCOUNTS.buyers[4];
   const seller = privateKeyToAccount(generatePrivateKey()).address;
-  let tdb: TestDatabase;
-  let api: RunningApi;
+  let h: SettleHarness;
   let apiKey: string;
   let organizationId: string;
   let organizationName: string;
   const extra: RunningApi[] = [];
+  const workers: ManagedProcess[] = [];
 
   beforeAll(async () => {
-    tdb = await openTestDatabase('sqlite', { GATEWAY_API_URL_TESTNET: g.stack.gatewayApiUrl, GATEWAY_API_URL: g.stack.gatewayApiUrl });
-    api = await startApi({ db: tdb.db, config: tdb.config });
-    const owner = privateKeyToAccount(generatePrivateKey());
-    const cookie = await signIn(api.baseUrl, owner);
-    const org = await request('GET', `${api.baseUrl}/v1/organization`, { cookie });
+    h = await startSettleHarness('sqlite', {
+      relayerIndex: 0,
+      env: { GATEWAY_API_URL_TESTNET: g.stack.gatewayApiUrl, GATEWAY_API_URL: g.stack.gatewayApiUrl, SETTLE_WAIT_MS: '30000' },
+    });
+    apiKey = h.apiKey;
+    const org = await request('GET', `${h.api.baseUrl}/v1/organization`, { cookie: h.cookie });
     organizationId = org.body.id;
     organizationName = org.body.name;
-    const key = await request('POST', `${api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'seller', test_net: true } });
-    apiKey = key.body.api_key;
     await g.deposit(buyer, 5_000_000n);
   });
   afterAll(async () => {
+    await setSettleDelay(0).catch(() => undefined);
     for (const a of extra) await a.close();
-    await api?.close();
-    await tdb?.close();
+    for (const w of workers) await w.stop();
+    await h?.close();
   });
 
+  const setSettleDelay = (ms: number) => request('POST', `${g.stack.gatewayApiUrl}/_devnet/settle-delay`, { json: { ms } });
+  const transfersOf = async (from: string, nonce: string) =>
+    (await request('GET', `${g.stack.gatewayApiUrl}/v1/x402/transfers?from=${from}&nonce=${nonce}`)).body.transfers as any[];
+  const settledEvents = async (from: string, nonce: string) => {
+    const logs = await g.client.getLogs({ address: g.wallet, fromBlock: 0n, toBlock: 'latest' });
+    return parseEventLogs({ abi: gatewayWalletAbi, logs, eventName: 'PaymentSettled' }).filter(
+      (l) => l.args.from.toLowerCase() === from.toLowerCase() && l.args.nonce === nonce,
+    ).length;
+  };
+  const untilCompleted = (transferId: string) =>
+    waitUntil(
+      'the batch to be applied',
+      async () => {
+        const t = await request('GET', `${g.stack.gatewayApiUrl}/v1/x402/transfers/${transferId}`);
+        return t.body.status === 'completed' ? t.body : undefined;
+      },
+      { timeoutMs: 20_000, intervalMs: 100 },
+    );
+  const api = { get baseUrl() { return h.api.baseUrl; } };
+
   /** Another API on the same database with some configuration changed. */
-  async function apiWith(config: Partial<typeof tdb.config>): Promise<RunningApi> {
-    const a = await startApi({ db: tdb.db, config: { ...tdb.config, ...config } });
+  async function apiWith(config: Partial<SettleHarness['tdb']['config']>): Promise<RunningApi> {
+    const a = await startApi({ db: h.tdb.db, config: { ...h.tdb.config, ...config }, temporal: h.temporal });
     extra.push(a);
     return a;
   }
@@ -64,19 +91,17 @@ describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batche
       authContext: { organizationId, authMethod: 'middleware_handled', timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) },
     });
     // The upstream applies it in its next batch: one settleBatch transaction from the operator.
-    const transfer = await waitUntil(
-      'the batch to be applied',
-      async () => {
-        const t = await request('GET', `${g.stack.gatewayApiUrl}/v1/x402/transfers/${res.body.transaction}`);
-        return t.body.status === 'completed' ? t.body : undefined;
-      },
-      { timeoutMs: 20_000, intervalMs: 100 },
-    );
+    const transfer = await untilCompleted(res.body.transaction);
     const receipt = await g.client.getTransactionReceipt({ hash: transfer.transaction });
     expect(receipt.status).toBe('success');
     expect(receipt.to?.toLowerCase()).toBe(g.wallet.toLowerCase());
     expect(await g.view('availableBalance', buyer.address)).toBe(buyerBefore - 1_250n);
     expect(await g.view('availableBalance', seller)).toBe(sellerBefore + 1_250n);
+
+    const a = body.paymentPayload.payload.authorization;
+    const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: batchedWorkflowId('base-sepolia', buyer.address, a.nonce) });
+    expect(row).toMatchObject({ route: 'batched', state: 'accepted', transaction: res.body.transaction, amount: '1250', recipient: seller.toLowerCase() });
+    expect(await settledEvents(buyer.address, a.nonce)).toBe(1);
 
     // The same authorization again is the same transfer, and nothing moves twice.
     const again = await post(api.baseUrl, '/v1/settle', body);
@@ -122,7 +147,10 @@ describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batche
   });
 
   test('settle: 500 batched_settle_error when the upstream is down; nothing moves', async () => {
-    const down = await apiWith({ GATEWAY_API_URL_TESTNET: 'http://127.0.0.1:9' });
+    // The forward runs in the worker: this API's workflows go to a worker whose upstream is down.
+    const queue = `batched-down-${randomBytes(4).toString('hex')}`;
+    workers.push(await startWorker({ ...h.env, TEMPORAL_TASK_QUEUE: queue, GATEWAY_API_URL_TESTNET: 'http://127.0.0.1:9' }));
+    const down = await apiWith({ TEMPORAL_TASK_QUEUE: queue });
     const before = await g.view('availableBalance', buyer.address);
     const body = await g.batchedPayment({ buyer, payTo: seller, value: 10n });
     const res = await post(down.baseUrl, '/v1/settle', body);
@@ -130,6 +158,41 @@ describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batche
     expect(res.body).toEqual({ success: false, errorReason: 'batched_settle_error', transaction: '', network: 'base-sepolia' });
     await new Promise((r) => setTimeout(r, 800));
     expect(await g.view('availableBalance', buyer.address)).toBe(before);
+
+    // The failed forward may run again: once the upstream is back, the same request is accepted.
+    const again = await post(api.baseUrl, '/v1/settle', body);
+    expect(again.status).toBe(200);
+    expect(again.body).toMatchObject({ success: true, settlementMethod: 'batched', network: 'base-sepolia' });
+  });
+
+  test('worker SIGKILLed while the upstream holds the answer: one accepted transfer, money moves once', async () => {
+    const body = await g.batchedPayment({ buyer, payTo: seller, value: 777n });
+    const a = body.paymentPayload.payload.authorization;
+    const [buyerBefore, sellerBefore] = await Promise.all([g.view('availableBalance', buyer.address), g.view('availableBalance', seller)]);
+    await setSettleDelay(60_000);
+    const first = post(api.baseUrl, '/v1/settle', body);
+    // The upstream has accepted the payment and not yet answered: kill the worker in that window.
+    await waitUntil('the upstream to accept', async () => (await transfersOf(buyer.address, a.nonce)).length === 1, {
+      timeoutMs: 20_000,
+      intervalMs: 50,
+    });
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+    await setSettleDelay(0);
+
+    // The original request gets the answer from the retried forward; a repeat attaches to it.
+    const res = await first;
+    expect(res.status).toBe(200);
+    const [transfer] = await transfersOf(buyer.address, a.nonce);
+    expect(res.body).toMatchObject({ success: true, transaction: transfer.id, settlementMethod: 'batched', payer: buyer.address });
+    const repeat = await post(api.baseUrl, '/v1/settle', body);
+    expect(repeat.body.transaction).toBe(transfer.id);
+    await untilCompleted(transfer.id);
+    expect(await transfersOf(buyer.address, a.nonce)).toHaveLength(1);
+    expect(await settledEvents(buyer.address, a.nonce)).toBe(1);
+    expect(await g.view('availableBalance', buyer.address)).toBe(buyerBefore - 777n);
+    expect(await g.view('availableBalance', seller)).toBe(sellerBefore + 777n);
   });
 
   test('verify: the batched branch forwards and adds verificationMethod and testnet', async () => {
