@@ -31,6 +31,7 @@ function gatewayChain(deps: ApiDeps, auth: AuthContext, id: unknown): EvmNetwork
   const network = deps.networks.get(id)!;
   assertKeyModeAllows(auth, network);
   if (!network.enabled || !network.usdc) throw new ApiError(400, `network: ${id} is not configured on this service (no RPC URL or USDC)`);
+  if (!network.testnet && !deps.config.MAINNETS_ENABLED) throw new ApiError(400, `network: ${id} is a mainnet and MAINNETS_ENABLED is off`);
   return network as EvmNetwork & { usdc: Address };
 }
 

@@ -165,6 +165,36 @@ describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batche
     expect(again.body).toMatchObject({ success: true, settlementMethod: 'batched', network: 'base-sepolia' });
   });
 
+  test('settle: 202 settlement_pending while no worker runs the forward; a repeat attaches once one does', async () => {
+    const queue = `batched-idle-${randomBytes(4).toString('hex')}`;
+    const idle = await apiWith({ TEMPORAL_TASK_QUEUE: queue, SETTLE_WAIT_MS: 500 });
+    const body = await g.batchedPayment({ buyer, payTo: seller, value: 11n });
+    const res = await post(idle.baseUrl, '/v1/settle', body);
+    expect(res.status).toBe(202);
+    expect(res.body).toEqual({
+      success: false,
+      errorReason: 'settlement_pending',
+      transaction: '',
+      network: 'base-sepolia',
+      payer: buyer.address,
+      settlementMethod: 'batched',
+      testnet: true,
+    });
+    expect(await transfersOf(buyer.address, body.paymentPayload.payload.authorization.nonce)).toHaveLength(0);
+    workers.push(await startWorker({ ...h.env, TEMPORAL_TASK_QUEUE: queue }));
+    const final = await waitUntil(
+      'the forward to finish',
+      async () => {
+        const r = await post(idle.baseUrl, '/v1/settle', body);
+        return r.status === 202 ? undefined : r;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(final.status).toBe(200);
+    expect(final.body).toMatchObject({ success: true, settlementMethod: 'batched' });
+    expect(await transfersOf(buyer.address, body.paymentPayload.payload.authorization.nonce)).toHaveLength(1);
+  });
+
   test('worker SIGKILLed while the upstream holds the answer: one accepted transfer, money moves once', async () => {
     const body = await g.batchedPayment({ buyer, payTo: seller, value: 777n });
     const a = body.paymentPayload.payload.authorization;
