@@ -296,6 +296,8 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
   }
 
   let settleDelayMs = 0;
+  /** Settle answers being held back: released when the delay is set back to 0. */
+  const held: (() => void)[] = [];
   const server: Server = createServer((req, res) => void handle(req, res));
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const send = (status: number, body: unknown) => {
@@ -317,6 +319,7 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
       }
       if (req.method === 'POST' && path === '/_devnet/settle-delay') {
         settleDelayMs = Number((JSON.parse(await readBody(req)) as { ms?: unknown }).ms) || 0;
+        if (settleDelayMs === 0) for (const release of held.splice(0)) release(); // answer what was held
         return send(200, { settleDelayMs });
       }
       if (req.method === 'GET' && path.startsWith('/v1/x402/transfers/')) {
@@ -332,7 +335,13 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
         }
         if (path.endsWith('verify')) return send(200, await verify(body));
         const out = await settle(body);
-        if (settleDelayMs > 0) await new Promise((r) => setTimeout(r, settleDelayMs));
+        if (settleDelayMs > 0) {
+          await new Promise<void>((resolve) => {
+            const timer = setTimeout(resolve, settleDelayMs);
+            timer.unref();
+            held.push(() => (clearTimeout(timer), resolve()));
+          });
+        }
         return send(out.success ? 200 : 400, out);
       }
       send(404, { error: 'not found' });

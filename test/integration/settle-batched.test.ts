@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { parseEventLogs } from 'viem';
 import { waitUntil, type ManagedProcess } from '../../devnet/process';
@@ -10,6 +11,12 @@ import { gatewayHelpers } from '../support/gateway';
 import { request, startApi, type RunningApi } from '../support/http';
 import { startWorker } from '../support/services';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+// The real x402 v1 client (x402-fetch's signer); its subpath types need another moduleResolution.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { createPaymentHeader } = require('x402/client') as { createPaymentHeader(signer: unknown, version: number, requirements: unknown): Promise<string> };
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { createSigner } = require('x402/types') as { createSigner(network: string, privateKey: Hex): Promise<unknown> };
 
 /**
  * Batched nanopayments (settle routing step 2) on the real stack: our GatewayWallet on anvil, the
@@ -112,6 +119,17 @@ describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batche
     expect(await g.view('availableBalance', seller)).toBe(sellerBefore + 1_250n);
   });
 
+  test('settle: a payment signed by the real x402 v1 client (x402/client) from the requirements', async () => {
+    const { paymentRequirements } = await g.batchedPayment({ buyer, payTo: seller, value: 321n });
+    const signer = await createSigner('base-sepolia', TEST_ACCOUNTS.buyerKeys[4] as Hex);
+    const header = await createPaymentHeader(signer, 1, paymentRequirements);
+    const paymentPayload = JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
+    const res = await post(api.baseUrl, '/v1/settle', { paymentPayload, paymentRequirements });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, payer: buyer.address, settlementMethod: 'batched', network: 'base-sepolia', testnet: true });
+    expect((await untilCompleted(res.body.transaction)).value).toBe('321');
+  });
+
   test('settle: an upstream failure is 400 with the forwarded result and no authContext', async () => {
     const available = await g.view('availableBalance', buyer.address);
     const body = await g.batchedPayment({ buyer, payTo: seller, value: available + 1n });
@@ -193,6 +211,7 @@ describe('batched nanopayments: POST /v1/settle, POST /v1/verify, GET /v1/batche
     expect(final.status).toBe(200);
     expect(final.body).toMatchObject({ success: true, settlementMethod: 'batched' });
     expect(await transfersOf(buyer.address, body.paymentPayload.payload.authorization.nonce)).toHaveLength(1);
+    await untilCompleted(final.body.transaction); // its batch lands before the next test measures balances
   });
 
   test('worker SIGKILLed while the upstream holds the answer: one accepted transfer, money moves once', async () => {
