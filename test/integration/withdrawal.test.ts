@@ -4,6 +4,7 @@ import { waitUntil } from '../../devnet/process';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { RelayerTransaction } from '../../src/db/entities';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
 import { gatewayHelpers } from '../support/gateway';
 import { request, type JsonResponse } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
@@ -12,7 +13,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * Gateway-wallet withdrawals of the facilitator's own balance as a durable WithdrawalWorkflow, on the
  * real stack (Temporal, anvil with our GatewayWallet at a 5-block delay, real worker process).
  */
-describe('gateway wallet: balances and WithdrawalWorkflow', () => {
+describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', (kind) => {
   const g = gatewayHelpers();
   const relayer = TEST_ACCOUNTS.relayers[3]; // the depositor: this worker's relayer
   const buyer = TEST_ACCOUNTS.buyers[2];
@@ -20,7 +21,7 @@ describe('gateway wallet: balances and WithdrawalWorkflow', () => {
   let rpcUrl: string;
 
   beforeAll(async () => {
-    h = await startSettleHarness('sqlite', { relayerIndex: 3, env: { WITHDRAWAL_POLL_MS: '100', RECEIPT_WAIT_MS: '5000' } });
+    h = await startSettleHarness(kind, { relayerIndex: 3, env: { WITHDRAWAL_POLL_MS: '100', RECEIPT_WAIT_MS: '5000' } });
     rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
     await g.deposit(buyer, 4_000_000n, relayer.address); // a buyer funds the facilitator's gateway balance
   });
@@ -83,9 +84,9 @@ describe('gateway wallet: balances and WithdrawalWorkflow', () => {
       g.view('totalBalance', relayer.address),
     ]);
 
-    const res = await withdraw({ network: 'base-sepolia', amount: '1000000', idempotencyKey: 'full-1' });
+    const res = await withdraw({ network: 'base-sepolia', amount: '1000000', idempotencyKey: `full-${kind}` });
     expect(res.status).toBe(202);
-    const id = `withdrawal:base-sepolia:${relayer.address.toLowerCase()}:full-1`;
+    const id = `withdrawal:base-sepolia:${relayer.address.toLowerCase()}:full-${kind}`;
     expect(res.body).toEqual({
       id,
       network: 'base-sepolia',
@@ -140,10 +141,10 @@ describe('gateway wallet: balances and WithdrawalWorkflow', () => {
     expect(events.map((e) => [e.transactionHash, e.args.value])).toEqual([[done.body.withdrawTransaction, 1_000_000n]]);
 
     // The same key again is the same withdrawal; a different amount under it is a conflict.
-    const repeat = await withdraw({ network: 'base-sepolia', amount: '1000000', idempotencyKey: 'full-1' });
+    const repeat = await withdraw({ network: 'base-sepolia', amount: '1000000', idempotencyKey: `full-${kind}` });
     expect(repeat.status).toBe(202);
     expect(repeat.body).toEqual(done.body);
-    const reused = await withdraw({ network: 'base-sepolia', amount: '2', idempotencyKey: 'full-1' });
+    const reused = await withdraw({ network: 'base-sepolia', amount: '2', idempotencyKey: `full-${kind}` });
     expect(reused.status).toBe(409);
 
     // Operators find it in Temporal by kind.
@@ -170,7 +171,7 @@ describe('gateway wallet: balances and WithdrawalWorkflow', () => {
       g.view('totalBalance', relayer.address),
       g.client.getTransactionCount({ address: relayer.address }),
     ]);
-    const res = await withdraw({ network: 'base-sepolia', amount: '500000', idempotencyKey: 'crash-1' });
+    const res = await withdraw({ network: 'base-sepolia', amount: '500000', idempotencyKey: `crash-${kind}` });
     expect(res.status).toBe(202);
     const id = res.body.id as string;
     const waiting = await untilState(id, 'waiting');
