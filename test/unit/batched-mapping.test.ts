@@ -1,4 +1,6 @@
 import { buildNetworkTable } from '../../src/chains/networks';
+import { withdrawalRequestSchema } from '../../src/gateway/withdrawal-service';
+import { batchedWorkflowId, withdrawalWorkflowId } from '../../src/temporal/workflow-ids';
 import { gatewayNetwork, networkStatus, verifyTestnetFlag } from '../../src/batched/gateway-networks';
 import {
   batchedSettleFailure,
@@ -112,5 +114,28 @@ describe('gateway-enabled networks', () => {
     expect(t.get('optimism-sepolia')!.gatewayWallet).toBe('0x1111111111111111111111111111111111111111');
     expect(t.get('base')!.gatewayWallet).toBe('0x77777777Dcc4d5A8B6E418Fd04D8997ef11000eE');
     expect(networks.get('base-sepolia')!.gatewayWallet).not.toBe(networks.get('base')!.gatewayWallet);
+  });
+});
+
+describe('batched and withdrawal business keys and requests', () => {
+  test('keys are lower-case, with their own prefixes', () => {
+    expect(batchedWorkflowId('base-sepolia', '0xAbC', '0xDeF')).toBe('batched:base-sepolia:0xabc:0xdef');
+    expect(withdrawalWorkflowId('base-sepolia', '0xAbC', 'Key-1')).toBe('withdrawal:base-sepolia:0xabc:Key-1');
+  });
+
+  test('withdrawal request: positive base units, optional idempotency key of safe characters', () => {
+    expect(withdrawalRequestSchema.safeParse({ network: 'base-sepolia', amount: '1' }).success).toBe(true);
+    expect(withdrawalRequestSchema.safeParse({ network: 'base-sepolia', amount: '10', idempotencyKey: 'a.b_c-1' }).success).toBe(true);
+    for (const bad of [
+      { network: 'base-sepolia', amount: '0' },
+      { network: 'base-sepolia', amount: '01' },
+      { network: 'base-sepolia', amount: 5 },
+      { network: 'base-sepolia', amount: '1.5' },
+      { network: 'base-sepolia', amount: '1', idempotencyKey: 'a/b' },
+      { network: 'base-sepolia', amount: '1', idempotencyKey: '' },
+      { amount: '1' },
+    ]) {
+      expect(withdrawalRequestSchema.safeParse(bad).success).toBe(false);
+    }
   });
 });
