@@ -6,7 +6,10 @@ import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } f
 import { createTopUpActivities } from './topup';
 import { createRefundActivities } from './refund';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps;
+import { createWithdrawalActivities } from './withdrawal';
+import { createBatchedActivities, type BatchedActivityDeps } from './batched';
+
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps & BatchedActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -18,5 +21,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSolanaSettlementActivities(deps),
     ...createTopUpActivities(deps),
     ...createRefundActivities(deps),
+    ...createWithdrawalActivities(deps),
+    ...createBatchedActivities(deps),
   };
 }

@@ -33,6 +33,7 @@ import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
 import { startLocalSolanaDevnet } from './start-solana';
 import { deployTopupContracts, topupDevnetEnv, topupEndpoint } from './start-topup';
 import { startDevnetInferenceProviders } from './inference-provider';
+import { startGatewayForDevnet } from './gateway-devnet';
 import {
   canConnect,
   describeExit,
@@ -373,6 +374,7 @@ async function main(): Promise<void> {
   ]);
   say(`bridge attestation double at ${(await startDevnetBridgeAttester(childEnv)).url} (BRIDGE_ATTESTATION_URL)`);
   if (stopping) return;
+  await startGatewayForDevnet(config.GATEWAY_API_URL_TESTNET, devnets.map((d, i) => ({ network: d.network.id, chainId: d.network.chainId!, rpcUrl: (anvils[i] as Anvil).rpcUrl })), devnetAddresses().usdc, say);
 
   // The inference provider doubles (in this process) on the ports the default INFERENCE_PROVIDERS names.
   if (!childEnv.INFERENCE_PROVIDERS) { const p = await startDevnetInferenceProviders({ modelserver: 8600, modelserver2: 8601 }); infra.push({ name: 'inference', log: new ChildLog('inference'), pid: process.pid, stop: p.stop }); say(`inference provider doubles at ${p.modelserver.url} and ${p.modelserver2.url}`); }

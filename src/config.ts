@@ -64,6 +64,16 @@ const schema = z.object({
   BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),
   /** Solana fee-payer secret key (base58 or JSON byte array); solana-devnet falls back to a devnet-only key. */
   SOLANA_FEE_PAYER_KEY: z.string().regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key').optional(),
+  /** Batched nanopayments (docs/decisions.md "Batched payments and withdrawals"): mainnets forward while on. */
+  GATEWAY_MAINNET_ENABLED: boolish.default(true),
+  /** Upstream batching gateway API for testnets: by default the devnet double that `npm start` runs. */
+  GATEWAY_API_URL_TESTNET: z.string().url().default('http://127.0.0.1:4030'),
+  /** Upstream batching gateway API for mainnets (the spec's default gateway API). */
+  GATEWAY_API_URL: z.string().url().default('https://gateway-api.circle.com'),
+  /** Bound on one upstream gateway call; past it the forward counts as failed (500 batched_*_error). */
+  GATEWAY_TIMEOUT_MS: int().pipe(z.number().min(100).max(120_000)).default(10_000),
+  /** Blocks polled by a withdrawal workflow: how long it sleeps between block-number checks. */
+  WITHDRAWAL_POLL_MS: int().pipe(z.number().min(50).max(3_600_000)).default(5_000),
 });
 
 export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };

@@ -7,3 +7,5 @@ export { bridgeTransferWorkflow } from './bridge-transfer';
 export { solanaSettlementWorkflow } from './solana-settlement';
 export { topUpWorkflow } from './topup';
 export { refundWorkflow } from './refund';
+export { withdrawalWorkflow } from './withdrawal';
+export { batchedSettlementWorkflow } from './batched-settlement';

@@ -29,6 +29,15 @@ import {
   verifyResponseSchema,
 } from './openapi-schemas';
 import { registerInferenceOpenApi } from './openapi-inference';
+import {
+  batchedSettleResponseSchema,
+  batchedVerifyResponseSchema,
+  gatewayBalancesSchema,
+  gatewayStatusErrorSchema,
+  gatewayStatusResponseSchema,
+  withdrawalRecordSchema,
+} from '../batched/openapi-schemas';
+import { withdrawalRequestSchema } from '../gateway/withdrawal-service';
 
 /**
  * The OpenAPI 3.1 document of the API, generated from the zod schemas the routes parse with
@@ -97,6 +106,8 @@ const VerifyResponse = component('VerifyResponse', verifyResponseSchema);
 const VerifyError = component('VerifyError', verifyErrorSchema);
 const SupportedResponse = component('SupportedResponse', supportedResponseSchema);
 const PermitResponse = component('PermitResponse', permitResponseSchema);
+const BatchedSettleResponse = component('BatchedSettleResponse', batchedSettleResponseSchema);
+const BatchedVerifyResponse = component('BatchedVerifyResponse', batchedVerifyResponseSchema);
 
 const bearer = registry.registerComponent('securitySchemes', 'apiKey', {
   type: 'http',
@@ -307,16 +318,16 @@ route({
   security: API_KEY,
   request: { body: body(SettleRequest) },
   responses: {
-    200: json(SettleResponse, 'Settled'),
-    202: json(SettleResponse, 'Still settling (errorReason settlement_pending, transaction once known); repeat the same request'),
-    400: json(SettleResponse, 'Rejected before any transaction (invalid payload, requirements, network, signature, ...)'),
+    200: json(z.union([SettleResponse, BatchedSettleResponse]), 'Settled (batched: accepted by the upstream gateway, which settles it in its next batch)'),
+    202: json(z.union([SettleResponse, BatchedSettleResponse]), 'Still settling (errorReason settlement_pending, transaction once known); repeat the same request'),
+    400: json(z.union([SettleResponse, BatchedSettleResponse]), 'Rejected before any transaction (invalid payload, requirements, network, signature, ...); batched: the upstream failure'),
     401: envelope('Missing, malformed or unknown API key'),
     402: json(SettleResponse, 'insufficient_funds'),
-    403: envelope('Revoked key, or key mode (test/live) does not match the network'),
-    409: json(SettleResponse, 'Nonce already used, or the transaction failed (invalid_transaction_state)'),
+    403: json(z.union([ErrorEnvelope, BatchedSettleResponse]), 'Revoked key, or key mode (test/live) does not match the network; batched: gateway_not_enabled'),
+    409: json(SettleResponse, 'Nonce already used, or the transaction failed (invalid_transaction_state); batched: accepted for another organization'),
     413: json(SettleResponse, 'Body too large (invalid_payload)'),
     415: json(SettleResponse, 'Content-Type is not application/json (invalid_payload)'),
-    500: json(SettleResponse, 'unexpected_settle_error'),
+    500: json(z.union([SettleResponse, BatchedSettleResponse]), 'unexpected_settle_error; batched: batched_settle_error (upstream gateway unreachable)'),
   },
 });
 
@@ -330,14 +341,14 @@ route({
   security: API_KEY,
   request: { body: body(SettleRequest) },
   responses: {
-    200: json(VerifyResponse, 'Verdict (isValid false with invalidReason when a rule fails)', {
+    200: json(z.union([VerifyResponse, BatchedVerifyResponse]), 'Verdict (isValid false with invalidReason when a rule fails); batched: the upstream verdict', {
       Deprecation: { description: 'RFC 9745 deprecation date', schema: { type: 'string' } },
       Link: { description: 'successor-version: /v1/settle', schema: { type: 'string' } },
     }),
     400: json(VerifyError, 'invalid_payload or invalid_payment_requirements'),
     401: envelope('Missing, malformed or unknown API key'),
-    403: envelope('Revoked key, or key mode does not match the network'),
-    500: json(VerifyError, 'unexpected_verify_error'),
+    403: json(z.union([ErrorEnvelope, VerifyError]), 'Revoked key, or key mode does not match the network; batched: gateway_not_enabled'),
+    500: json(VerifyError, 'unexpected_verify_error; batched: batched_verify_error'),
   },
 });
 
@@ -376,6 +387,78 @@ route({
 });
 
 registerInferenceOpenApi({ component, route, json });
+// --- batched nanopayments and the gateway wallet ---------------------------------------------------------
+
+route({
+  method: 'get',
+  path: '/v1/batched-sample',
+  tags: ['Batched'],
+  operationId: 'batchedSample',
+  summary: 'Gateway status record: batched nanopayments configuration and the upstream supported kinds',
+  security: API_KEY,
+  responses: {
+    200: json(component('GatewayStatus', gatewayStatusResponseSchema), 'Status record'),
+    401: json(component('GatewayStatusError', gatewayStatusErrorSchema), 'No organization (missing, malformed or unknown API key): {error}'),
+    403: json(gatewayStatusErrorSchema, 'Revoked key: {error}'),
+    500: json(gatewayStatusErrorSchema, 'Internal server error: {error, message}'),
+  },
+});
+
+route({
+  method: 'get',
+  path: '/v1/gateway/balances',
+  tags: ['Batched'],
+  operationId: 'gatewayBalances',
+  summary: "The facilitator's own USDC balances in the gateway wallet (available, withdrawing, withdrawable, total)",
+  security: API_KEY,
+  request: { query: z.object({ network: z.string().describe('EVM network id, e.g. base-sepolia') }) },
+  responses: {
+    200: json(component('GatewayBalances', gatewayBalancesSchema), 'Balance views, read from the contract'),
+    400: envelope('Unknown or unconfigured network'),
+    401: envelope('Missing, malformed or unknown API key'),
+    403: envelope('Revoked key, or key mode does not match the network'),
+  },
+});
+
+const WithdrawalRecord = component('GatewayWithdrawal', withdrawalRecordSchema);
+
+route({
+  method: 'post',
+  path: '/v1/gateway/withdrawals',
+  tags: ['Batched'],
+  operationId: 'gatewayWithdraw',
+  summary: 'Withdraw from the facilitator gateway-wallet balance to its wallet, as a durable workflow',
+  description:
+    'Starts a WithdrawalWorkflow: initiateWithdrawal, wait until withdrawalBlock, withdraw. Answers at once with the record; ' +
+    'poll GET /v1/gateway/withdrawals/{id}. One withdrawal at a time per network (409 while one is in progress).',
+  security: API_KEY,
+  request: { body: body(component('GatewayWithdrawalRequest', withdrawalRequestSchema)) },
+  responses: {
+    202: json(WithdrawalRecord, 'Started (or the existing withdrawal of this idempotencyKey)'),
+    400: envelope('Bad body, unknown network, or amount above the available balance'),
+    401: envelope('Missing, malformed or unknown API key'),
+    403: envelope('Revoked key, or key mode does not match the network'),
+    409: envelope('A withdrawal is in progress, or the idempotencyKey belongs to a different withdrawal'),
+    413: envelope('Body too large'),
+    415: envelope('Content-Type is not application/json'),
+  },
+});
+
+route({
+  method: 'get',
+  path: '/v1/gateway/withdrawals/{id}',
+  tags: ['Batched'],
+  operationId: 'gatewayWithdrawal',
+  summary: 'A withdrawal this organization started',
+  security: API_KEY,
+  request: { params: z.object({ id: z.string().describe('withdrawal id from POST /v1/gateway/withdrawals') }) },
+  responses: {
+    200: json(WithdrawalRecord, 'The withdrawal record'),
+    401: envelope('Missing, malformed or unknown API key'),
+    403: envelope('Revoked key'),
+    404: envelope('No such withdrawal for this organization'),
+  },
+});
 
 const metricsRoute: RouteConfig = {
   method: 'get',

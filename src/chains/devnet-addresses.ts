@@ -43,3 +43,14 @@ export const DEVNET_BRIDGE_FEE_BPS = 10;
 export const DEVNET_TOPUP_DEPLOYER_KEY = '0x705fd44b7b6947796ad67377742b99d92c6c73b32b5e5c0292b31bc5858b3ea9' as const;
 export const DEVNET_TOPUP_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_TOPUP_DEPLOYER_KEY);
 export const DEVNET_MERCHANT_ADDRESS = getContractAddress({ from: DEVNET_TOPUP_DEPLOYER_ADDRESS, nonce: 0n });
+// --- Gateway wallet (batched nanopayments and withdrawals) ----------------------------------------
+/**
+ * The gateway wallet is deployed by its own devnet-only deployer key at nonce 0, so its address is
+ * the same on every devnet chain (the spec's one testnet gateway-wallet address). The operator key
+ * is the devnet upstream gateway's: it applies accepted payments in batches (devnet/gateway-double.ts).
+ * Both keys are public in this repository and must never hold real funds.
+ */
+export const DEVNET_GATEWAY_DEPLOYER_KEY = '0x65bd1a0a9a83c6fd45ba57ac1882060245a097081f4ce221bb7c737fb4234a26' as const;
+export const DEVNET_GATEWAY_OPERATOR_KEY = '0x48d591673cecf5e18b2f1ff4c4524ad47ae178a0f18b1ce478911d1f8df52904' as const;
+export const DEVNET_GATEWAY_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_GATEWAY_DEPLOYER_KEY);
+export const DEVNET_GATEWAY_WALLET_ADDRESS = getContractAddress({ from: DEVNET_GATEWAY_DEPLOYER_ADDRESS, nonce: 0n });

@@ -6,6 +6,7 @@ import {
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
   DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
   DEVNET_FACILITATOR_ADDRESS,
+  DEVNET_GATEWAY_WALLET_ADDRESS,
   DEVNET_PERMIT2_ADDRESS,
   DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
@@ -89,6 +90,8 @@ export interface EvmNetwork {
   /** CCTP-style bridge pair (cross-chain EIP-3009); the domain is `gatewayDomain`. */
   bridgeMessenger: Address | undefined;
   bridgeTransmitter: Address | undefined;
+  /** Gateway wallet of batched payments: one address for testnets, one for mainnets (spec). */
+  gatewayWallet: Address;
   permit2Only: boolean;
   sameChainOnly: boolean;
   permitOnly: boolean;
@@ -119,8 +122,9 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
- * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
- * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet).
+   * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
+   * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
+   * `GATEWAY_WALLET_TESTNET` (default: devnet), `GATEWAY_WALLET_MAINNET` (default: Circle's mainnet GatewayWallet).
  */
 export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
   const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
@@ -138,6 +142,10 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
   const bridge = {
     bridgeMessenger: addr('BRIDGE_MESSENGER_ADDRESS') ?? DEVNET_BRIDGE_MESSENGER_ADDRESS,
     bridgeTransmitter: addr('BRIDGE_TRANSMITTER_ADDRESS') ?? DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+  };
+  const gatewayWallets = {
+    testnet: addr('GATEWAY_WALLET_TESTNET') ?? DEVNET_GATEWAY_WALLET_ADDRESS,
+    mainnet: addr('GATEWAY_WALLET_MAINNET') ?? ('0x77777777Dcc4d5A8B6E418Fd04D8997ef11000eE' as Address),
   };
   const table = new Map<EvmNetworkId, EvmNetwork>();
   for (const id of EVM_NETWORK_IDS) {
@@ -162,6 +170,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       ...permit2,
       gatewayDomain: s.gatewayDomain,
       ...bridge,
+      gatewayWallet: s.testnet ? gatewayWallets.testnet : gatewayWallets.mainnet,
       permit2Only: s.permit2Only ?? false,
       sameChainOnly: s.sameChainOnly ?? false,
       permitOnly: s.permitOnly ?? false,

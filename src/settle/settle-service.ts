@@ -17,6 +17,7 @@ import {
   type SettleRequest,
 } from './settlement-runner';
 import { settleSolana } from './settle-solana';
+import { settleBatched } from './settle-batched';
 
 export { settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
 
@@ -71,7 +72,7 @@ async function settleEip3009(deps: ApiDeps, req: SettleRequest): Promise<SettleR
  */
 const SETTLE_ROUTES: Record<SettleRoute, SettleHandler> = {
   solana: settleSolana,
-  batched: settleEip3009,
+  batched: settleBatched,
   permit2: settlePermit2,
   eip3009: withCrossChainRoute(settleEip3009),
 };

@@ -2,6 +2,8 @@ import type { ApiDeps, AuthContext } from '../api/context';
 import { tokenReads } from '../chains/evm/token-reads';
 import { verifyExactEvm } from '../chains/evm/verify-exact';
 import { parseExactPayment } from './parse-payment';
+import { settleRouteOf } from './classify';
+import { verifyBatched } from './verify-batched';
 
 export interface VerifyReply {
   status: number;
@@ -14,6 +16,7 @@ export interface VerifyReply {
  * 200 verify response with `isValid: false`, as x402 verifiers answer.
  */
 export async function verifyPayment(deps: ApiDeps, auth: AuthContext, body: unknown): Promise<VerifyReply> {
+  if (settleRouteOf(body) === 'batched') return verifyBatched(deps, auth, body);
   const parsed = parseExactPayment(deps, auth, body);
   if (!parsed.ok) {
     if (parsed.reason === 'invalid_payload' || parsed.reason === 'invalid_payment_requirements') {

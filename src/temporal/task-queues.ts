@@ -8,4 +8,6 @@ export const WORKFLOW_TYPES = {
   solanaSettlement: 'solanaSettlementWorkflow',
   topup: 'topUpWorkflow',
   refund: 'refundWorkflow',
+  withdrawal: 'withdrawalWorkflow',
+  batchedSettlement: 'batchedSettlementWorkflow',
 } as const;

@@ -34,3 +34,10 @@ export const solanaSettleWorkflowId = (network: string, payer: string, payerSign
 /** `topup:<merchant>:<payer>:<nonce>` (merchant ids are lower-case already). */
 export const topupWorkflowId = (merchant: string, payer: string, nonce: string) =>
   `topup:${merchant}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
+/** `withdrawal:<network>:<depositor>:<key>`: one gateway-wallet withdrawal per caller-chosen key. */
+export const withdrawalWorkflowId = (network: string, depositor: string, key: string) =>
+  `withdrawal:${network}:${depositor.toLowerCase()}:${key}`;
+
+/** `batched:<network>:<payer>:<nonce>`: one batched nanopayment (its nonce is in the gateway wallet's domain). */
+export const batchedWorkflowId = (network: string, payer: string, nonce: string) =>
+  `batched:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;

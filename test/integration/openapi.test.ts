@@ -166,6 +166,18 @@ describe('OpenAPI document of the running app', () => {
     await call('POST', '/v1/auth/signout', { cookie: '' }); // 204
   });
 
+  test('real responses validate against the document: batched status and gateway-wallet routes (no chain needed)', async () => {
+    const key = await request('POST', `${api.baseUrl}/v1/api_keys`, { cookie: jar.header(), json: { name: 'gateway', test_net: true } });
+    const bearer = { authorization: `Bearer ${key.body.api_key}` };
+    const status = await call('GET', '/v1/batched-sample', { headers: bearer }); // upstream unreachable here: gatewaySupported null
+    expect(status.status).toBe(200);
+    await call('GET', '/v1/batched-sample', { cookie: '' }); // 401 {error}
+    await call('GET', '/v1/gateway/balances?network=nope', { headers: bearer }, '/v1/gateway/balances'); // 400
+    await call('GET', '/v1/gateway/balances', { cookie: '' }); // 401
+    await call('POST', '/v1/gateway/withdrawals', { json: { network: 'base-sepolia', amount: '0' }, headers: bearer }); // 400
+    await call('GET', '/v1/gateway/withdrawals/nope', { headers: bearer }, '/v1/gateway/withdrawals/{id}'); // 404
+  });
+
   test('Swagger UI at /docs loads the document from swagger-ui-dist assets', async () => {
     const page = await fetch(`${api.baseUrl}/docs`); // redirected to /docs/
     expect(page.status).toBe(200);

@@ -13,6 +13,7 @@ export const TEST_ACCOUNTS = {
   relayers: [1, 2, 3, 4].map(account),
   relayerKeys: [1, 2, 3, 4].map(keyOf),
   buyers: [5, 6, 7, 8, 9].map(account),
+  buyerKeys: [5, 6, 7, 8, 9].map(keyOf),
   payout: account(10),
   feeRecipient: account(11),
 };

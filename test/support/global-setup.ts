@@ -7,6 +7,7 @@ import { deployDevnet } from '../../devnet/deploy';
 import { attesterChainsFrom, startBridgeAttester } from '../../devnet/bridge-attester';
 import { deployTopupDevnet } from '../../devnet/deploy-topup';
 import { startDevnetInferenceProviders } from '../../devnet/inference-provider';
+import { startDevnetGateway } from '../../devnet/gateway-devnet';
 import { TEST_ACCOUNTS } from './accounts';
 import { startSolanaDevnet } from '../../devnet/solana-rpc';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -45,6 +46,9 @@ export default async function globalSetup(): Promise<void> {
   // The bridge attestation double over both chains (cross-chain settlement); stopped by the teardown.
   const attester = await startBridgeAttester({ chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: base.rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: optimism.rpcUrl }) });
   (globalThis as any).__X402_STACK__.push(attester);
+  // Batched payments: GatewayWallet on both chains and the upstream gateway double (batches every 300 ms).
+  const gateway = await startDevnetGateway({ chains: [base, optimism].map((a, i) => ({ network: ['base-sepolia', 'optimism-sepolia'][i]!, chainId: a.chainId, rpcUrl: a.rpcUrl })), usdc: deployed.usdc, withdrawalDelayBlocks: 5, batchIntervalMs: 300 });
+  (globalThis as any).__X402_STACK__.push(gateway);
 
   const infoPath = stackInfoPath();
   const workflowBundlePath = join(dirname(infoPath), `test-workflow-bundle-${process.pid}.js`);
@@ -65,6 +69,8 @@ export default async function globalSetup(): Promise<void> {
     bridgeAttestationUrl: attester.url,
     solana: { rpcUrl: solana.url },
     inference: { providers: inference.providersJson, templatesUrl: inference.templatesUrl },
+    gatewayApiUrl: gateway.url,
+    gatewayWallet: gateway.gatewayWallet,
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

@@ -17,6 +17,9 @@ export interface StackInfo {
   solana: { rpcUrl: string };
   /** Devnet inference provider doubles: the INFERENCE_PROVIDERS value pointing at them, and the templates source. */
   inference: { providers: string; templatesUrl: string };
+  /** Upstream batching gateway double (devnet/gateway-double.ts) and our GatewayWallet on both chains. */
+  gatewayApiUrl: string;
+  gatewayWallet: `0x${string}`;
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */

@@ -41,6 +41,11 @@ describe('loadConfig defaults', () => {
       MAINNETS_ENABLED: false,
       BRIDGE_ATTESTATION_URL: 'http://127.0.0.1:4023',
       BRIDGE_MAX_FEE_BPS: 100,
+      GATEWAY_MAINNET_ENABLED: true,
+      GATEWAY_API_URL_TESTNET: 'http://127.0.0.1:4030',
+      GATEWAY_API_URL: 'https://gateway-api.circle.com',
+      GATEWAY_TIMEOUT_MS: 10_000,
+      WITHDRAWAL_POLL_MS: 5_000,
       publicUrl: 'http://localhost:4021',
       env: {},
     });

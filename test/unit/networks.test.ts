@@ -1,5 +1,14 @@
 import { ConfigError } from '../../src/config';
-import { DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS, DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_FACILITATOR_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, DEVNET_USDC_ADDRESS } from '../../src/chains/devnet-addresses';
+import {
+  DEVNET_BRIDGE_MESSENGER_ADDRESS,
+  DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  DEVNET_FACILITATOR_ADDRESS,
+  DEVNET_GATEWAY_WALLET_ADDRESS,
+  DEVNET_PERMIT2_ADDRESS,
+  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  DEVNET_USDC_ADDRESS,
+} from '../../src/chains/devnet-addresses';
 import {
   buildNetworkTable,
   envSuffix,
@@ -55,6 +64,7 @@ describe('buildNetworkTable defaults', () => {
       gatewayDomain: 6,
       bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+      gatewayWallet: DEVNET_GATEWAY_WALLET_ADDRESS,
       permit2Only: false,
       sameChainOnly: false,
       permitOnly: false,
@@ -87,6 +97,7 @@ describe('buildNetworkTable defaults', () => {
       gatewayDomain: 6,
       bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+      gatewayWallet: '0x77777777Dcc4d5A8B6E418Fd04D8997ef11000eE',
       permit2Only: false,
       sameChainOnly: false,
       permitOnly: false,

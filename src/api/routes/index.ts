@@ -10,6 +10,8 @@ import { registerPermitRoutes } from './permit';
 import { registerDocsRoutes } from './docs';
 import { registerMetricsRoutes } from './metrics';
 import { registerInferenceRoutes } from './inference';
+import { registerBatchedSampleRoutes } from './batched-sample';
+import { registerGatewayRoutes } from './gateway';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
@@ -26,4 +28,6 @@ export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   registerDocsRoutes(router, deps);
   registerMetricsRoutes(router, deps);
   registerInferenceRoutes(router, deps);
+  registerBatchedSampleRoutes(router, deps);
+  registerGatewayRoutes(router, deps);
 }

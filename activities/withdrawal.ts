@@ -1,0 +1,92 @@
+import { encodeFunctionData, isAddressEqual, type Address, type Hex } from 'viem';
+import type { Config } from '../src/config';
+import type { NetworkTable, EvmNetworkId } from '../src/chains/networks';
+import { gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
+import { publicClientFor } from '../src/chains/evm/clients';
+import type { Relayer } from '../src/chains/evm/relayer';
+import { revertReason } from '../src/permit/chain-errors';
+import { relayerTxId } from '../src/temporal/workflow-ids';
+import type { WithdrawalInput } from '../src/gateway/withdrawal-types';
+import { awaitRecordedReceipt, type ReceiptResult } from './receipts';
+
+export interface WithdrawalActivityDeps {
+  config: Pick<Config, 'RECEIPT_WAIT_MS'>;
+  networks: NetworkTable;
+  relayerFor(network: EvmNetworkId): Relayer;
+}
+
+export type WithdrawalSubmit =
+  | { submitted: true; hash: Hex }
+  | { submitted: false; reason: 'not_ready' | 'refused'; detail: string };
+
+export type { ReceiptResult as WithdrawalReceipt } from './receipts';
+
+/** The two relayer transactions of one withdrawal (their write-ahead record ids). */
+export const withdrawalTxId = (workflowId: string, step: 'initiate' | 'withdraw') => relayerTxId(workflowId, step);
+
+/**
+ * Activities of the withdrawal workflow. Each is idempotent: the two transactions go through the
+ * write-ahead relayer keyed by (workflow, step), so a retry after any crash re-sends the recorded
+ * bytes instead of signing again; reads are plain views.
+ */
+export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
+  const client = (id: EvmNetworkId) => {
+    const n = deps.networks.get(id);
+    if (!n) throw new Error(`unknown network ${id}`);
+    return publicClientFor(n);
+  };
+  /** Sends once per (workflow, step); a call the contract refuses is reported, not signed. */
+  const send = async (input: WithdrawalInput, step: 'initiate' | 'withdraw', data: Hex): Promise<WithdrawalSubmit> => {
+    const relayer = deps.relayerFor(input.network);
+    if (!isAddressEqual(relayer.address, input.depositor as Address)) {
+      return { submitted: false, reason: 'refused', detail: `this worker's relayer ${relayer.address} is not the depositor ${input.depositor}` };
+    }
+    try {
+      const { hash } = await relayer.send(withdrawalTxId(input.workflowId, step), { to: input.gatewayWallet as Address, data });
+      return { submitted: true, hash };
+    } catch (err) {
+      const reason = revertReason(err, gatewayWalletAbi);
+      if (reason === undefined) throw err; // transient: Temporal retries
+      return { submitted: false, reason: reason.startsWith('WithdrawalNotReady') ? 'not_ready' : 'refused', detail: `${step} would revert: ${reason}` };
+    }
+  };
+
+  return {
+    /** `initiateWithdrawal(token, amount)` from the facilitator's account. */
+    async initiateGatewayWithdrawal(input: WithdrawalInput): Promise<WithdrawalSubmit> {
+      const data = encodeFunctionData({
+        abi: gatewayWalletAbi,
+        functionName: 'initiateWithdrawal',
+        args: [input.token as Address, BigInt(input.amount)],
+      });
+      return send(input, 'initiate', data);
+    },
+
+    /** `withdraw(token)`: sends the whole withdrawable balance to the facilitator's account. */
+    async withdrawFromGateway(input: WithdrawalInput): Promise<WithdrawalSubmit> {
+      return send(input, 'withdraw', encodeFunctionData({ abi: gatewayWalletAbi, functionName: 'withdraw', args: [input.token as Address] }));
+    },
+
+    /** Bounded wait for the receipt of a recorded step; retried (re-broadcast) past the bound. */
+    async awaitWithdrawalReceipt(input: { network: EvmNetworkId; workflowId: string; step: 'initiate' | 'withdraw' }): Promise<ReceiptResult> {
+      return awaitRecordedReceipt(deps.relayerFor(input.network), withdrawalTxId(input.workflowId, input.step), deps.config.RECEIPT_WAIT_MS);
+    },
+
+    /** The depositor's `withdrawalBlock` and the chain's current block, as decimal strings. */
+    async readWithdrawalBlock(input: Pick<WithdrawalInput, 'network' | 'gatewayWallet' | 'token' | 'depositor'>) {
+      const c = client(input.network);
+      const [withdrawalBlock, blockNumber] = await Promise.all([
+        c.readContract({
+          address: input.gatewayWallet as Address,
+          abi: gatewayWalletAbi,
+          functionName: 'withdrawalBlock',
+          args: [input.token as Address, input.depositor as Address],
+        }),
+        c.getBlockNumber({ cacheTime: 0 }),
+      ]);
+      return { withdrawalBlock: withdrawalBlock.toString(), blockNumber: blockNumber.toString() };
+    },
+  };
+}
+
+export type WithdrawalActivities = ReturnType<typeof createWithdrawalActivities>;

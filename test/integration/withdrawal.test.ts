@@ -1,0 +1,201 @@
+import { numberToHex, parseEventLogs, type Hex } from 'viem';
+import { rpc } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
+import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
+import { RelayerTransaction } from '../../src/db/entities';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { gatewayHelpers } from '../support/gateway';
+import { request, type JsonResponse } from '../support/http';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * Gateway-wallet withdrawals of the facilitator's own balance as a durable WithdrawalWorkflow, on the
+ * real stack (Temporal, anvil with our GatewayWallet at a 5-block delay, real worker process).
+ */
+describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', (kind) => {
+  const g = gatewayHelpers();
+  const relayer = TEST_ACCOUNTS.relayers[3]; // the depositor: this worker's relayer
+  const buyer = TEST_ACCOUNTS.buyers[2];
+  let h: SettleHarness;
+  let rpcUrl: string;
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, { relayerIndex: 3, env: { WITHDRAWAL_POLL_MS: '100', RECEIPT_WAIT_MS: '5000' } });
+    rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+    await g.deposit(buyer, 4_000_000n, relayer.address); // a buyer funds the facilitator's gateway balance
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const auth = () => ({ authorization: `Bearer ${h.apiKey}` });
+  const balances = () => request('GET', `${h.api.baseUrl}/v1/gateway/balances?network=base-sepolia`, { headers: auth() });
+  const withdraw = (json: unknown) => request('POST', `${h.api.baseUrl}/v1/gateway/withdrawals`, { json, headers: auth() });
+  const record = (id: string) => request('GET', `${h.api.baseUrl}/v1/gateway/withdrawals/${encodeURIComponent(id)}`, { headers: auth() });
+  const untilState = (id: string, state: string, timeoutMs = 30_000) =>
+    waitUntil(
+      `withdrawal ${id} to be ${state}`,
+      async () => {
+        const r = await record(id);
+        return r.status === 200 && r.body.state === state ? r : undefined;
+      },
+      { timeoutMs, intervalMs: 100 },
+    );
+  const mine = (blocks: number) => rpc(rpcUrl, 'anvil_mine', [numberToHex(blocks)]);
+  const withdrawnEvents = async (fromBlock: bigint) => {
+    const logs = await g.client.getLogs({ address: g.wallet, fromBlock, toBlock: 'latest' });
+    return parseEventLogs({ abi: gatewayWalletAbi, logs, eventName: 'Withdrawn' }).filter(
+      (l) => l.args.depositor.toLowerCase() === relayer.address.toLowerCase(),
+    );
+  };
+
+  test('GET /v1/gateway/balances: the four balance views of the facilitator account, as the contract has them', async () => {
+    const res = await balances();
+    expect(res.status).toBe(200);
+    const block = await g.client.getBlockNumber({ cacheTime: 0 });
+    expect(res.body).toEqual({
+      network: 'base-sepolia',
+      gatewayWallet: g.wallet,
+      token: g.stack.usdc,
+      depositor: relayer.address,
+      tokenSupported: true,
+      availableBalance: (await g.view('availableBalance', relayer.address)).toString(),
+      withdrawingBalance: '0',
+      withdrawableBalance: '0',
+      totalBalance: (await g.view('totalBalance', relayer.address)).toString(),
+      withdrawalBlock: (await g.view('withdrawalBlock', relayer.address)).toString(),
+      blockNumber: block.toString(),
+    });
+    expect(BigInt(res.body.availableBalance)).toBeGreaterThanOrEqual(4_000_000n);
+
+    const bad = await request('GET', `${h.api.baseUrl}/v1/gateway/balances?network=nope`, { headers: auth() });
+    expect(bad.status).toBe(400);
+    expect(bad.body).toEqual({ type: 'api_error', code: 400, message: 'network: must be an EVM network id, e.g. base-sepolia' });
+    const anonymous = await request('GET', `${h.api.baseUrl}/v1/gateway/balances?network=base-sepolia`);
+    expect(anonymous.status).toBe(401);
+  });
+
+  test('a full withdrawal: available -> withdrawing -> withdrawable -> out to the wallet, exact amounts', async () => {
+    const start = (await g.client.getBlockNumber({ cacheTime: 0 })) + 1n; // the first block after this point
+    const [walletBefore, availableBefore, totalBefore] = await Promise.all([
+      g.usdcOf(relayer.address),
+      g.view('availableBalance', relayer.address),
+      g.view('totalBalance', relayer.address),
+    ]);
+
+    const res = await withdraw({ network: 'base-sepolia', amount: '1000000', idempotencyKey: `full-${kind}` });
+    expect(res.status).toBe(202);
+    const id = `withdrawal:base-sepolia:${relayer.address.toLowerCase()}:full-${kind}`;
+    expect(res.body).toEqual({
+      id,
+      network: 'base-sepolia',
+      gatewayWallet: g.wallet,
+      token: g.stack.usdc,
+      depositor: relayer.address,
+      amount: '1000000',
+      state: 'initiating',
+      initiateTransaction: null,
+      withdrawalBlock: null,
+      withdrawTransaction: null,
+      errorReason: null,
+      message: null,
+    });
+
+    const waiting = await untilState(id, 'waiting');
+    expect(waiting.body.initiateTransaction).toMatch(/^0x[0-9a-f]{64}$/);
+    const initReceipt = await g.client.getTransactionReceipt({ hash: waiting.body.initiateTransaction });
+    expect(waiting.body.withdrawalBlock).toBe((initReceipt.blockNumber + 5n).toString());
+    // Mid-delay: the amount is withdrawing, not withdrawable, and the total is unchanged.
+    const mid: JsonResponse = await balances();
+    expect(mid.body).toMatchObject({
+      availableBalance: (availableBefore - 1_000_000n).toString(),
+      withdrawingBalance: '1000000',
+      withdrawableBalance: '0',
+      totalBalance: totalBefore.toString(),
+      withdrawalBlock: waiting.body.withdrawalBlock,
+    });
+    // A second withdrawal meanwhile would restart this one's delay: refused while it is in progress.
+    const busy = await withdraw({ network: 'base-sepolia', amount: '1' });
+    expect(busy.status).toBe(409);
+    expect(busy.body).toEqual({ type: 'api_error', code: 409, message: `withdrawal ${id} is still in progress on base-sepolia` });
+
+    await mine(5);
+    const done = await untilState(id, 'withdrawn');
+    expect(done.body).toEqual({
+      ...res.body,
+      state: 'withdrawn',
+      initiateTransaction: waiting.body.initiateTransaction,
+      withdrawalBlock: waiting.body.withdrawalBlock,
+      withdrawTransaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    expect(await g.usdcOf(relayer.address)).toBe(walletBefore + 1_000_000n);
+    const after = await balances();
+    expect(after.body).toMatchObject({
+      availableBalance: (availableBefore - 1_000_000n).toString(),
+      withdrawingBalance: '0',
+      withdrawableBalance: '0',
+      totalBalance: (totalBefore - 1_000_000n).toString(),
+    });
+    const events = await withdrawnEvents(start);
+    expect(events.map((e) => [e.transactionHash, e.args.value])).toEqual([[done.body.withdrawTransaction, 1_000_000n]]);
+
+    // The same key again is the same withdrawal; a different amount under it is a conflict.
+    const repeat = await withdraw({ network: 'base-sepolia', amount: '1000000', idempotencyKey: `full-${kind}` });
+    expect(repeat.status).toBe(202);
+    expect(repeat.body).toEqual(done.body);
+    const reused = await withdraw({ network: 'base-sepolia', amount: '2', idempotencyKey: `full-${kind}` });
+    expect(reused.status).toBe(409);
+
+    // Operators find it in Temporal by kind.
+    const described = await h.temporal.workflow.getHandle(id).describe();
+    expect(described.typedSearchAttributes.get({ name: 'X402Kind', type: 'KEYWORD' } as never)).toBe('withdrawal');
+  });
+
+  test('bad requests: 400 envelope, nothing started', async () => {
+    const available = await g.view('availableBalance', relayer.address);
+    const tooMuch = await withdraw({ network: 'base-sepolia', amount: (available + 1n).toString() });
+    expect(tooMuch.status).toBe(400);
+    expect(tooMuch.body).toEqual({ type: 'api_error', code: 400, message: `amount: exceeds the available balance ${available} in the gateway wallet` });
+    const zero = await withdraw({ network: 'base-sepolia', amount: '0' });
+    expect(zero.status).toBe(400);
+    expect(zero.body.message).toMatch(/^amount: /);
+    const unknown = await record('withdrawal:base-sepolia:nope');
+    expect(unknown.status).toBe(404);
+  });
+
+  test('worker SIGKILLed while waiting for withdrawalBlock: exactly one initiate, one withdraw, one transfer', async () => {
+    const start = (await g.client.getBlockNumber({ cacheTime: 0 })) + 1n; // the first block after this point
+    const [walletBefore, totalBefore, relayerNonceBefore] = await Promise.all([
+      g.usdcOf(relayer.address),
+      g.view('totalBalance', relayer.address),
+      g.client.getTransactionCount({ address: relayer.address }),
+    ]);
+    const res = await withdraw({ network: 'base-sepolia', amount: '500000', idempotencyKey: `crash-${kind}` });
+    expect(res.status).toBe(202);
+    const id = res.body.id as string;
+    const waiting = await untilState(id, 'waiting');
+
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow(); // really gone
+    // Still waiting after the restart: the timer resumes, nothing is sent again.
+    await new Promise((r) => setTimeout(r, 500));
+    expect((await record(id)).body.state).toBe('waiting');
+    expect(await g.client.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
+
+    await mine(5);
+    const done = await untilState(id, 'withdrawn');
+    expect(done.body.initiateTransaction).toBe(waiting.body.initiateTransaction);
+    expect(await g.client.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 2);
+    expect(await g.usdcOf(relayer.address)).toBe(walletBefore + 500_000n);
+    expect(await g.view('totalBalance', relayer.address)).toBe(totalBefore - 500_000n);
+    const events = await withdrawnEvents(start);
+    expect(events.map((e) => [e.transactionHash, e.args.value])).toEqual([[done.body.withdrawTransaction as Hex, 500_000n]]);
+    const recorded = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${id}:%` } }, { orderBy: { nonce: 'asc' } });
+    expect(recorded.map((r) => [r.id, r.hash, r.status])).toEqual([
+      [`${id}:initiate`, waiting.body.initiateTransaction, 'mined'],
+      [`${id}:withdraw`, done.body.withdrawTransaction, 'mined'],
+    ]);
+  });
+});
