@@ -1,12 +1,11 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPublicClient, createWalletClient, getAddress, http, parseEventLogs, type Address, type Hex, type LocalAccount, type PublicClient } from 'viem';
+import { createPublicClient, createWalletClient, http, parseEventLogs, type Address, type LocalAccount, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type * as X402Fetch from '@x402/fetch/dist/cjs/index';
-import type { ExactEvmSchemeV1 as ExactEvmSchemeV1Type } from '@x402/evm/dist/cjs/v1';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { waitUntil } from '../../devnet/process';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
+import { v1ExactPayer, x402Fetch } from '../../devnet/x402-v2-client';
 import { DEVNET_BRIDGE_FEE_BPS } from '../../src/chains/devnet-addresses';
 import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { buildNetworkTable } from '../../src/chains/networks';
@@ -24,14 +23,7 @@ import { request, type JsonResponse } from '../support/http';
 import { exactPayment } from '../support/payments';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
-// @x402/fetch (v2 client that pays v1 challenges) and the v1 exact EVM scheme of @x402/evm: their
-// type declarations sit where this CommonJS build's module resolution does not look; Node resolves both.
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { decodePaymentResponseHeader, wrapFetchWithPayment, x402Client } = require('@x402/fetch') as typeof X402Fetch;
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ExactEvmSchemeV1 } = require('@x402/evm/v1') as { ExactEvmSchemeV1: typeof ExactEvmSchemeV1Type };
-/** The scheme with its (TypeScript-private) signing step open to a subclass. */
-const ExactV1Base = ExactEvmSchemeV1 as unknown as new (signer: LocalAccount) => Pick<InstanceType<typeof ExactEvmSchemeV1Type>, 'scheme' | 'createPaymentPayload'> & { signAuthorization(a: unknown, r: unknown): Promise<Hex> };
+const { decodePaymentResponseHeader, wrapFetchWithPayment } = x402Fetch;
 
 /**
  * Cross-chain top-ups (spec "Top-up gateway", "States and transitions"): a payer signs on `optimism`
@@ -47,37 +39,6 @@ const bridgeFee = (gross: bigint) => (gross * BigInt(DEVNET_BRIDGE_FEE_BPS)) / 1
 /** The quoted bridge fee: TOPUP_BRIDGE_FEE_FALLBACK 50,000 + 20 % buffer. */
 const QUOTED_BRIDGE_FEE = 60_000n;
 const OPTIMISM_DOMAIN = 2;
-
-/** @x402/evm's v1 network table has no `optimism`: the same scheme, signing for chain id 10. */
-class OptimismExactV1 extends ExactV1Base {
-  constructor(private readonly account: LocalAccount) {
-    super(account);
-  }
-  override async signAuthorization(authorization: any, requirements: any): Promise<Hex> {
-    return this.account.signTypedData({
-      domain: { name: requirements.extra.name, version: requirements.extra.version, chainId: 10, verifyingContract: getAddress(requirements.asset) },
-      types: {
-        TransferWithAuthorization: [
-          { name: 'from', type: 'address' },
-          { name: 'to', type: 'address' },
-          { name: 'value', type: 'uint256' },
-          { name: 'validAfter', type: 'uint256' },
-          { name: 'validBefore', type: 'uint256' },
-          { name: 'nonce', type: 'bytes32' },
-        ],
-      },
-      primaryType: 'TransferWithAuthorization',
-      message: {
-        from: getAddress(authorization.from),
-        to: getAddress(authorization.to),
-        value: BigInt(authorization.value),
-        validAfter: BigInt(authorization.validAfter),
-        validBefore: BigInt(authorization.validBefore),
-        nonce: authorization.nonce,
-      },
-    });
-  }
-}
 
 describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   let h: TopupHarness;
@@ -325,22 +286,20 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     await waitForReceipt(h.chain, fund);
     const opFund = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: erc20Abi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
     await waitForReceipt(op, opFund);
-    const allowedAssets = [{ network: 'base', asset: h.stack.usdc }, { network: 'optimism', asset: h.stack.usdc }];
     const url = `${h.url}/v1/demo-merchant/topups`;
     const body = (amount: string) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount }) });
 
     // Same-chain: the client picks the first entry (base).
-    const baseClient = new x402Client().registerV1('base', new ExactEvmSchemeV1(account));
-    baseClient.setSpendControls({ allowedAssets } as any);
+    const baseClient = v1ExactPayer(account, 'base', 8453, h.stack.usdc);
     const sameChain = await wrapFetchWithPayment(fetch, baseClient)(url, body('2000000'));
     expect(sameChain.status).toBe(200);
     const record = (await sameChain.json()) as any;
     expect(record).toMatchObject({ success: true, state: 'deposited', network: 'base', payer: account.address, buyer: account.address, grossAmount: '2000000', netAmount: (2_000_000n - fee(2_000_000n)).toString(), fillTx: null });
     expect(decodePaymentResponseHeader(sameChain.headers.get('x-payment-response')!)).toMatchObject({ success: true, transaction: record.settlementTx, network: 'base' });
 
-    // Cross-chain: a client that only pays on optimism picks the optimism entry.
-    const opClient = new x402Client().registerV1('optimism', new OptimismExactV1(account));
-    opClient.setSpendControls({ allowedAssets } as any);
+    // Cross-chain: a client that only pays on optimism picks the optimism entry (@x402/evm's v1
+    // table lacks optimism: devnet/x402-v2-client.ts signs the same authorization for chain id 10).
+    const opClient = v1ExactPayer(account, 'optimism', 10, h.stack.usdc);
     attester.hold();
     const opBefore = await opUsdc(account.address);
     const crossChain = await wrapFetchWithPayment(fetch, opClient)(url, body('3000000'));
