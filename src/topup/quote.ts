@@ -16,7 +16,8 @@ export interface SourceQuote {
   bounds: Bounds;
 }
 
-export class TopupUnavailable extends Error {}
+export { TopupUnavailable } from './unavailable';
+import { TopupUnavailable } from './unavailable';
 
 export const destinationOf = (deps: Pick<TopupDeps, 'networks'>): EvmNetwork => {
   const n = deps.networks.get(TOPUP_DESTINATION_NETWORK);

@@ -279,6 +279,39 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     }
   });
 
+  test('a source chain that does not answer: left out of the challenge; its quote and payments answer 503 source_unavailable, nothing recorded', async () => {
+    const app = createTopupApp({
+      config: h.tdb.config,
+      topup: h.topup,
+      db: h.tdb.db,
+      networks: buildNetworkTable({ ...h.tdb.config.env, RPC_URLS_OPTIMISM: 'http://127.0.0.1:9' }),
+      temporal: h.temporal,
+      logger: createLogger('silent', 'test-topup-down'),
+    });
+    const server: Server = createServer(app.callback());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      const payer = await opPayer();
+      const challenge = await request('POST', `${url}/v1/demo-merchant/topups`, { json: { amount: '5000000' } });
+      expect(challenge.status).toBe(402);
+      expect(challenge.body.accepts.map((a: any) => a.network)).toEqual(['base']);
+      expect(challenge.body.topup.sources.map((s: any) => s.network)).toEqual(['base']);
+      const quote = await request('GET', `${url}/v1/demo-merchant/topups/quote?buyer=${payer.address}&network=optimism`);
+      expect(quote.status).toBe(503);
+      expect(quote.headers.get('retry-after')).toBe('2');
+      expect(quote.body).toEqual({ success: false, errorReason: 'source_unavailable', error: expect.stringMatching(/^the optimism RPC did not answer/) });
+      const header = await opPayment(payer, 5_000_000n);
+      const paid = await request('POST', `${url}/v1/demo-merchant/topups`, { json: {}, headers: { 'x-payment': header } });
+      expect(paid).toMatchObject({ status: 503, body: { success: false, errorReason: 'source_unavailable' } });
+      expect(paid.headers.get('retry-after')).toBe('2');
+      expect(await h.tdb.db.em.fork().count(TopUp, { payer: payer.address.toLowerCase() })).toBe(0);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  });
+
   test('@x402/fetch with a viem account pays the v1 challenge: same-chain base (200) and cross-chain optimism (503 while bridging, then deposited)', async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     // Funds on both chains.
