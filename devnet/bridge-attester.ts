@@ -18,7 +18,8 @@ import { buildNetworkTable } from '../src/chains/networks';
  *
  * It keeps real state: burns are read from the source chain's receipts (the messenger's
  * MessageSent logs). Devnet controls (not part of the real API): `hold()` / `release()` withhold
- * every attestation, so a test can stop a worker between burn and mint.
+ * every attestation, so a test can stop a worker between burn and mint; `attestWith(key)` signs with
+ * another key (an inconsistent attestation).
  */
 export interface AttesterChain {
   rpcUrl: string;
@@ -44,13 +45,15 @@ export interface BridgeAttester {
   url: string;
   hold(): void;
   release(): void;
+  /** Signs from now on with another key (an attestation the transmitter rejects); no key: the configured one again. */
+  attestWith(key?: Hex): void;
   /** Number of `complete` answers served so far (a test can see the worker polled). */
   readonly served: number;
   stop(): Promise<void>;
 }
 
 export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<BridgeAttester> {
-  const key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
+  let key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
   const delayMs = opts.delayMs ?? 0;
   let held = opts.held ?? false;
   let served = 0;
@@ -126,6 +129,7 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     url: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     hold: () => void (held = true),
     release: () => void (held = false),
+    attestWith: (other?: Hex) => void (key = other ?? opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY),
     get served() {
       return served;
     },

@@ -279,6 +279,36 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     }
   });
 
+  test('an inconsistent attestation (not signed by the bridge attester): the mint would revert, needs_review (500), nothing minted or deposited', async () => {
+    const payer = await opPayer();
+    const header = await opPayment(payer, 2_000_000n);
+    const opBefore = await opUsdc(payer.address);
+    attester.attestWith(generatePrivateKey());
+    try {
+      const final = await waitUntil('needs_review', async () => {
+        const res = await h.post({}, header);
+        if (res.status !== 500) expect(res.status).toBe(503);
+        return res.status === 500 ? res : undefined;
+      }, { timeoutMs: 60_000, intervalMs: 300 });
+      expect(final.body).toMatchObject({ success: false, state: 'needs_review', errorReason: 'needs_review', fillTx: null, depositTx: null, error: expect.stringMatching(/^bridge transfer needs review: mint would revert/) });
+      const id: string = final.body.topupId;
+      expect((await h.temporal.workflow.getHandle(id).describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');
+      // Burned on optimism (safe in the bridge, deliverable by an operator), nothing minted or credited on base.
+      expect(await opUsdc(payer.address)).toBe(opBefore - 2_000_000n);
+      const settlementId = settleWorkflowId('optimism', payer.address, JSON.parse(Buffer.from(header, 'base64').toString()).payload.authorization.nonce);
+      const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId }))!;
+      expect(bridge).toMatchObject({ state: 'needs_review', mintTx: null, sourceTx: final.body.settlementTx });
+      expect(await payoutsOn(bridge.bridgeNonce)).toEqual([]);
+      expect(await h.merchantBalance(payer.address)).toBe(0n);
+      // A repeat answers the same record, never a second charge.
+      const again = await h.post({}, header);
+      expect(again).toMatchObject({ status: 500, body: { topupId: id, state: 'needs_review' } });
+      expect(await opUsdc(payer.address)).toBe(opBefore - 2_000_000n);
+    } finally {
+      attester.attestWith();
+    }
+  });
+
   test('a source chain that does not answer: left out of the challenge; its quote and payments answer 503 source_unavailable, nothing recorded', async () => {
     const app = createTopupApp({
       config: h.tdb.config,
