@@ -18,11 +18,21 @@ import { buildNetworkTable } from '../src/chains/networks';
  *
  * It keeps real state: burns are read from the source chain's receipts (the messenger's
  * MessageSent logs). Devnet controls (not part of the real API): `hold()` / `release()` withhold
- * every attestation, so a test can stop a worker between burn and mint.
+ * every attestation, so a test can stop a worker between burn and mint; `attestWith(key)` signs with
+ * another key (an inconsistent attestation).
  */
+export interface AttesterChain {
+  rpcUrl: string;
+  messenger: Address;
+}
+
 export interface BridgeAttesterOptions {
-  /** CCTP domain -> source chain RPC URL and messenger address. */
-  chains: Record<number, { rpcUrl: string; messenger: Address }>;
+  /**
+   * CCTP domain -> source chain(s) RPC URL and messenger address. A domain may list several chains
+   * (the devnet runs e.g. optimism-sepolia and `optimism` under domain 2): a transaction is looked up
+   * on each until one has the burn.
+   */
+  chains: Record<number, AttesterChain | AttesterChain[]>;
   attesterKey?: Hex;
   /** How long after the attester first sees a burn it stays `pending_confirmations`. */
   delayMs?: number;
@@ -35,27 +45,38 @@ export interface BridgeAttester {
   url: string;
   hold(): void;
   release(): void;
+  /** Signs from now on with another key (an attestation the transmitter rejects); no key: the configured one again. */
+  attestWith(key?: Hex): void;
   /** Number of `complete` answers served so far (a test can see the worker polled). */
   readonly served: number;
   stop(): Promise<void>;
 }
 
 export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<BridgeAttester> {
-  const key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
+  let key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
   const delayMs = opts.delayMs ?? 0;
   let held = opts.held ?? false;
   let served = 0;
   const firstSeen = new Map<string, number>();
-  const clients = new Map<number, PublicClient>();
-  for (const [domain, c] of Object.entries(opts.chains)) clients.set(Number(domain), createPublicClient({ transport: http(c.rpcUrl, { retryCount: 0 }) }));
+  const clients = new Map<number, { client: PublicClient; messenger: string }[]>();
+  for (const [domain, c] of Object.entries(opts.chains)) {
+    const list = Array.isArray(c) ? c : [c];
+    clients.set(Number(domain), list.map((x) => ({ client: createPublicClient({ transport: http(x.rpcUrl, { retryCount: 0 }) }) as PublicClient, messenger: x.messenger.toLowerCase() })));
+  }
+  /** The messenger's burn logs of `hash` on the first chain of the domain that has them. */
+  const burnLogs = async (domain: number, hash: Hex) => {
+    for (const { client, messenger } of clients.get(domain) ?? []) {
+      const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
+      const logs = receipt ? parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter((l) => l.address.toLowerCase() === messenger) : [];
+      if (logs.length > 0) return logs;
+    }
+    return [];
+  };
 
   const answer = async (domain: number, hash: string): Promise<{ status: number; body: unknown }> => {
-    const client = clients.get(domain);
-    if (!client) return { status: 400, body: { error: `unsupported source domain ${domain}` } };
+    if (!clients.has(domain)) return { status: 400, body: { error: `unsupported source domain ${domain}` } };
     if (!/^0x[0-9a-fA-F]{64}$/.test(hash)) return { status: 400, body: { error: 'invalid transactionHash' } };
-    const receipt = await client.getTransactionReceipt({ hash: hash as Hex }).catch(() => null);
-    const messenger = opts.chains[domain]!.messenger.toLowerCase();
-    const logs = receipt ? parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter((l) => l.address.toLowerCase() === messenger) : [];
+    const logs = await burnLogs(domain, hash as Hex);
     if (logs.length === 0) return { status: 404, body: { error: 'Message hash not found' } };
     const seen = firstSeen.get(hash.toLowerCase()) ?? Date.now();
     firstSeen.set(hash.toLowerCase(), seen);
@@ -108,6 +129,7 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     url: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     hold: () => void (held = true),
     release: () => void (held = false),
+    attestWith: (other?: Hex) => void (key = other ?? opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY),
     get served() {
       return served;
     },
@@ -115,11 +137,16 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
   };
 }
 
-/** The attester's chains from the network table: every enabled network with a CCTP domain. */
-export function attesterChainsFrom(env: Record<string, string | undefined>): BridgeAttesterOptions['chains'] {
-  const chains: BridgeAttesterOptions['chains'] = {};
+/**
+ * The attester's chains from the network table: every enabled network with a CCTP domain (testnet
+ * and mainnet ids share domains, e.g. optimism-sepolia and `optimism` are both 2: both are listed).
+ */
+export function attesterChainsFrom(env: Record<string, string | undefined>): Record<number, AttesterChain[]> {
+  const chains: Record<number, AttesterChain[]> = {};
   for (const n of buildNetworkTable(env).values()) {
-    if (n.enabled && n.gatewayDomain !== undefined && n.bridgeMessenger) chains[n.gatewayDomain] = { rpcUrl: n.rpcUrls[0]!, messenger: n.bridgeMessenger };
+    if (n.enabled && n.gatewayDomain !== undefined && n.bridgeMessenger && n.rpcUrls[0]) {
+      (chains[n.gatewayDomain] ??= []).push({ rpcUrl: n.rpcUrls[0], messenger: n.bridgeMessenger });
+    }
   }
   return chains;
 }

@@ -1,20 +1,19 @@
 /**
  * `npx tsx devnet/smoke-topup.ts [amount]`: the README's top-up example against a running
- * `npm start`. The first demo buyer pays the gateway's 402 challenge with x402-fetch (a real v1 x402
- * client) and a viem wallet on the devnet `base` chain; checks the deposited record and the merchant
- * balance change. Exits non-zero when anything is off.
+ * `npm start`. The first demo buyer pays the gateway's 402 challenge with `@x402/fetch` (the v2
+ * client, paying the v1 challenge with `@x402/evm`'s v1 exact scheme) and a viem account on the
+ * devnet `base` chain; checks the deposited record and the merchant balance change. Exits non-zero
+ * when anything is off. (The legacy `x402-fetch` 1.x rejects the whole challenge once it lists
+ * `optimism`, a network outside its v1 enum.)
  */
-import { createPublicClient, createWalletClient, http, type Address } from 'viem';
+import { createPublicClient, http, type Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { buildNetworkTable } from '../src/chains/networks';
 import { loadTopupConfig } from '../src/topup/config';
 import { merchantAbi } from '../src/topup/merchant-abi';
 import { DEMO_BUYERS } from './demo-accounts';
 import { topupDevnetEnv } from './start-topup';
-
-// CommonJS runtime of x402-fetch (its type declarations are ESM-only).
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { wrapFetchWithPayment } = require('x402-fetch') as { wrapFetchWithPayment(f: typeof fetch, w: unknown, max: bigint): typeof fetch };
+import { v1ExactPayer, x402Fetch } from './x402-v2-client';
 
 async function main() {
   const env = { ...process.env, ...topupDevnetEnv(process.env) };
@@ -27,7 +26,7 @@ async function main() {
   const balance = () => client.readContract({ address: topup.TOPUP_MERCHANT_CONTRACT as Address, abi: merchantAbi, functionName: 'balanceOf', args: [buyer.address] });
 
   const before = await balance();
-  const pay = wrapFetchWithPayment(fetch, createWalletClient({ account: buyer, chain, transport: http() }), amount);
+  const pay = x402Fetch.wrapFetchWithPayment(fetch, v1ExactPayer(buyer, 'base', base.chainId!, base.usdc as Address));
   const res = await pay(`${topup.topupUrl}/v1/${topup.TOPUP_MERCHANT_ID}/topups`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

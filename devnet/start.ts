@@ -10,7 +10,8 @@
  *      relayer allowed, demo buyers funded on a fresh chain.
  *   4. The database migrated (SQLite .data/facilitator.sqlite, or DATABASE_URL).
  *   5. The worker (tsx workers/main.ts), the API (tsx src/api/main.ts) and the top-up gateway
- *      (tsx src/topup/main.ts, its own port; destination chain `base` = 8453 on 8547).
+ *      (tsx src/topup/main.ts, its own port; destination chain `base` = 8453 on 8547, cross-chain
+ *      source `optimism` = 10 on 8548).
  *
  * Ctrl-C (SIGINT) or SIGTERM stops everything in order (api, worker, then chains and Temporal), so a
  * second `npm start` finds all its data again. If any child dies, its last output is printed and

@@ -18,7 +18,7 @@ const { awaitBridgeMint } = proxyActivities<CrossChainActivities>({
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
 
-/** Attestation polling: durable timers from 500 ms doubling to 10 s, for at most 6 hours. */
+/** Attestation polling: durable timers from 500 ms doubling to 10 s, for at most 6 hours (or the input's budget). */
 const POLL_FIRST_MS = 500;
 const POLL_MAX_MS = 10_000;
 const ATTESTATION_BUDGET_MS = 6 * 3600_000;
@@ -47,7 +47,7 @@ export async function bridgeTransferWorkflow(input: BridgeTransferInput): Promis
       attestation = poll.attestation;
       break;
     }
-    if (waited >= ATTESTATION_BUDGET_MS) return needsReview('no attestation within the time budget');
+    if (waited >= (input.attestationBudgetMs ?? ATTESTATION_BUDGET_MS)) return needsReview('no attestation within the time budget');
     await sleep(delay);
   }
   await recordBridgeTransfer(input, 'attested');

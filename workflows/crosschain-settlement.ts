@@ -5,6 +5,7 @@ import {
   condition,
   defineUpdate,
   executeChild,
+  getExternalWorkflowHandle,
   log,
   proxyActivities,
   setHandler,
@@ -13,6 +14,7 @@ import {
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
 import {
+  SOURCE_TRANSACTION_SIGNAL,
   SOURCE_TRANSACTION_UPDATE,
   type BridgeTransferInput,
   type BridgeTransferResult,
@@ -88,6 +90,14 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   }
   state('bridging');
   early = burn.response; // the API's update returns now; the bridge leg goes on below
+  // Started by a parent (the TopUpWorkflow): tell it that the bridge leg began. A parent that is gone
+  // must not stop the bridge leg.
+  const parent = workflowInfo().parent;
+  if (parent) {
+    await getExternalWorkflowHandle(parent.workflowId, parent.runId)
+      .signal(SOURCE_TRANSACTION_SIGNAL, burn.response)
+      .catch((err) => log.warn('could not signal the parent', { error: String(err) }));
+  }
 
   const bridgeId = bridgeWorkflowId(input.network, input.sourceDomain, burn.bridgeNonce!);
   const child: BridgeTransferInput = {
@@ -106,6 +116,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     payout: input.payout,
     fee: input.fee,
     feeRecipient: input.feeRecipient,
+    ...(input.attestationBudgetMs !== undefined ? { attestationBudgetMs: input.attestationBudgetMs } : {}),
   };
   const result: BridgeTransferResult = await executeChild(bridgeTransferWorkflow, {
     workflowId: bridgeId,
@@ -125,5 +136,5 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   await recordCrossChainOutcome(input, final);
   state(final);
   await condition(allHandlersFinished);
-  return { response: burn.response, organizationId: input.organizationId };
+  return { response: burn.response, organizationId: input.organizationId, bridge: result };
 }

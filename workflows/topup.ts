@@ -1,13 +1,14 @@
 import { ApplicationFailure, ChildWorkflowFailure, executeChild, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { TopUpActivities } from '../activities/topup';
-import type { SettleOutcome } from '../src/settle/types';
+import type { SettleInput, SettleOutcome } from '../src/settle/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { settleAcrossBridge } from './topup-bridge';
 
 // Records and reads: quick, retried a few times.
 const { recordTopUp, checkSettlementGas } = proxyActivities<TopUpActivities>({
@@ -26,8 +27,9 @@ const { ensureMerchantAllowance, submitDeposit, awaitDepositReceipt, refundPayer
  * service's settlement workflow (a child keyed `settle:<network>:<payer>:<nonce>`, so the
  * authorization is still settled at most once whoever asks), then credit the buyer on the merchant
  * contract from the relayer wallet; when the deposit can no longer succeed, refund the delivered
- * amount to the payer. Cross-chain sources add a `bridging` leg between settlement and deposit
- * (designed: docs/decisions.md), not run yet.
+ * amount to the payer. Cross-chain sources settle through the cross-chain settlement instead
+ * (`bridging` from the source transaction's success until the fill on Base, workflows/topup-bridge.ts)
+ * and deposit what the bridge delivered; a bridge that cannot deliver ends in `needs_review`.
  */
 export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   const move = async (state: TopUpState, extra: Parameters<typeof recordTopUp>[2] = {}) => {
@@ -48,48 +50,48 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
       throw ApplicationFailure.nonRetryable(gas.reason, 'GasProtection');
     }
   }
-  if (input.network !== TOPUP_DESTINATION_NETWORK) {
-    // Cross-chain: the bridge leg (settle on the source, `bridging`, then deposit the delivered
-    // amount with `fillTx`) plugs in here. Until it exists, refuse before anything settles.
-    return fail('wrong_network', `cross-chain top-ups from ${input.network} are not available yet`);
-  }
-
-  let settled: SettleOutcome;
-  try {
-    settled = await executeChild('settlementWorkflow', {
-      workflowId: input.settle.workflowId,
-      args: [input.settle],
-      // As the API starts it: a settlement that completed elsewhere (POST /v1/settle) is not run again.
-      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [
-        { key: X402Kind, value: 'settle' },
-        { key: X402Network, value: input.network },
-        { key: X402Payer, value: input.payer.toLowerCase() },
-        { key: X402State, value: 'verifying' },
-        { key: X402Organization, value: input.settle.organizationId },
-      ],
-    });
-  } catch (err) {
-    if (err instanceof WorkflowExecutionAlreadyStartedError) return fail('authorization_reused', 'the authorization is being settled by another request');
-    const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED) {
-      const response = cause.details?.[0] as SettleResponse | undefined;
-      const reason = response?.errorReason ?? 'settlement_failed';
-      return fail(topupReasonForSettle(reason), `settlement rejected: ${reason}`);
+  let settlementTx: string;
+  let fillTx: string | undefined;
+  if (input.settle.route === 'eip3009-crosschain') {
+    // Cross-chain: burn on the source (`bridging` from its success), mint and payout to the relayer
+    // on Base (`fillTx`), then deposit exactly what arrived.
+    const bridged = await settleAcrossBridge(input.settle, (burned) => move('bridging', { settlementTx: burned.transaction }));
+    switch (bridged.kind) {
+      case 'reused':
+        return fail('authorization_reused', 'the authorization is being settled by another request');
+      case 'rejected':
+        return fail(topupReasonForSettle(bridged.reason), `settlement rejected: ${bridged.reason}`);
+      case 'reverted':
+        return fail('settlement_failed', 'the source transaction reverted');
+      case 'needs_review':
+        // Burned on the source, not delivered by us: an operator delivers the message (bridge record).
+        await move('needs_review', { settlementTx: bridged.settlementTx, errorReason: 'needs_review', error: bridged.error });
+        return { state: 'needs_review', errorReason: 'needs_review' };
     }
-    throw err;
+    settlementTx = bridged.settlementTx;
+    fillTx = bridged.bridge.mintTx;
+    // The record and the deposit use what the bridge really kept and delivered (<= the quote).
+    input = { ...input, bridgeFee: bridged.bridge.bridgeFee, netAmount: bridged.bridge.payoutAmount };
+  } else {
+    // A same-chain settlement delivers on its own chain: only `base` funds a deposit on Base (the
+    // gateway never builds another; ethereum stops here after the gas rule).
+    if (input.network !== TOPUP_DESTINATION_NETWORK) return fail('wrong_network', `${input.network} is not a same-chain source of a top-up on Base`);
+    const settled = await settleSameChain(input.settle);
+    if (settled.kind === 'reused') return fail('authorization_reused', 'the authorization is being settled by another request');
+    if (settled.kind === 'rejected') return fail(topupReasonForSettle(settled.reason), `settlement rejected: ${settled.reason}`);
+    if (!settled.outcome.response.success) return fail('settlement_failed', 'the settlement transaction reverted');
+    settlementTx = settled.outcome.response.transaction;
   }
-  if (!settled.response.success) return fail('settlement_failed', 'the settlement transaction reverted');
-  const settlementTx = settled.response.transaction;
+  const txs = { settlementTx, ...(fillTx ? { fillTx } : {}) };
 
-  await move('depositing', { settlementTx });
+  await move('depositing', txs);
   await ensureMerchantAllowance(input);
   const submitted = await submitDeposit(input);
   let detail = submitted.submitted ? '' : submitted.detail;
   if (submitted.submitted) {
     const receipt = await awaitDepositReceipt(input);
     if (receipt.status === 'success') {
-      await move('deposited', { settlementTx, depositTx: receipt.hash });
+      await move('deposited', { ...txs, depositTx: receipt.hash });
       return { state: 'deposited' };
     }
     detail = `deposit ${receipt.hash} reverted`;
@@ -98,8 +100,36 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   // The deposit can no longer succeed (e.g. a concurrent top-up consumed the credit headroom):
   // the delivered amount goes back to the payer.
   const error = `deposit failed (${detail}); the delivered amount was refunded to the payer`;
-  await move('refunding', { settlementTx, errorReason: 'deposit_failed', error });
+  await move('refunding', { ...txs, errorReason: 'deposit_failed', error });
   const refund = await refundPayer(input);
-  await move('refunded', { settlementTx, errorReason: 'deposit_failed', error, refundTx: refund.hash });
+  await move('refunded', { ...txs, errorReason: 'deposit_failed', error, refundTx: refund.hash });
   return { state: 'refunded', errorReason: 'deposit_failed' };
+}
+
+/** The same-chain settlement child (`settle:<network>:<payer>:<nonce>`). */
+async function settleSameChain(settle: SettleInput): Promise<{ kind: 'settled'; outcome: SettleOutcome } | { kind: 'reused' } | { kind: 'rejected'; reason: string }> {
+  try {
+    const outcome: SettleOutcome = await executeChild('settlementWorkflow', {
+      workflowId: settle.workflowId,
+      args: [settle],
+      // As the API starts it: a settlement that completed elsewhere (POST /v1/settle) is not run again.
+      workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+      typedSearchAttributes: [
+        { key: X402Kind, value: 'settle' },
+        { key: X402Network, value: settle.network },
+        { key: X402Payer, value: settle.paymentPayload.payload.authorization.from.toLowerCase() },
+        { key: X402State, value: 'verifying' },
+        { key: X402Organization, value: settle.organizationId },
+      ],
+    });
+    return { kind: 'settled', outcome };
+  } catch (err) {
+    if (err instanceof WorkflowExecutionAlreadyStartedError) return { kind: 'reused' };
+    const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
+    if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED) {
+      const response = cause.details?.[0] as SettleResponse | undefined;
+      return { kind: 'rejected', reason: response?.errorReason ?? 'settlement_failed' };
+    }
+    throw err;
+  }
 }

@@ -23,8 +23,10 @@ export interface CrossChainSettleInput {
   /** Platform fee in base units, from the signed value (capped at what arrives). */
   fee: string;
   feeRecipient: string;
-  /** The most the bridge may keep (BRIDGE_MAX_FEE_BPS of the value). */
+  /** The most the bridge may keep (BRIDGE_MAX_FEE_BPS of the value; a top-up: its buffered bridge fee quote). */
   maxBridgeFee: string;
+  /** How long the bridge leg waits for an attestation before `needs_review` (default 6 h; top-ups: TOPUP_BRIDGE_TIMEOUT_MS). */
+  attestationBudgetMs?: number;
 }
 
 /** Input of the bridge leg (child workflow `bridge:<sourceNetwork>:<sourceDomain>:<nonce>`). */
@@ -45,6 +47,8 @@ export interface BridgeTransferInput {
   payout: string;
   fee: string;
   feeRecipient: string;
+  /** Attestation wait before `needs_review` (default 6 h). */
+  attestationBudgetMs?: number;
 }
 
 export interface BridgeTransferResult {
@@ -63,4 +67,12 @@ export const SOURCE_TRANSACTION_UPDATE = 'sourceTransaction';
 export interface CrossChainOutcome {
   response: SettleResponse;
   organizationId: string;
+  /** How the bridge leg ended (absent when the source transaction failed or the payment was refused). */
+  bridge?: BridgeTransferResult;
 }
+
+/**
+ * Signal a cross-chain settlement started as a child (the TopUpWorkflow) sends its parent once the
+ * source transaction succeeded: the settle response, so the parent can move to `bridging`.
+ */
+export const SOURCE_TRANSACTION_SIGNAL = 'crossChainSourceTransaction';

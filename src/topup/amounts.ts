@@ -62,13 +62,15 @@ export interface Bounds {
 /**
  * Accepted gross range of one source for one buyer: the minimum credits at least the merchant's
  * minimum buyer deposit (and 1 unit) after fees; the maximum credits at most the headroom.
- * A closed range reports maxAmount 0.
+ * A closed range reports maxAmount 0. `headroomFees` is the schedule the maximum is computed with:
+ * cross-chain sources pass the one without bridge fee, since the bridge may keep less than quoted
+ * and the credit must fit the headroom whatever it keeps.
  */
-export function boundsFor(position: BuyerPosition, limits: SourceLimits, s: FeeSchedule): Bounds {
+export function boundsFor(position: BuyerPosition, limits: SourceLimits, s: FeeSchedule, headroomFees: FeeSchedule = s): Bounds {
   const headroom = position.creditLimit > position.balance ? position.creditLimit - position.balance : 0n;
   const minNet = position.minBuyerDeposit > 1n ? position.minBuyerDeposit : 1n;
   const minAmount = bigMax(limits.minAmount, grossForNet(minNet, s));
-  const byHeadroom = maxGrossForNet(headroom, s);
+  const byHeadroom = maxGrossForNet(headroom, headroomFees);
   const maxAmount = bigMin(limits.maxAmount, byHeadroom);
   const open = headroom >= minNet && maxAmount >= minAmount;
   return { minAmount, maxAmount: open ? maxAmount : 0n, headroom, open };
@@ -77,10 +79,10 @@ export function boundsFor(position: BuyerPosition, limits: SourceLimits, s: FeeS
 export type AmountVerdict = { ok: true } | { ok: false; reason: 'amount_too_low' | 'amount_too_high' | 'credit_limit_reached' };
 
 /** The spec's amount rules, in order: below the minimum, above the gateway maximum, beyond the headroom. */
-export function checkAmount(gross: bigint, bounds: Bounds, limits: SourceLimits, s: FeeSchedule): AmountVerdict {
+export function checkAmount(gross: bigint, bounds: Bounds, limits: SourceLimits, s: FeeSchedule, headroomFees: FeeSchedule = s): AmountVerdict {
   if (gross < bounds.minAmount) return { ok: false, reason: 'amount_too_low' };
   if (gross > limits.maxAmount) return { ok: false, reason: 'amount_too_high' };
-  if (!bounds.open || netOf(gross, s) > bounds.headroom) return { ok: false, reason: 'credit_limit_reached' };
+  if (!bounds.open || netOf(gross, headroomFees) > bounds.headroom) return { ok: false, reason: 'credit_limit_reached' };
   return { ok: true };
 }
 

@@ -37,7 +37,7 @@ export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
       if (!(err instanceof TopupUnavailable)) throw err;
       ctx.status = 503;
       ctx.set('Retry-After', String(deps.topup.TOPUP_RETRY_AFTER_SECONDS));
-      ctx.body = { success: false, errorReason: 'destination_unavailable', error: err.message };
+      ctx.body = { success: false, errorReason: err.reason, error: err.message };
     }
   });
 

@@ -22,8 +22,8 @@ const schema = z.object({
   /** The merchant contract (MerchantBalances) on the destination chain. */
   TOPUP_MERCHANT_CONTRACT: address.default(DEVNET_MERCHANT_ADDRESS),
   /**
-   * Sources offered in challenges and quotes. Same-chain `base` now; `optimism` and `ink` are the
-   * cross-chain sources that the bridge path enables.
+   * Sources offered in challenges and quotes, in this order: same-chain `base`; cross-chain
+   * `optimism` (bridged to Base). `ink` is accepted here but never eligible: it has no CCTP domain.
    */
   TOPUP_SOURCES: z
     .string()
@@ -45,6 +45,8 @@ const schema = z.object({
   /** Cross-chain: static bridge fee used when no live quote is available, and the buffer on any quote. */
   TOPUP_BRIDGE_FEE_FALLBACK: units().default(50_000n),
   TOPUP_BRIDGE_FEE_BUFFER_BPS: units().default(2_000n),
+  /** Cross-chain: how long the bridge leg waits for its attestation before the top-up needs review. */
+  TOPUP_BRIDGE_TIMEOUT_MS: int().pipe(z.number().min(1_000)).default(6 * 3600_000),
   /** How long a paid request waits for its workflow before answering 503 + Retry-After. */
   TOPUP_WAIT_MS: int().pipe(z.number().min(100).max(300_000)).default(20_000),
   TOPUP_RETRY_AFTER_SECONDS: int().pipe(z.number().min(1)).default(5),

@@ -3,6 +3,8 @@ import { publicClientFor } from '../chains/evm/clients';
 import type { EvmNetwork } from '../chains/networks';
 import type { BuyerPosition } from './amounts';
 import { erc20Abi, merchantAbi } from './merchant-abi';
+import { TopupUnavailable } from './unavailable';
+import { TOPUP_DESTINATION_NETWORK } from './types';
 
 /** The buyer's position on the merchant contract; a fresh buyer's when `buyer` is not known yet. */
 export async function readBuyerPosition(destination: EvmNetwork, merchant: Address, buyer?: string): Promise<BuyerPosition> {
@@ -25,9 +27,12 @@ export async function readBuyerPosition(destination: EvmNetwork, merchant: Addre
 
 const domains = new Map<string, Promise<{ name: string; version: string }>>();
 
-/** The token's EIP-712 domain name and version as the chain reports them (cached per network and token). */
+/**
+ * The token's EIP-712 domain name and version as the chain reports them (cached per network, token
+ * and RPC). A chain that does not answer is TopupUnavailable (503), not a gateway error.
+ */
 export function tokenDomain(network: EvmNetwork): Promise<{ name: string; version: string }> {
-  const key = `${network.id}|${network.usdc}`;
+  const key = `${network.id}|${network.usdc}|${network.rpcUrls[0]}`;
   let d = domains.get(key);
   if (!d) {
     const client = publicClientFor(network);
@@ -35,7 +40,12 @@ export function tokenDomain(network: EvmNetwork): Promise<{ name: string; versio
     d = Promise.all([
       client.readContract({ address: token, abi: erc20Abi, functionName: 'name' }),
       client.readContract({ address: token, abi: erc20Abi, functionName: 'version' }),
-    ]).then(([name, version]) => ({ name, version }));
+    ]).then(
+      ([name, version]) => ({ name, version }),
+      (err) => {
+        throw new TopupUnavailable(`the ${network.id} RPC did not answer: ${String((err as Error)?.message ?? err).split('\n')[0]}`, network.id === TOPUP_DESTINATION_NETWORK ? 'destination_unavailable' : 'source_unavailable');
+      },
+    );
     d.catch(() => domains.delete(key)); // a failed read is retried next time
     domains.set(key, d);
   }

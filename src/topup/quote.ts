@@ -5,6 +5,7 @@ import { boundsFor, bufferedBridgeFee, checkAmount, type AmountVerdict, type Bou
 import type { TopupConfig, TopupSourceId } from './config';
 import type { TopupDeps } from './context';
 import { readBuyerPosition, tokenDomain } from './merchant-reads';
+import { crossChainRouteOf } from '../settle/crosschain-route';
 import { TOPUP_DESTINATION_NETWORK } from './types';
 
 /** One source network of a top-up, with its fee schedule and accepted gross range for a buyer. */
@@ -15,7 +16,8 @@ export interface SourceQuote {
   bounds: Bounds;
 }
 
-export class TopupUnavailable extends Error {}
+export { TopupUnavailable } from './unavailable';
+import { TopupUnavailable } from './unavailable';
 
 export const destinationOf = (deps: Pick<TopupDeps, 'networks'>): EvmNetwork => {
   const n = deps.networks.get(TOPUP_DESTINATION_NETWORK);
@@ -25,8 +27,9 @@ export const destinationOf = (deps: Pick<TopupDeps, 'networks'>): EvmNetwork => 
 
 /**
  * Fee schedule of a source: the facilitator fee everywhere; cross-chain sources also deduct the
- * bridge fee, quoted with a safety buffer (the live bridge quote arrives with the bridge path; until
- * then the configured fallback).
+ * bridge fee, quoted with a safety buffer from the configured fallback (the spec allows a static
+ * fallback; the devnet attestation double has no fee endpoint). The buffered quote is also the burn's
+ * `maxFee`, so the bridge can never keep more than the quote.
  */
 export function feesFor(source: TopupSourceId, c: TopupConfig): FeeSchedule {
   const crossChain = source !== TOPUP_DESTINATION_NETWORK;
@@ -37,28 +40,37 @@ export function feesFor(source: TopupSourceId, c: TopupConfig): FeeSchedule {
   };
 }
 
+/** The same schedule without bridge fee: what the headroom bound uses (the bridge may keep less). */
+const withoutBridgeFee = (s: FeeSchedule): FeeSchedule => ({ ...s, bridgeFee: 0n });
+
 /**
- * Whether cross-chain sources can be served: false until the bridge leg of the TopUpWorkflow exists
- * (a cross-chain payment settles on its source chain, so without the bridge the relayer would have
- * nothing to deposit on Base). The bridge work flips this (docs/decisions.md "Top-up gateway").
+ * The bridge route of a cross-chain source to `base` (same rules as `POST /v1/settle` routing step
+ * 4), or undefined when it has none: `ink` has no CCTP domain in the network table, so it is never
+ * eligible (docs/decisions.md "Top-up gateway").
  */
-export const CROSS_CHAIN_TOPUPS = false;
+export function bridgeRouteOf(deps: Pick<TopupDeps, 'networks'>, source: EvmNetwork) {
+  const destination = deps.networks.get(TOPUP_DESTINATION_NETWORK);
+  if (!destination?.chainId) return undefined;
+  // The gateway serves mainnet ids (its destination is `base`); MAINNETS_ENABLED governs the API only.
+  const route = crossChainRouteOf(source, destination.chainId, deps.networks, { mainnetsEnabled: true });
+  return route.kind === 'cross-chain' ? route : undefined;
+}
 
 /** The configured sources that can take a payment now, in configuration order. */
 export function eligibleSources(deps: Pick<TopupDeps, 'networks' | 'topup'>): EvmNetwork[] {
   return deps.topup.TOPUP_SOURCES.map((id) => deps.networks.get(id as EvmNetworkId)).filter(
     (n): n is EvmNetwork =>
-      !!n && n.enabled && !!n.usdc && !!n.facilitator && (CROSS_CHAIN_TOPUPS || n.id === TOPUP_DESTINATION_NETWORK),
+      !!n && n.enabled && !!n.usdc && !!n.facilitator && (n.id === TOPUP_DESTINATION_NETWORK || bridgeRouteOf(deps, n) !== undefined),
   );
 }
 
 export const quoteSource = (network: EvmNetwork, position: BuyerPosition, c: TopupConfig): SourceQuote => {
   const fees = feesFor(network.id as TopupSourceId, c);
   const limits = { minAmount: c.TOPUP_MIN_AMOUNT, maxAmount: c.TOPUP_MAX_AMOUNT };
-  return { network, fees, limits, bounds: boundsFor(position, limits, fees) };
+  return { network, fees, limits, bounds: boundsFor(position, limits, fees, withoutBridgeFee(fees)) };
 };
 
-export const verdictFor = (q: SourceQuote, gross: bigint): AmountVerdict => checkAmount(gross, q.bounds, q.limits, q.fees);
+export const verdictFor = (q: SourceQuote, gross: bigint): AmountVerdict => checkAmount(gross, q.bounds, q.limits, q.fees, withoutBridgeFee(q.fees));
 
 export const resourceUrl = (c: TopupConfig) => `${c.topupUrl}/v1/${c.TOPUP_MERCHANT_ID}/topups`;
 

@@ -27,7 +27,14 @@ export const topupError = (errorReason: string, error: string, extra: Record<str
 /** The 402 challenge: one requirement per eligible source plus the `topup` object. */
 export async function challenge(deps: TopupDeps, body: ChallengeBody, quotes: SourceQuote[], error: string): Promise<TopupReply> {
   const amountFor = (q: SourceQuote) => (body.amount !== undefined ? BigInt(body.amount) : q.bounds.maxAmount);
-  const accepts = await Promise.all(quotes.map((q) => requirementFor(deps, q.network, amountFor(q))));
+  // A source whose chain does not answer is left out (the buyer pays on another); none left: 503.
+  const built = await Promise.allSettled(quotes.map((q) => requirementFor(deps, q.network, amountFor(q))));
+  const offered = quotes.map((q, i) => ({ q, r: built[i]! })).filter((x) => x.r.status === 'fulfilled');
+  const down = built.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (down) deps.logger.warn({ err: String(down.reason?.message ?? down.reason) }, 'a top-up source is left out of the challenge');
+  if (offered.length === 0) throw down!.reason;
+  const accepts = offered.map((x) => (x.r as PromiseFulfilledResult<Awaited<ReturnType<typeof requirementFor>>>).value);
+  quotes = offered.map((x) => x.q);
   const first = quotes[0];
   const destination = destinationOf(deps);
   return {

@@ -7,6 +7,7 @@ import { transferWithAuthorizationTypedData } from '../chains/evm/eip3009';
 import { tokenReads } from '../chains/evm/token-reads';
 import { TopUp } from '../db/entities';
 import type { SettleInput } from '../settle/types';
+import type { CrossChainSettleInput } from '../settle/crosschain-types';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { settleWorkflowId, topupWorkflowId } from '../temporal/workflow-ids';
@@ -15,12 +16,12 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { facilitatorFee, netOf } from './amounts';
 import type { TopupDeps } from './context';
 import { PAYER_COMMITMENT_VERSION, verifyPayerCommitment } from './payer-commitment';
-import { destinationOf, eligibleSources, quoteAll, requirementFor, verdictFor } from './quote';
+import { bridgeRouteOf, destinationOf, eligibleSources, quoteAll, requirementFor, verdictFor } from './quote';
 import { topupRecordJson } from './record';
 import { amountMessage, challenge, replyFor, topupError, type TopupReply } from './replies';
 import { topupStatusFor } from './reasons';
 import { tokenDomain } from './merchant-reads';
-import { FINAL_TOPUP_STATES, type TopUpInput } from './types';
+import { FINAL_TOPUP_STATES, TOPUP_DESTINATION_NETWORK, type TopUpInput } from './types';
 
 export const topupBodySchema = z.object({
   buyer: addressSchema.optional(),
@@ -122,7 +123,7 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
     bridgeFee: quote.fees.bridgeFee.toString(),
     netAmount: netOf(gross, quote.fees).toString(),
     relayer: deps.topup.TOPUP_RELAYER_ADDRESS,
-    settle: await settleInputFor(deps, source, payload, gross, fee, req.requestId),
+    settle: await settleInputFor(deps, source, payload, gross, fee, quote.fees.bridgeFee, req.requestId),
     createdAt: Date.now(),
   };
   await startOrAttach(deps.temporal, WORKFLOW_TYPES.topup, {
@@ -145,21 +146,41 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
  * The settlement the gateway runs for a top-up: the service's own EIP-3009 settlement workflow,
  * started as a child by the TopUpWorkflow (no HTTP hop), paying out to the gateway relayer wallet
  * with the facilitator fee to its recipient, recorded under the gateway's internal organization.
+ * A cross-chain source uses the cross-chain settlement (burn on the source, mint and payout on Base)
+ * with the buffered bridge fee quote as the most the bridge may keep.
  */
-async function settleInputFor(deps: TopupDeps, source: EvmNetwork, payload: ExactEvmPayload, gross: bigint, fee: bigint, requestId: string): Promise<SettleInput> {
+async function settleInputFor(
+  deps: TopupDeps,
+  source: EvmNetwork,
+  payload: ExactEvmPayload,
+  gross: bigint,
+  fee: bigint,
+  bridgeFee: bigint,
+  requestId: string,
+): Promise<SettleInput | CrossChainSettleInput> {
   const a = payload.payload.authorization;
-  return {
+  const common = {
     workflowId: settleWorkflowId(source.id, a.from, a.nonce),
     requestId,
     organizationId: deps.topup.TOPUP_ORGANIZATION_ID,
     apiKeyId: '',
-    route: 'eip3009',
     network: source.id,
     paymentPayload: payload,
     paymentRequirements: await requirementFor(deps, source, gross),
     payout: deps.topup.TOPUP_RELAYER_ADDRESS,
     fee: fee.toString(),
     feeRecipient: deps.topup.TOPUP_FEE_RECIPIENT ?? '0x0000000000000000000000000000000000000000',
+  };
+  const route = source.id === TOPUP_DESTINATION_NETWORK ? undefined : bridgeRouteOf(deps, source);
+  if (!route) return { ...common, route: 'eip3009' };
+  return {
+    ...common,
+    route: 'eip3009-crosschain',
+    destinationNetwork: route.destination.id,
+    sourceDomain: route.sourceDomain,
+    destinationDomain: route.destination.gatewayDomain,
+    maxBridgeFee: bridgeFee.toString(),
+    attestationBudgetMs: deps.topup.TOPUP_BRIDGE_TIMEOUT_MS,
   };
 }
 

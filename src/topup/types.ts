@@ -1,11 +1,14 @@
 import type { SettleInput } from '../settle/types';
+import type { CrossChainSettleInput } from '../settle/crosschain-types';
 
 /** The destination of every top-up: the merchant contract lives on Base. */
 export const TOPUP_DESTINATION_NETWORK = 'base' as const;
 
 /**
  * Input of one TopUpWorkflow (visible in the Temporal UI: no secrets). Amounts are decimal strings
- * of base units, computed once by the gateway (src/topup/amounts.ts) so every step agrees.
+ * of base units, computed once by the gateway (src/topup/amounts.ts) so every step agrees; on a
+ * cross-chain source `bridgeFee`/`netAmount` are the quote, replaced by what the bridge actually kept
+ * and delivered once the fill landed (the deposit credits exactly what arrived).
  */
 export interface TopUpInput {
   workflowId: string;
@@ -22,8 +25,12 @@ export interface TopUpInput {
   netAmount: string;
   /** The gateway relayer wallet: the settlement's payout, the sender of deposit and refund. */
   relayer: string;
-  /** The settlement child workflow's input (id `settle:<network>:<payer>:<nonce>`). */
-  settle: SettleInput;
+  /**
+   * The settlement child workflow's input (id `settle:<network>:<payer>:<nonce>`): the same-chain
+   * EIP-3009 settlement for `base`, the cross-chain one (burn on the source, mint and payout to the
+   * relayer on Base) for the other sources.
+   */
+  settle: SettleInput | CrossChainSettleInput;
   /** Epoch ms when the gateway accepted the payment. */
   createdAt: number;
 }

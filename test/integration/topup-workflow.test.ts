@@ -121,7 +121,7 @@ describe('TopUpWorkflow orchestration', () => {
     expect(records[1].extra).toMatchObject({ errorReason: 'gas_price_unavailable' });
   });
 
-  test('ethereum with a fee that covers gas passes the rule, then stops before settling: no bridge leg yet', async () => {
+  test('ethereum with a fee that covers gas passes the rule, then stops before settling: a same-chain input off Base is refused', async () => {
     scenario = { gas: true };
     expect(await run(input('ethereum'))).toEqual({ state: 'failed', errorReason: 'wrong_network' });
     expect(calls).toEqual(['checkSettlementGas']);

@@ -145,7 +145,7 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     expect(await q('amount=1003019058')).toMatchObject({ status: 409, body: { success: false, errorReason: 'credit_limit_reached' } });
     expect((await q('amount=1003019057')).status).toBe(200);
     for (const network of ['solana', 'base-sepolia', 'nowhere', 'optimism']) {
-      // optimism and ink are cross-chain sources: not offered until the bridge path is enabled.
+      // optimism is a cross-chain source, not in this gateway's TOPUP_SOURCES (topup-crosschain.test.ts serves it).
       expect(await q(`network=${network}`)).toEqual(expect.objectContaining({ status: 400, body: { success: false, errorReason: 'wrong_network', error: `network ${network} is not a top-up source here` } }));
     }
     expect(await h.get('/v1/demo-merchant/topups/quote')).toMatchObject({ status: 400, body: { success: false, errorReason: 'invalid_request' } });

@@ -8,6 +8,7 @@ import { attesterChainsFrom, startBridgeAttester } from '../../devnet/bridge-att
 import { deployTopupDevnet } from '../../devnet/deploy-topup';
 import { startDevnetInferenceProviders } from '../../devnet/inference-provider';
 import { startDevnetGateway } from '../../devnet/gateway-devnet';
+import { mainnetDevnetEnv } from '../../devnet/start-topup';
 import { TEST_ACCOUNTS } from './accounts';
 import { startSolanaDevnet } from '../../devnet/solana-rpc';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -15,23 +16,24 @@ import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 
 /**
- * Starts the real stack once for the whole run: a Temporal dev server (in memory), three anvil chains
- * with the real chain ids of base-sepolia, optimism-sepolia and base, our contracts deployed, the
+ * Starts the real stack once for the whole run: a Temporal dev server (in memory), four anvil chains
+ * with the real chain ids of base-sepolia, optimism-sepolia, base and optimism, our contracts deployed, the
  * bridge attester double, the litesvm-backed Solana node, and the workflow bundle built once
  * (workers spawned by tests load it instead of re-bundling).
  */
 export default async function globalSetup(): Promise<void> {
   const quiet = () => undefined;
-  const [temporal, base, optimism, baseMainnet] = await Promise.all([
+  const [temporal, base, optimism, baseMainnet, optimismMainnet] = await Promise.all([
     startTemporalDevServer({ uiPort: false, log: quiet }),
     startAnvil({ chainId: 84532, log: quiet }),
     startAnvil({ chainId: 11155420, log: quiet }),
     startAnvil({ chainId: 8453, log: quiet }), // `base`: the top-up gateway's destination chain
+    startAnvil({ chainId: 10, log: quiet }), // `optimism`: the top-up gateway's cross-chain source
   ]);
   // The litesvm-backed Solana devnet node (in this process; tests reach it over HTTP like the service).
   const solana = await startSolanaDevnet({ usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc, feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
   const inference = await startDevnetInferenceProviders();
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, solana, inference];
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, optimismMainnet, solana, inference];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
@@ -41,10 +43,11 @@ export default async function globalSetup(): Promise<void> {
     deployDevnet({ rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId, relayers, buyers }).then(() =>
       deployTopupDevnet({ rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId, relayers }),
     ),
+    deployDevnet({ rpcUrl: optimismMainnet.rpcUrl, chainId: optimismMainnet.chainId, relayers, buyers }),
   ]);
 
   // The bridge attestation double over both chains (cross-chain settlement); stopped by the teardown.
-  const attester = await startBridgeAttester({ chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: base.rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: optimism.rpcUrl }) });
+  const attester = await startBridgeAttester({ chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: base.rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: optimism.rpcUrl, ...mainnetDevnetEnv(baseMainnet.rpcUrl, optimismMainnet.rpcUrl) }) });
   (globalThis as any).__X402_STACK__.push(attester);
   // Batched payments: GatewayWallet on both chains and the upstream gateway double (batches every 300 ms).
   const gateway = await startDevnetGateway({ chains: [base, optimism].map((a, i) => ({ network: ['base-sepolia', 'optimism-sepolia'][i]!, chainId: a.chainId, rpcUrl: a.rpcUrl })), usdc: deployed.usdc, withdrawalDelayBlocks: 5, batchIntervalMs: 300 });
@@ -63,6 +66,7 @@ export default async function globalSetup(): Promise<void> {
       'base-sepolia': { rpcUrl: base.rpcUrl, chainId: base.chainId },
       'optimism-sepolia': { rpcUrl: optimism.rpcUrl, chainId: optimism.chainId },
       base: { rpcUrl: baseMainnet.rpcUrl, chainId: baseMainnet.chainId },
+      optimism: { rpcUrl: optimismMainnet.rpcUrl, chainId: optimismMainnet.chainId },
     },
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,

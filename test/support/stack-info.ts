@@ -8,6 +8,8 @@ export interface StackInfo {
   chains: Record<'base-sepolia' | 'optimism-sepolia', { rpcUrl: string; chainId: number }> & {
     /** `base` (8453): the top-up gateway's destination chain, with the merchant contract. */
     base: { rpcUrl: string; chainId: number };
+    /** `optimism` (10): the top-up gateway's cross-chain source (bridged to `base`). */
+    optimism: { rpcUrl: string; chainId: number };
   };
   usdc: `0x${string}`;
   facilitator: `0x${string}`;
