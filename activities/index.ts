@@ -5,8 +5,9 @@ import { createCrossChainActivities, type CrossChainActivityDeps } from './cross
 import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } from './solana-settlement';
 import { createTopUpActivities } from './topup';
 import { createRefundActivities } from './refund';
+import { createMediaActivities, type MediaActivityDeps } from './media';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps & MediaActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -18,5 +19,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createSolanaSettlementActivities(deps),
     ...createTopUpActivities(deps),
     ...createRefundActivities(deps),
+    ...createMediaActivities(deps),
   };
 }

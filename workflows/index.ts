@@ -7,3 +7,4 @@ export { bridgeTransferWorkflow } from './bridge-transfer';
 export { solanaSettlementWorkflow } from './solana-settlement';
 export { topUpWorkflow } from './topup';
 export { refundWorkflow } from './refund';
+export { mediaJobWorkflow } from './media-job';

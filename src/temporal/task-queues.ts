@@ -8,4 +8,5 @@ export const WORKFLOW_TYPES = {
   solanaSettlement: 'solanaSettlementWorkflow',
   topup: 'topUpWorkflow',
   refund: 'refundWorkflow',
+  mediaJob: 'mediaJobWorkflow',
 } as const;

@@ -17,6 +17,8 @@ export interface StackInfo {
   solana: { rpcUrl: string };
   /** Devnet inference provider doubles: the INFERENCE_PROVIDERS value pointing at them, and the templates source. */
   inference: { providers: string; templatesUrl: string };
+  /** The media provider double (devnet/media-provider.ts): MEDIA_PROVIDER_URL. */
+  mediaProviderUrl: string;
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */

@@ -10,6 +10,7 @@ import { registerPermitRoutes } from './permit';
 import { registerDocsRoutes } from './docs';
 import { registerMetricsRoutes } from './metrics';
 import { registerInferenceRoutes } from './inference';
+import { registerMediaRoutes } from './media';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
@@ -26,4 +27,5 @@ export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   registerDocsRoutes(router, deps);
   registerMetricsRoutes(router, deps);
   registerInferenceRoutes(router, deps);
+  registerMediaRoutes(router, deps);
 }
