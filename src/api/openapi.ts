@@ -29,6 +29,7 @@ import {
   verifyResponseSchema,
 } from './openapi-schemas';
 import { registerInferenceOpenApi } from './openapi-inference';
+import { registerMediaOpenApi } from './openapi-media';
 
 /**
  * The OpenAPI 3.1 document of the API, generated from the zod schemas the routes parse with
@@ -376,6 +377,7 @@ route({
 });
 
 registerInferenceOpenApi({ component, route, json });
+registerMediaOpenApi({ component, route, json });
 
 const metricsRoute: RouteConfig = {
   method: 'get',
