@@ -1,6 +1,5 @@
 import type { MediaConfig } from './config';
 import { FsStore } from './fs-store';
-import { S3Store } from './s3-store';
 
 /**
  * Object storage of media artifacts (DESIGN §3). Keys are relative paths chosen by the service
@@ -24,5 +23,8 @@ export function assertKey(key: string): void {
 export const mediaUrlOf = (c: MediaConfig, key: string) => `${c.mediaUrl}/${key}`;
 
 export function createMediaStore(c: MediaConfig): MediaStore {
-  return c.store === 's3' ? new S3Store({ bucket: c.s3.bucket!, region: c.s3.region, endpoint: c.s3.endpoint }) : new FsStore(c.storeDir);
+  if (c.store !== 's3') return new FsStore(c.storeDir);
+  // Loaded only when configured: the AWS SDK is large and the default store does not need it.
+  const { S3Store } = require('./s3-store') as typeof import('./s3-store');
+  return new S3Store({ bucket: c.s3.bucket!, region: c.s3.region, endpoint: c.s3.endpoint });
 }
