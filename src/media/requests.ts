@@ -61,6 +61,8 @@ export function mediaRequirements(deps: ApiDeps, c: MediaConfig, network: EvmNet
 /** The same key must carry the same request: route and body, hashed. */
 export const fingerprintOf = (route: MediaRoute, body: unknown) => createHash('sha256').update(`${route}\n${JSON.stringify(body)}`).digest('hex');
 
+const ORPHAN_AFTER_MS = 30_000;
+
 export type JobClaim = { job: MediaJob; start: boolean } | { conflict: true };
 
 /**
@@ -70,6 +72,7 @@ export type JobClaim = { job: MediaJob; start: boolean } | { conflict: true };
  */
 export async function claimJob(
   deps: ApiDeps,
+  hasWorkflow: (workflowId: string) => Promise<boolean>,
   fields: { workflowId: string; buyer: string; kind: MediaKindName; model: string; prompt: string; fingerprint: string; price: string; network: string; chargeId: string },
 ): Promise<JobClaim> {
   const em = deps.db.em.fork();
@@ -77,8 +80,15 @@ export async function claimJob(
     const existing = await em.findOne(MediaJob, { workflowId: fields.workflowId });
     if (existing) {
       if (existing.fingerprint !== fields.fingerprint) return { conflict: true };
-      if (existing.state !== 'payment_rejected') return { job: existing, start: false };
-      const taken = await em.nativeUpdate(MediaJob, { id: existing.id, state: 'payment_rejected' }, { state: 'paying', chargeId: fields.chargeId, error: null, updatedAt: new Date() });
+      // A job left in `paying` without a workflow (the API died between the insert and the start)
+      // is taken over like a rejected one, once it is old enough not to be a start in progress.
+      const orphan = existing.state === 'paying' && Date.now() - existing.updatedAt.getTime() > ORPHAN_AFTER_MS && !(await hasWorkflow(existing.workflowId));
+      if (existing.state !== 'payment_rejected' && !orphan) return { job: existing, start: false };
+      const taken = await em.nativeUpdate(
+        MediaJob,
+        { id: existing.id, state: existing.state, updatedAt: existing.updatedAt },
+        { state: 'paying', chargeId: fields.chargeId, error: null, updatedAt: new Date() },
+      );
       if (taken === 1) return { job: (await em.fork().findOne(MediaJob, { id: existing.id }))!, start: true };
       continue;
     }

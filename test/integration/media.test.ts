@@ -8,7 +8,8 @@ import { mediaWorkflowId } from '../../src/media/types';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request, startApi, type RunningApi } from '../support/http';
-import { IMAGE_PRICE, MEDIA, startMediaHarness, startPurgeRecorder, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
+import { IMAGE_PRICE, MEDIA, MUSIC_PRICE, startMediaHarness, startPurgeRecorder, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
+import { fingerprintOf } from '../../src/media/requests';
 import { readStackInfo } from '../support/stack-info';
 
 /**
@@ -208,11 +209,57 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(cancel.body).toEqual({ error: 'job_finished', message: 'the job is already failed', jobId: res.body.jobId, state: 'failed' });
   });
 
+  test('a music job runs the same way: 202, then succeeded with an audio asset', async () => {
+    const res = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, {
+      json: { prompt: 'a lullaby #duration=300' },
+      headers: { 'Idempotency-Key': key('lullaby'), 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE) },
+    });
+    expect(res.status).toBe(202);
+    expect(res.body.kind).toBe('music');
+    const job = await h.waitForJob(buyer, res.body.jobId, (j) => j.state === 'succeeded');
+    expect(job.assets).toEqual([expect.objectContaining({ kind: 'music', model: 'tone-1', contentType: 'audio/mpeg', costUsdc: MUSIC_PRICE.toString() })]);
+    expect((await (await fetch(job.assets[0].url)).text()).startsWith('MP3 devnet artifact')).toBe(true);
+    // A wrong amount is refused by the settlement; the same key may then be paid correctly.
+    const k = key('underpaid');
+    const under = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, { json: { prompt: 'a march' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE - 1n) } });
+    expect(under.status).toBe(402);
+    expect(under.body.error).toEqual(expect.any(String));
+    expect(under.body.accepts[0].maxAmountRequired).toBe(MUSIC_PRICE.toString());
+    const paid = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, { json: { prompt: 'a march' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE) } });
+    expect(paid.status).toBe(202);
+    expect(paid.body.jobId).toBe(under.headers.get('x-media-job-id'));
+    await h.waitForJob(buyer, paid.body.jobId, (j) => j.state === 'succeeded');
+  });
+
+  test('a job record left in paying without a workflow (API died before starting it) is taken over by the next request', async () => {
+    const k = key('orphan');
+    const old = new Date(Date.now() - 60_000);
+    await h.tdb.db.em.fork().insert(MediaJob, {
+      id: '00000000-0000-4000-8000-000000000001'.replace('0001', String(Date.now() % 10000).padStart(4, '0')),
+      workflowId: mediaWorkflowId(buyer.address, k),
+      buyer: buyer.address.toLowerCase(),
+      kind: 'image',
+      model: 'pixel-1',
+      prompt: 'an orphan',
+      fingerprint: fingerprintOf('images', { prompt: 'an orphan', n: 1 }),
+      price: IMAGE_PRICE.toString(),
+      network: 'base-sepolia',
+      chargeId: 'media:base-sepolia:lost:0x00',
+      state: 'paying',
+      progress: 0,
+      createdAt: old,
+      updatedAt: old,
+    });
+    const res = await postImages(k, { prompt: 'an orphan' });
+    expect(res.status).toBe(200);
+    expect(((await res.json()) as any).assets).toHaveLength(1);
+  });
+
   test('the library pages with a stable cursor, filtered by kind', async () => {
     const all = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=100`);
     expect(all.status).toBe(200);
     const ids = all.body.data.map((a: any) => a.id);
-    expect(ids.length).toBeGreaterThanOrEqual(5); // 2 + 1 + 1 edit + 1 video
+    expect(ids.length).toBeGreaterThanOrEqual(7); // 2 + 1 + 1 edit + 1 video + 2 music + 1 orphan
     expect(all.body.nextCursor).toBeNull();
 
     const page1 = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=2`);
@@ -228,6 +275,7 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
 
     const videos = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=video`);
     expect(videos.body.data.map((a: any) => a.kind)).toEqual(['video']);
+    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=music`)).body.data).toHaveLength(2);
     expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=podcast`)).body).toEqual({ error: 'invalid_request', message: 'kind must be one of image, video, music' });
     expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?cursor=nope!`)).status).toBe(400);
     expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=0`)).status).toBe(400);

@@ -15,6 +15,7 @@ import { readStackInfo } from './stack-info';
 export const MEDIA = '/v1/inference/media';
 export const IMAGE_PRICE = 20_000n;
 export const VIDEO_PRICE = 500_000n;
+export const MUSIC_PRICE = 200_000n;
 
 /** A tiny HTTP server standing for the CDN purge API: records every POST body. */
 export async function startPurgeRecorder() {

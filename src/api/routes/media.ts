@@ -1,5 +1,5 @@
 import type Router from '@koa/router';
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { ApiContext, ApiDeps, ApiState } from '../context';
 import { jsonBody } from '../middleware/json-body';
 import { InferenceCharge } from '../../db/entities';
@@ -68,7 +68,7 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       const auth = payload.payload.authorization;
       const buyer = auth.from.toLowerCase();
 
-      const claim = await claimJob(deps, {
+      const claim = await claimJob(deps, hasWorkflow, {
         workflowId: mediaWorkflowId(buyer, key),
         buyer,
         kind,
@@ -131,6 +131,16 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       return answer(ctx, 200, { jobId: job.id, assets: assets.map((a) => assetView(c, a)) });
     });
   }
+
+  const hasWorkflow = (workflowId: string) =>
+    deps.temporal.workflow
+      .getHandle(workflowId)
+      .describe()
+      .then(() => true)
+      .catch((err) => {
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw err;
+      });
 
   /** Buyer signature check for the read/delete routes; answers 401 itself when it fails. */
   const buyerOf = async (ctx: ApiContext): Promise<string | undefined> => {
