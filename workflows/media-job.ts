@@ -140,6 +140,8 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
     }
   }
 
+  // Cancelled while the payment was settling: nothing was submitted, so nothing to confirm.
+  if (cancelRequested) return refund('cancelled', 'cancelled by the buyer');
   await move('submitted');
   let status: ProviderJobStatus;
   try {
@@ -154,6 +156,7 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
   let cancelSent = false;
   let timedOut = false;
   let progress = -1;
+  let interval = input.pollIntervalMs;
   for (;;) {
     if (status.status === 'succeeded') break;
     if (status.status === 'failed') return refund('failed', status.error ?? 'the provider reported a failure');
@@ -170,8 +173,10 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
       progress = status.progress;
       await move('running', { progress });
     }
-    // A durable timer; a cancellation request wakes the loop at once.
-    await condition(() => cancelRequested && !cancelSent, input.pollIntervalMs);
+    // A durable timer; a cancellation request wakes the loop at once. The interval grows (up to ten
+    // times the configured one) so a long job keeps its history short.
+    await condition(() => cancelRequested && !cancelSent, interval);
+    interval = Math.min(Math.round(interval * 1.25), input.pollIntervalMs * 10);
     status = await pollProviderJob(providerJobId);
   }
 

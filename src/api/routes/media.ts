@@ -98,6 +98,7 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
           ctx.set('X-PAYMENT-RESPONSE', paymentResponseHeader({ success: true, transaction: charge.settlementTx, network: job.network, payer: job.buyer }));
           ctx.set('Access-Control-Expose-Headers', 'X-PAYMENT-RESPONSE, X-Media-Job-Id');
         }
+        return charge;
       };
 
       if (kind !== 'image') {
@@ -113,21 +114,30 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
         return answer(ctx, 202, { jobId: job.id, kind, state: j?.state ?? 'paying', statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}` });
       }
 
-      let result;
-      try {
-        result = await resultBefore<MediaJobOutcome>(deps.temporal, handle, Date.now() + c.imageWaitMs);
-      } catch (err) {
-        if (err instanceof WorkflowFailedError) return rejected();
-        throw err;
+      const pending = async () =>
+        answer(ctx, 202, { jobId: job.id, kind, state: (await reload())?.state ?? 'paying', statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}` });
+      // The job record is the durable answer (Temporal keeps finished workflows only for a while):
+      // wait for the workflow unless the record is already final, then answer from the record.
+      if (claim.start || !(FINAL_JOB_STATES as readonly string[]).includes(job.state)) {
+        try {
+          if (!(await resultBefore<MediaJobOutcome>(deps.temporal, handle, Date.now() + c.imageWaitMs)).done) return pending();
+        } catch (err) {
+          if (err instanceof WorkflowNotFoundError) return pending(); // a concurrent request is starting it
+          if (!(err instanceof WorkflowFailedError)) throw err;
+        }
       }
-      if (!result.done) return answer(ctx, 202, { jobId: job.id, kind, state: (await reload())?.state ?? 'paying', statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}` });
+      const done = await reload();
+      if (done?.state === 'payment_rejected') return rejected();
+      if (done?.state === 'failed') {
+        const charge = await paymentHeader();
+        const refund = charge?.state === 'refunded' ? 'refunded' : 'pending';
+        return answer(ctx, 502, mediaError('generation_failed', done.error ?? 'the provider failed', { jobId: job.id, refund }));
+      }
+      if (done?.state !== 'succeeded') return pending();
       await paymentHeader();
-      if (result.value.state !== 'succeeded') {
-        return answer(ctx, 502, mediaError('generation_failed', result.value.error ?? 'the provider failed', { jobId: job.id, refund: 'pending' }));
-      }
-      const assets = await deps.db.em.fork().find(MediaAsset, { jobId: job.id }, { orderBy: { createdAt: 'asc', id: 'asc' } });
-      const order = new Map(result.value.assetIds.map((id, i) => [id, i]));
-      assets.sort((a, b) => (order.get(a.id) ?? 99) - (order.get(b.id) ?? 99));
+      const assets = await deps.db.em.fork().find(MediaAsset, { jobId: job.id });
+      const index = (a: MediaAsset) => Number(/\/(\d+)\./.exec(a.key)?.[1] ?? 0);
+      assets.sort((a, b) => index(a) - index(b));
       return answer(ctx, 200, { jobId: job.id, assets: assets.map((a) => assetView(c, a)) });
     });
   }
