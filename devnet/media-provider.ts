@@ -15,7 +15,7 @@ import { deflateSync } from 'node:zlib';
  *   error?, output: [{url, content_type}]}`; output URLs expire (the service must copy them).
  * - `POST /v1/jobs/:id/cancel` → the job (cancelled unless it already finished).
  *
- * Prompt directives drive tests: `#fail` (the job or image fails), `#duration=<ms>` (job length).
+ * Prompt directives drive tests: `#fail` (the job or image fails), `#reject` (an image is refused, 400), `#duration=<ms>` (job length).
  * `GET /__double/jobs` lists every job with its submission count.
  */
 
@@ -140,6 +140,7 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
         const prompt = String(body.prompt ?? '');
         if (!prompt) return send(res, 400, { error: { message: 'prompt is required', code: 'invalid_prompt' } });
         if (path.endsWith('edits') && typeof body.image !== 'string') return send(res, 400, { error: { message: 'image is required', code: 'invalid_image' } });
+        if (prompt.includes('#reject')) return send(res, 400, { error: { message: 'the prompt was refused by the content policy', code: 'content_policy' } });
         if (prompt.includes('#fail')) return send(res, 500, { error: { message: 'the image model crashed', code: 'server_error' } });
         const n = Math.min(4, Math.max(1, Number(body.n ?? 1)));
         const size = Number(String(body.size ?? '16x16').split('x')[0]) || 16;

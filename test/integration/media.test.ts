@@ -155,6 +155,27 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2n * IMAGE_PRICE);
   });
 
+  test('an image the provider refuses after payment: 502 generation_failed, refunded in full', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const k = key('refused');
+    const res = await request('POST', imagesUrl(), { json: { prompt: 'something forbidden #reject' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+    expect(res.status).toBe(502);
+    expect(res.body).toEqual({
+      error: 'generation_failed',
+      message: expect.stringContaining('the prompt was refused by the content policy'),
+      jobId: expect.any(String),
+      refund: expect.stringMatching(/^(pending|refunded)$/),
+    });
+    const job = await h.waitForJob(buyer, res.body.jobId, (j) => j.payment.state === 'refunded');
+    expect(job).toMatchObject({ state: 'failed', assets: [] });
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    // The key's answer stays the same, and the refund is not repeated.
+    const again = await request('POST', imagesUrl(), { json: { prompt: 'something forbidden #reject' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+    expect(again.status).toBe(502);
+    expect(again.body).toMatchObject({ error: 'generation_failed', jobId: res.body.jobId, refund: 'refunded' });
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+  });
+
   test('image edits: a PNG in, a stored PNG out', async () => {
     const source = await fetch((await (await postImages(key('src'), { prompt: 'a cat' })).json() as any).assets[0].url);
     const image = Buffer.from(await source.arrayBuffer()).toString('base64');
