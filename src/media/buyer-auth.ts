@@ -49,6 +49,7 @@ export async function verifyBuyerRequest(
   }
   if (signer !== buyer) return fail('invalid_buyer_signature', 'the signature does not match the buyer and this request (domain, method, path, nonce, window)');
 
+  await pruneExpired(em, now);
   try {
     await em.insert(MediaBuyerNonce, { nonce: `${buyer}:${nonce}`, buyer, expiresAt: new Date(expiresAt * 1000), usedAt: new Date() });
   } catch (err) {
@@ -56,4 +57,19 @@ export async function verifyBuyerRequest(
     throw err;
   }
   return { ok: true, buyer };
+}
+
+let lastPrune = 0;
+/**
+ * Spent nonces whose signature has expired can never be accepted again (the window check refuses
+ * them first), so their rows are dropped, at most once a minute per process.
+ */
+async function pruneExpired(em: EntityManager, now: number): Promise<void> {
+  if (now - lastPrune < 60) return;
+  lastPrune = now;
+  try {
+    await em.nativeDelete(MediaBuyerNonce, { expiresAt: { $lt: new Date((now - 60) * 1000) } });
+  } catch {
+    // Best effort: a failed prune only leaves rows for the next one.
+  }
 }

@@ -155,6 +155,21 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2n * IMAGE_PRICE);
   });
 
+  test('the same key sent twice at once with two payments is charged once', async () => {
+    const k = key('race');
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const send = async () =>
+      request('POST', imagesUrl(), { json: { prompt: 'two at once' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+    const [a, b] = await Promise.all([send(), send()]);
+    expect([a.status, b.status].sort()).toEqual(expect.arrayContaining([200]));
+    for (const r of [a, b]) expect([200, 202]).toContain(r.status);
+    const final = await send();
+    expect(final.status).toBe(200);
+    const winner = [a, b].find((r) => r.status === 200)!;
+    expect(final.body).toEqual(winner.body);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - IMAGE_PRICE);
+  });
+
   test('an image the provider refuses after payment: 502 generation_failed, refunded in full', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
     const k = key('refused');
