@@ -5,11 +5,12 @@ import { createCrossChainActivities, type CrossChainActivityDeps } from './cross
 import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } from './solana-settlement';
 import { createTopUpActivities } from './topup';
 import { createRefundActivities } from './refund';
+import { createMediaActivities, type MediaActivityDeps } from './media';
 
 import { createWithdrawalActivities } from './withdrawal';
 import { createBatchedActivities, type BatchedActivityDeps } from './batched';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps & BatchedActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps & BatchedActivityDeps & MediaActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -23,5 +24,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createRefundActivities(deps),
     ...createWithdrawalActivities(deps),
     ...createBatchedActivities(deps),
+    ...createMediaActivities(deps),
   };
 }

@@ -9,3 +9,4 @@ export { topUpWorkflow } from './topup';
 export { refundWorkflow } from './refund';
 export { withdrawalWorkflow } from './withdrawal';
 export { batchedSettlementWorkflow } from './batched-settlement';
+export { mediaJobWorkflow } from './media-job';

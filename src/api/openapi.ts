@@ -38,6 +38,7 @@ import {
   withdrawalRecordSchema,
 } from '../batched/openapi-schemas';
 import { withdrawalRequestSchema } from '../gateway/withdrawal-service';
+import { registerMediaOpenApi } from './openapi-media';
 
 /**
  * The OpenAPI 3.1 document of the API, generated from the zod schemas the routes parse with
@@ -459,6 +460,7 @@ route({
     404: envelope('No such withdrawal for this organization'),
   },
 });
+registerMediaOpenApi({ component, route, json });
 
 const metricsRoute: RouteConfig = {
   method: 'get',

@@ -1,5 +1,6 @@
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 import { BridgeTransferSchema } from './bridge-transfer';
+import { MEDIA_ENTITIES } from './media';
 
 /**
  * Persistent records. Plain classes described by EntitySchema (no decorators), so the same
@@ -329,4 +330,5 @@ export const ALL_ENTITIES = [
   SolanaTransactionSchema,
   TopUpSchema,
   InferenceChargeSchema,
+  ...MEDIA_ENTITIES,
 ];

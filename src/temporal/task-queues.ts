@@ -10,4 +10,5 @@ export const WORKFLOW_TYPES = {
   refund: 'refundWorkflow',
   withdrawal: 'withdrawalWorkflow',
   batchedSettlement: 'batchedSettlementWorkflow',
+  mediaJob: 'mediaJobWorkflow',
 } as const;

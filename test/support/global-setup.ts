@@ -9,6 +9,7 @@ import { deployTopupDevnet } from '../../devnet/deploy-topup';
 import { startDevnetInferenceProviders } from '../../devnet/inference-provider';
 import { startDevnetGateway } from '../../devnet/gateway-devnet';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
+import { startMediaProvider } from '../../devnet/media-provider';
 import { TEST_ACCOUNTS } from './accounts';
 import { startSolanaDevnet } from '../../devnet/solana-rpc';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -33,7 +34,8 @@ export default async function globalSetup(): Promise<void> {
   // The litesvm-backed Solana devnet node (in this process; tests reach it over HTTP like the service).
   const solana = await startSolanaDevnet({ usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc, feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
   const inference = await startDevnetInferenceProviders();
-  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, optimismMainnet, solana, inference];
+  const media = await startMediaProvider();
+  (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, optimismMainnet, solana, inference, media];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
@@ -75,6 +77,7 @@ export default async function globalSetup(): Promise<void> {
     inference: { providers: inference.providersJson, templatesUrl: inference.templatesUrl },
     gatewayApiUrl: gateway.url,
     gatewayWallet: gateway.gatewayWallet,
+    mediaProviderUrl: media.url,
   };
   writeFileSync(infoPath, JSON.stringify(info, null, 2));
   process.env[STACK_INFO_ENV] = infoPath; // inherited by the test files

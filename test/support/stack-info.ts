@@ -22,6 +22,8 @@ export interface StackInfo {
   /** Upstream batching gateway double (devnet/gateway-double.ts) and our GatewayWallet on both chains. */
   gatewayApiUrl: string;
   gatewayWallet: `0x${string}`;
+  /** The media provider double (devnet/media-provider.ts): MEDIA_PROVIDER_URL. */
+  mediaProviderUrl: string;
 }
 
 /** Per test run (several runs may share the machine); the global setup exports it to the tests. */

@@ -12,6 +12,7 @@ import { registerMetricsRoutes } from './metrics';
 import { registerInferenceRoutes } from './inference';
 import { registerBatchedSampleRoutes } from './batched-sample';
 import { registerGatewayRoutes } from './gateway';
+import { registerMediaRoutes } from './media';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
@@ -30,4 +31,5 @@ export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
   registerInferenceRoutes(router, deps);
   registerBatchedSampleRoutes(router, deps);
   registerGatewayRoutes(router, deps);
+  registerMediaRoutes(router, deps);
 }

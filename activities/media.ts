@@ -1,0 +1,168 @@
+import { createHash } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/activity';
+import type { MikroORM } from '@mikro-orm/core';
+import type { Config } from '../src/config';
+import { InferenceCharge } from '../src/db/entities';
+import { MediaAsset, MediaJob } from '../src/db/media';
+import { mediaConfig } from '../src/media/config';
+import { cancelJob, download, generateImages, jobStatus, MediaProviderError, submitJob } from '../src/media/provider';
+import { createMediaStore, type MediaStore } from '../src/media/store';
+import { FINAL_JOB_STATES, type MediaJobInput, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
+
+export interface MediaActivityDeps {
+  config: Pick<Config, 'env'>;
+  db: MikroORM;
+}
+
+/** A UUID derived from the job and the artifact index, so a retried store writes the same asset. */
+export function assetIdOf(jobId: string, index: number): string {
+  const h = createHash('sha256').update(`${jobId}:${index}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+const EXT: Record<string, string> = { 'image/png': 'png', 'video/mp4': 'mp4', 'audio/mpeg': 'mp3' };
+
+/** Each asset's share of the price; the remainder goes to the first, so the shares add up. */
+export function costShares(price: string, count: number): string[] {
+  const total = BigInt(price);
+  const each = total / BigInt(count);
+  return Array.from({ length: count }, (_, i) => (i === 0 ? each + (total - each * BigInt(count)) : each).toString());
+}
+
+const asFailure = (err: unknown) =>
+  err instanceof MediaProviderError
+    ? err.retryable
+      ? ApplicationFailure.retryable(err.message, 'MediaProviderUnavailable')
+      : ApplicationFailure.nonRetryable(err.message, 'MediaProviderRejected')
+    : err;
+
+/**
+ * Activities of the media job workflow. Each is idempotent: job and charge writes are conditional
+ * updates, charge claims are inserts on the ledger's primary key, objects are put under keys derived
+ * from the job (same bytes, same key) and assets are inserted under derived ids; the provider is
+ * given the workflow id as its idempotency key, so a retried submission attaches to the same job.
+ */
+export function createMediaActivities(deps: MediaActivityDeps) {
+  const cfg = () => mediaConfig(deps.config);
+  let store: MediaStore | undefined;
+  const theStore = () => (store ??= createMediaStore(cfg()));
+
+  /** Stores the artifacts (objects first), then records the assets; returns their ids. */
+  async function storeAll(input: MediaJobInput, artifacts: { body: Buffer; contentType: string }[]): Promise<string[]> {
+    const costs = costShares(input.price, artifacts.length);
+    const ids: string[] = [];
+    const em = deps.db.em.fork();
+    for (const [i, a] of artifacts.entries()) {
+      const id = assetIdOf(input.jobId, i);
+      const key = `${input.jobId}/${i}.${EXT[a.contentType] ?? 'bin'}`;
+      await theStore().put(key, a.body, a.contentType);
+      await em.upsert(
+        MediaAsset,
+        { id, buyer: input.buyer, jobId: input.jobId, kind: input.kind, model: input.model, prompt: input.prompt, contentType: a.contentType, costUsdc: costs[i]!, key, size: a.body.length, createdAt: new Date() },
+        { onConflictFields: ['id'], onConflictAction: 'ignore' },
+      );
+      ids.push(id);
+    }
+    return ids;
+  }
+
+  return {
+    /** Moves the job record (never out of a final state). */
+    async recordMediaJob(jobId: string, state: MediaJobState, extra: { error?: string; progress?: number; providerJobId?: string } = {}): Promise<void> {
+      await deps.db.em
+        .fork()
+        .nativeUpdate(MediaJob, { id: jobId, state: { $nin: FINAL_JOB_STATES.filter((s) => s !== state) as string[] } }, { state, ...extra, updatedAt: new Date() });
+    },
+
+    /**
+     * Claims the charge of this job's authorization in the shared ledger (one charge per
+     * authorization). False when another media job already holds the same authorization.
+     */
+    async claimMediaCharge(input: MediaJobInput): Promise<{ claimed: boolean }> {
+      const em = deps.db.em.fork();
+      const other = await em.findOne(MediaJob, { chargeId: input.chargeId, id: { $ne: input.jobId } });
+      if (other) return { claimed: false };
+      const existing = await em.findOne(InferenceCharge, { id: input.chargeId });
+      if (existing) {
+        // Our own claim (a retried activity), or a rejected claim of ours tried again with the same key.
+        if (existing.requestId !== `media:${input.jobId}`) return { claimed: false };
+        if (existing.state === 'rejected') await em.nativeUpdate(InferenceCharge, { id: input.chargeId, state: 'rejected' }, { state: 'settling', error: null, updatedAt: new Date() });
+        return { claimed: true };
+      }
+      await em.upsert(
+        InferenceCharge,
+        {
+          id: input.chargeId,
+          settlementId: input.settle.workflowId,
+          network: input.network,
+          payer: input.buyer,
+          amount: input.price,
+          model: `${input.kind}:${input.model}`,
+          state: 'settling',
+          // The job id links the charge to its job (the chat uses this column for its request id).
+          requestId: `media:${input.jobId}`,
+          createdAt: new Date(),
+          updatedAt: new Date(),
+        },
+        { onConflictFields: ['id'], onConflictAction: 'ignore' },
+      );
+      const row = await em.fork().findOne(InferenceCharge, { id: input.chargeId });
+      return { claimed: row?.requestId === `media:${input.jobId}` };
+    },
+
+    /** Moves the charge, only from the given states (the refund workflow owns refund states). */
+    async setMediaCharge(chargeId: string, state: string, onlyFrom: string[], fields: { settlementTx?: string; error?: string } = {}): Promise<void> {
+      await deps.db.em.fork().nativeUpdate(InferenceCharge, { id: chargeId, state: { $in: onlyFrom } }, { state, ...fields, updatedAt: new Date() });
+    },
+
+    /** Synchronous image generation and edits: generate, store every image, record the assets. */
+    async generateAndStoreImages(input: MediaJobInput): Promise<string[]> {
+      let images: Buffer[];
+      try {
+        images = await generateImages(cfg(), { model: input.model, prompt: input.prompt, n: input.n, size: input.size, image: input.image });
+      } catch (err) {
+        throw asFailure(err);
+      }
+      return storeAll(input, images.map((body) => ({ body, contentType: 'image/png' })));
+    },
+
+    async submitProviderJob(input: MediaJobInput): Promise<ProviderJobStatus> {
+      try {
+        return await submitJob(cfg(), { kind: input.kind, model: input.model, prompt: input.prompt, idempotencyKey: input.workflowId });
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+
+    async pollProviderJob(providerJobId: string): Promise<ProviderJobStatus> {
+      try {
+        return await jobStatus(cfg(), providerJobId);
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+
+    async cancelProviderJob(providerJobId: string): Promise<ProviderJobStatus> {
+      try {
+        return await cancelJob(cfg(), providerJobId);
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+
+    /** Copies a finished job's artifacts (fresh links from a new status read) into the store. */
+    async storeJobArtifacts(input: MediaJobInput, providerJobId: string): Promise<string[]> {
+      try {
+        const status = await jobStatus(cfg(), providerJobId);
+        if (status.status !== 'succeeded' || status.output.length === 0) throw new MediaProviderError(`job ${providerJobId} has no output (${status.status})`, false);
+        const artifacts = [];
+        for (const o of status.output) artifacts.push({ body: await download(o.url), contentType: o.content_type });
+        return await storeAll(input, artifacts);
+      } catch (err) {
+        throw asFailure(err);
+      }
+    },
+  };
+}
+
+export type MediaActivities = ReturnType<typeof createMediaActivities>;

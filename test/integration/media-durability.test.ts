@@ -1,0 +1,91 @@
+import { parseEventLogs, type Address, type Hex } from 'viem';
+import { waitUntil } from '../../devnet/process';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { MediaJob } from '../../src/db/media';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { request } from '../support/http';
+import { MEDIA, startMediaHarness, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
+import { readStackInfo } from '../support/stack-info';
+
+/**
+ * The media job workflow survives its worker: SIGKILL mid-job, restart, and the job finishes with
+ * one provider submission and one charge; a cancelled job is refunded exactly once on chain, even
+ * with the worker killed while the cancellation is in flight.
+ */
+const stack = readStackInfo();
+
+describe('media job durability (sqlite)', () => {
+  let h: MediaHarness;
+  const relayerIndex = 1;
+  const revenue = TEST_ACCOUNTS.relayers[relayerIndex]!.address;
+  const buyer = TEST_ACCOUNTS.buyers[1]!;
+
+  beforeAll(async () => {
+    h = await startMediaHarness('sqlite', { relayerIndex, env: { MEDIA_POLL_INTERVAL_MS: '300' } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  const transfers = async (from: Address, to: Address) => {
+    const logs = await h.chain.getLogs({ address: stack.usdc, fromBlock: 0n, toBlock: 'latest' });
+    return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
+      (l) => l.args.from.toLowerCase() === from.toLowerCase() && l.args.to.toLowerCase() === to.toLowerCase(),
+    );
+  };
+  const startVideo = async (prompt: string, idempotencyKey: string) => {
+    const xPayment = await h.xPayment(buyer, VIDEO_PRICE);
+    const nonce = JSON.parse(Buffer.from(xPayment, 'base64').toString('utf8')).payload.authorization.nonce as Hex;
+    const res = await request('POST', `${h.api.baseUrl}${MEDIA}/video`, { json: { prompt }, headers: { 'Idempotency-Key': idempotencyKey, 'X-PAYMENT': xPayment } });
+    expect(res.status).toBe(202);
+    return { jobId: res.body.jobId as string, nonce };
+  };
+
+  test('a video job survives a SIGKILLed worker: one provider submission, one charge, stored artifact', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const { jobId, nonce } = await startVideo('a slow sunrise #duration=5000', `sunrise-${Date.now()}`);
+    await h.waitForJob(buyer, jobId, (j) => j.state === 'running');
+    await h.restartWorker({ kill: true });
+    const job = await h.waitForJob(buyer, jobId, (j) => j.state === 'succeeded', 90_000);
+    expect(job.assets).toHaveLength(1);
+    expect((await (await fetch(job.assets[0].url)).text()).startsWith('MP4 devnet artifact')).toBe(true);
+
+    const row = await h.tdb.db.em.fork().findOneOrFail(MediaJob, { id: jobId });
+    const submitted = (await h.providerJobs()).filter((j) => j.idempotencyKey === row.workflowId);
+    expect(submitted).toHaveLength(1);
+    expect(submitted[0]!.submissions).toBe(1);
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VIDEO_PRICE);
+    expect(job.payment).toMatchObject({ state: 'delivered', refundTx: null });
+  });
+
+  test('a cancelled job is refunded exactly once, with the worker killed during the cancellation', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const refundsBefore = (await transfers(revenue, buyer.address)).length;
+    const { jobId } = await startVideo('an endless film #duration=120000', `endless-${Date.now()}`);
+    await h.waitForJob(buyer, jobId, (j) => j.state === 'running');
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VIDEO_PRICE);
+
+    const cancel = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${jobId}`);
+    expect(cancel.status).toBe(202);
+    expect(cancel.body).toEqual({ jobId, state: 'cancelling' });
+    await h.restartWorker({ kill: true });
+
+    const job = await h.waitForJob(buyer, jobId, (j) => j.payment.state === 'refunded', 90_000);
+    expect(job).toMatchObject({ state: 'cancelled', error: 'cancelled by the buyer', assets: [] });
+    const row = await h.tdb.db.em.fork().findOneOrFail(MediaJob, { id: jobId });
+    const provider = (await h.providerJobs()).find((j) => j.idempotencyKey === row.workflowId)!;
+    expect(provider.cancelledAt).toEqual(expect.any(Number));
+    // Exactly one refund transfer, of the full price; a second DELETE changes nothing.
+    await new Promise((r) => setTimeout(r, 1500));
+    const refunds = (await transfers(revenue, buyer.address)).slice(refundsBefore);
+    expect(refunds).toHaveLength(1);
+    expect(refunds[0]!.args.value).toBe(VIDEO_PRICE);
+    expect(refunds[0]!.transactionHash).toBe(job.payment.refundTx);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    const again = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${jobId}`);
+    expect(again.status).toBe(409);
+    expect(again.body.error).toBe('job_finished');
+    await waitUntil('no second refund', async () => ((await transfers(revenue, buyer.address)).length === refundsBefore + 1 ? true : undefined), { timeoutMs: 2000, intervalMs: 200 });
+  });
+});
