@@ -376,12 +376,21 @@ async function main(): Promise<void> {
   ]);
   say(`bridge attestation double at ${(await startDevnetBridgeAttester(childEnv)).url} (BRIDGE_ATTESTATION_URL)`);
   if (stopping) return;
-  await startGatewayForDevnet(config.GATEWAY_API_URL_TESTNET, devnets.map((d, i) => ({ network: d.network.id, chainId: d.network.chainId!, rpcUrl: (anvils[i] as Anvil).rpcUrl })), devnetAddresses().usdc, say);
+  const gatewayChains = devnets.map((d, i) => ({ network: d.network.id, chainId: d.network.chainId!, rpcUrl: (anvils[i] as Anvil).rpcUrl }));
+  await startGatewayForDevnet(config.GATEWAY_API_URL_TESTNET, gatewayChains, devnetAddresses().usdc, say);
 
   // The inference provider doubles (in this process) on the ports the default INFERENCE_PROVIDERS names.
-  if (!childEnv.INFERENCE_PROVIDERS) { const p = await startDevnetInferenceProviders({ modelserver: 8600, modelserver2: 8601 }); infra.push({ name: 'inference', log: new ChildLog('inference'), pid: process.pid, stop: p.stop }); say(`inference provider doubles at ${p.modelserver.url} and ${p.modelserver2.url}`); }
+  if (!childEnv.INFERENCE_PROVIDERS) {
+    const p = await startDevnetInferenceProviders({ modelserver: 8600, modelserver2: 8601 });
+    infra.push({ name: 'inference', log: new ChildLog('inference'), pid: process.pid, stop: p.stop });
+    say(`inference provider doubles at ${p.modelserver.url} and ${p.modelserver2.url}`);
+  }
   // The media provider double (in this process) on the port the default MEDIA_PROVIDER_URL names.
-  if (!childEnv.MEDIA_PROVIDER_URL) { const m = await startMediaProvider({ port: 8610 }); infra.push({ name: 'media', log: new ChildLog('media'), pid: process.pid, stop: m.stop }); say(`media provider double at ${m.url}`); }
+  if (!childEnv.MEDIA_PROVIDER_URL) {
+    const m = await startMediaProvider({ port: 8610 });
+    infra.push({ name: 'media', log: new ChildLog('media'), pid: process.pid, stop: m.stop });
+    say(`media provider double at ${m.url}`);
+  }
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
   await all([startWorker(childEnv), startApi(config, childEnv), startTopupGateway(config, childEnv)]);
   if (stopping) return;

@@ -4,6 +4,7 @@ import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
 import { createApp } from './app';
+import { serveUntilSignal } from './serve';
 
 /** The API process: Koa on HOST:PORT, talking to Temporal and the database. */
 async function main() {
@@ -13,17 +14,7 @@ async function main() {
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
   const app = createApp({ config, db, networks, temporal, logger });
-  const server = app.listen(config.PORT, config.HOST, () => logger.info({ url: config.publicUrl }, 'api listening'));
-  const stop = () => {
-    server.close(async () => {
-      await temporal.connection.close();
-      await db.close();
-      process.exit(0);
-    });
-    setTimeout(() => process.exit(0), 5000).unref();
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  serveUntilSignal(app, config.PORT, config.HOST, { temporal, db }, () => logger.info({ url: config.publicUrl }, 'api listening'));
 }
 
 main().catch((err) => {

@@ -3,6 +3,7 @@ import { buildNetworkTable } from '../chains/networks';
 import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
+import { serveUntilSignal } from '../api/serve';
 import { createTopupApp } from './app';
 import { loadTopupConfig } from './config';
 
@@ -15,19 +16,9 @@ async function main() {
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
   const app = createTopupApp({ config, topup, db, networks, temporal, logger });
-  const server = app.listen(topup.TOPUP_PORT, config.HOST, () =>
+  serveUntilSignal(app, topup.TOPUP_PORT, config.HOST, { temporal, db }, () =>
     logger.info({ url: topup.topupUrl, merchant: topup.TOPUP_MERCHANT_ID }, 'topup gateway listening'),
   );
-  const stop = () => {
-    server.close(async () => {
-      await temporal.connection.close();
-      await db.close();
-      process.exit(0);
-    });
-    setTimeout(() => process.exit(0), 5000).unref();
-  };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
 }
 
 main().catch((err) => {

@@ -23,6 +23,7 @@ import {
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
 import { facilitatorPermit2Abi } from '../../src/chains/evm/permit2-settle-abi';
 import { EIP2612_PERMIT_TYPES } from '../support/evm';
+import { PERMIT_WITNESS_TRANSFER_FROM, TOKEN_PERMISSIONS } from '../support/permit2-payments';
 import { parseSignature, type Abi } from 'viem';
 
 /**
@@ -90,17 +91,6 @@ interface Permit {
   deadline: bigint;
 }
 
-const tokenPermissions = [
-  { name: 'token', type: 'address' },
-  { name: 'amount', type: 'uint256' },
-] as const;
-const permitWitnessFields = [
-  { name: 'permitted', type: 'TokenPermissions' },
-  { name: 'spender', type: 'address' },
-  { name: 'nonce', type: 'uint256' },
-  { name: 'deadline', type: 'uint256' },
-  { name: 'witness', type: 'Witness' },
-] as const;
 
 function permitDomain() {
   return { name: 'Permit2', chainId: CHAIN_ID, verifyingContract: permit2 } as const;
@@ -124,8 +114,8 @@ async function signExact(
   return signer.signTypedData({
     domain: permitDomain(),
     types: {
-      PermitWitnessTransferFrom: permitWitnessFields,
-      TokenPermissions: tokenPermissions,
+      PermitWitnessTransferFrom: PERMIT_WITNESS_TRANSFER_FROM,
+      TokenPermissions: TOKEN_PERMISSIONS,
       Witness: [
         { name: 'to', type: 'address' },
         { name: 'validAfter', type: 'uint256' },
@@ -145,8 +135,8 @@ async function signUpto(
   return signer.signTypedData({
     domain: permitDomain(),
     types: {
-      PermitWitnessTransferFrom: permitWitnessFields,
-      TokenPermissions: tokenPermissions,
+      PermitWitnessTransferFrom: PERMIT_WITNESS_TRANSFER_FROM,
+      TokenPermissions: TOKEN_PERMISSIONS,
       Witness: [
         { name: 'to', type: 'address' },
         { name: 'facilitator', type: 'address' },

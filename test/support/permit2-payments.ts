@@ -37,11 +37,12 @@ export interface Permit2PaymentOptions {
   permit2612?: { value: string; deadline: string; v: number; r: Hex; s: Hex };
 }
 
-const TOKEN_PERMISSIONS = [
+/** Permit2's typed data as a buyer's wallet writes it (kept apart from the service's copy on purpose). */
+export const TOKEN_PERMISSIONS = [
   { name: 'token', type: 'address' },
   { name: 'amount', type: 'uint256' },
 ] as const;
-const PERMIT_WITNESS_TRANSFER_FROM = [
+export const PERMIT_WITNESS_TRANSFER_FROM = [
   { name: 'permitted', type: 'TokenPermissions' },
   { name: 'spender', type: 'address' },
   { name: 'nonce', type: 'uint256' },
