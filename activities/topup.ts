@@ -7,7 +7,8 @@ import type { Relayer } from '../src/chains/evm/relayer';
 import { facilitatorAbi } from '../src/chains/evm/abi';
 import { TopUp } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import { erc20Abi, merchantAbi } from '../src/topup/merchant-abi';
+import { tokenAbi } from '../src/chains/evm/abi';
+import { merchantAbi } from '../src/topup/merchant-abi';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
 
 /** A GasVerdict as an activity result (no bigint). */
@@ -120,9 +121,9 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
-      const allowance = await relayer.client.readContract({ address: usdc, abi: erc20Abi, functionName: 'allowance', args: [relayer.address, input.merchantContract as Address] });
+      const allowance = await relayer.client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [relayer.address, input.merchantContract as Address] });
       if (allowance >= BigInt(input.netAmount) && !(await relayer.find(relayerTxId(input.workflowId, 'approve')))) return;
-      const data = encodeFunctionData({ abi: erc20Abi, functionName: 'approve', args: [input.merchantContract as Address, maxUint256] });
+      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'approve', args: [input.merchantContract as Address, maxUint256] });
       await relayer.send(relayerTxId(input.workflowId, 'approve'), { to: usdc, data });
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'approve'), deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable('approve reverted', 'ApproveReverted');
@@ -161,7 +162,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     async refundPayer(input: TopUpInput): Promise<{ hash: string }> {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
-      const data = encodeFunctionData({ abi: erc20Abi, functionName: 'transfer', args: [input.payer as Address, BigInt(input.netAmount)] });
+      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [input.payer as Address, BigInt(input.netAmount)] });
       const { hash } = await relayer.send(relayerTxId(input.workflowId, 'refund'), { to: usdc, data });
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');

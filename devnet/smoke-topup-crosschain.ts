@@ -9,7 +9,8 @@ import { createPublicClient, http, type Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { buildNetworkTable } from '../src/chains/networks';
 import { loadTopupConfig } from '../src/topup/config';
-import { erc20Abi, merchantAbi } from '../src/topup/merchant-abi';
+import { tokenAbi } from '../src/chains/evm/abi';
+import { merchantAbi } from '../src/topup/merchant-abi';
 import { DEMO_BUYERS } from './demo-accounts';
 import { topupDevnetEnv } from './start-topup';
 import { v1ExactPayer, x402Fetch } from './x402-v2-client';
@@ -25,7 +26,7 @@ async function main() {
   const baseClient = createPublicClient({ transport: http(base.rpcUrls[0]) });
   const opClient = createPublicClient({ transport: http(optimism.rpcUrls[0]) });
   const credit = () => baseClient.readContract({ address: topup.TOPUP_MERCHANT_CONTRACT as Address, abi: merchantAbi, functionName: 'balanceOf', args: [buyer.address] });
-  const opUsdc = () => opClient.readContract({ address: optimism.usdc as Address, abi: erc20Abi, functionName: 'balanceOf', args: [buyer.address] });
+  const opUsdc = () => opClient.readContract({ address: optimism.usdc as Address, abi: tokenAbi, functionName: 'balanceOf', args: [buyer.address] });
 
   const [creditBefore, opBefore] = [await credit(), await opUsdc()];
   const url = `${topup.topupUrl}/v1/${topup.TOPUP_MERCHANT_ID}/topups`;

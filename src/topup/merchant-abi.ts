@@ -1,6 +1,6 @@
 /**
- * Hand-written ABI fragments of the merchant contract (devnet/contracts/MerchantBalances.sol) and
- * the ERC-20 calls the gateway's relayer makes (approve, transfer, allowance).
+ * Hand-written ABI fragments of the merchant contract (devnet/contracts/MerchantBalances.sol); the
+ * USDC calls use the shared token ABI (src/chains/evm/abi.ts).
  */
 export const merchantAbi = [
   { type: 'function', name: 'deposit', stateMutability: 'nonpayable', inputs: [{ name: 'buyer', type: 'address' }, { name: 'amount', type: 'uint256' }], outputs: [] },
@@ -45,13 +45,4 @@ export const merchantAbi = [
       { name: 'minimum', type: 'uint256' },
     ],
   },
-] as const;
-
-export const erc20Abi = [
-  { type: 'function', name: 'approve', stateMutability: 'nonpayable', inputs: [{ name: 'spender', type: 'address' }, { name: 'value', type: 'uint256' }], outputs: [{ name: '', type: 'bool' }] },
-  { type: 'function', name: 'transfer', stateMutability: 'nonpayable', inputs: [{ name: 'to', type: 'address' }, { name: 'value', type: 'uint256' }], outputs: [{ name: '', type: 'bool' }] },
-  { type: 'function', name: 'allowance', stateMutability: 'view', inputs: [{ name: 'owner', type: 'address' }, { name: 'spender', type: 'address' }], outputs: [{ name: '', type: 'uint256' }] },
-  { type: 'function', name: 'balanceOf', stateMutability: 'view', inputs: [{ name: 'account', type: 'address' }], outputs: [{ name: '', type: 'uint256' }] },
-  { type: 'function', name: 'name', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
-  { type: 'function', name: 'version', stateMutability: 'view', inputs: [], outputs: [{ name: '', type: 'string' }] },
 ] as const;

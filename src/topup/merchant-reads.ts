@@ -2,7 +2,8 @@ import { getAddress, type Address } from 'viem';
 import { publicClientFor } from '../chains/evm/clients';
 import type { EvmNetwork } from '../chains/networks';
 import type { BuyerPosition } from './amounts';
-import { erc20Abi, merchantAbi } from './merchant-abi';
+import { tokenAbi } from '../chains/evm/abi';
+import { merchantAbi } from './merchant-abi';
 import { TopupUnavailable } from './unavailable';
 import { TOPUP_DESTINATION_NETWORK } from './types';
 
@@ -38,8 +39,8 @@ export function tokenDomain(network: EvmNetwork): Promise<{ name: string; versio
     const client = publicClientFor(network);
     const token = network.usdc as Address;
     d = Promise.all([
-      client.readContract({ address: token, abi: erc20Abi, functionName: 'name' }),
-      client.readContract({ address: token, abi: erc20Abi, functionName: 'version' }),
+      client.readContract({ address: token, abi: tokenAbi, functionName: 'name' }),
+      client.readContract({ address: token, abi: tokenAbi, functionName: 'version' }),
     ]).then(
       ([name, version]) => ({ name, version }),
       (err) => {

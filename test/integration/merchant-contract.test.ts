@@ -3,7 +3,8 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { getContract } from '../../devnet/contracts';
 import { DEVNET_MERCHANT_ADDRESS, DEVNET_TOPUP_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
-import { erc20Abi, merchantAbi } from '../../src/topup/merchant-abi';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { merchantAbi } from '../../src/topup/merchant-abi';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { revertOf, waitForReceipt } from '../support/evm';
 import { readStackInfo } from '../support/stack-info';
@@ -32,8 +33,8 @@ describe('MerchantBalances (devnet base chain)', () => {
   beforeAll(async () => {
     await rpc(stack.chains.base.rpcUrl, 'anvil_setBalance', [relayer.address, numberToHex(10n ** 20n)]);
     await send(owner, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'setRelayer', [relayer.address, true]);
-    await send(TEST_ACCOUNTS.buyers[0], stack.usdc, erc20Abi as Abi, 'transfer', [relayer.address, 50_000_000n]);
-    await send(relayer, stack.usdc, erc20Abi as Abi, 'approve', [DEVNET_MERCHANT_ADDRESS, 2n ** 256n - 1n]);
+    await send(TEST_ACCOUNTS.buyers[0], stack.usdc, tokenAbi as Abi, 'transfer', [relayer.address, 50_000_000n]);
+    await send(relayer, stack.usdc, tokenAbi as Abi, 'approve', [DEVNET_MERCHANT_ADDRESS, 2n ** 256n - 1n]);
   });
 
   test('our ABI fragments match the compiled contract', () => {
@@ -58,12 +59,12 @@ describe('MerchantBalances (devnet base chain)', () => {
 
     await send(owner, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'setCreditLimit', [buyer, 3_000_000n]);
     expect(await read<bigint>('creditLimitOf', [buyer])).toBe(3_000_000n);
-    const relayerBefore = await client.readContract({ address: stack.usdc, abi: erc20Abi, functionName: 'balanceOf', args: [relayer.address] });
+    const relayerBefore = await client.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [relayer.address] });
     await send(relayer, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'deposit', [buyer, 2_000_000n]);
     expect(await read<bigint>('balanceOf', [buyer])).toBe(2_000_000n);
     expect(await read<bigint>('available', [buyer])).toBe(2_000_000n);
     expect(await read<bigint>('minDepositOf', [buyer])).toBe(0n);
-    expect(await client.readContract({ address: stack.usdc, abi: erc20Abi, functionName: 'balanceOf', args: [relayer.address] })).toBe(relayerBefore - 2_000_000n);
+    expect(await client.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [relayer.address] })).toBe(relayerBefore - 2_000_000n);
 
     expect(await revertOf(simulate('deposit', [buyer, 1_000_001n]))).toEqual({ errorName: 'CreditLimitExceeded', args: [buyer, 2_000_000n, 1_000_001n, 3_000_000n] });
     await send(relayer, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'deposit', [buyer, 1_000_000n]); // exactly up to the limit

@@ -14,7 +14,7 @@ import { RelayerTransaction, TopUp } from '../../src/db/entities';
 import { createLogger } from '../../src/logger';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { createTopupApp } from '../../src/topup/app';
-import { erc20Abi } from '../../src/topup/merchant-abi';
+import { tokenAbi } from '../../src/chains/evm/abi';
 import { X402Kind, X402State } from '../../temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
@@ -74,11 +74,11 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   /** A fresh payer holding `usdc` on optimism (and nothing on base). */
   const opPayer = async (usdc = 20_000_000n) => {
     const payer = privateKeyToAccount(generatePrivateKey());
-    const hash = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: erc20Abi, functionName: 'transfer', args: [payer.address, usdc], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
+    const hash = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [payer.address, usdc], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
     await waitForReceipt(op, hash);
     return payer;
   };
-  const opUsdc = (who: Address) => op.readContract({ address: h.stack.usdc, abi: erc20Abi, functionName: 'balanceOf', args: [who] });
+  const opUsdc = (who: Address) => op.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
   const opPayment = async (payer: LocalAccount, value: bigint) => {
     const body = await exactPayment({ buyer: payer, network: 'optimism', chainId: 10, usdc: h.stack.usdc, facilitator: h.stack.facilitator, value, extra: { name: 'USDC', version: '2', destinationChainId: 8453 } });
     return Buffer.from(JSON.stringify(body.paymentPayload)).toString('base64');
@@ -345,9 +345,9 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   test('@x402/fetch with a viem account pays the v1 challenge: same-chain base (200) and cross-chain optimism (503 while bridging, then deposited)', async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     // Funds on both chains.
-    const fund = await h.walletOf(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: erc20Abi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
+    const fund = await h.walletOf(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
     await waitForReceipt(h.chain, fund);
-    const opFund = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: erc20Abi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
+    const opFund = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
     await waitForReceipt(op, opFund);
     const url = `${h.url}/v1/demo-merchant/topups`;
     const body = (amount: string) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount }) });

@@ -11,7 +11,8 @@ import { createLogger } from '../../src/logger';
 import { TopUp } from '../../src/db/entities';
 import { createTopupApp } from '../../src/topup/app';
 import { loadTopupConfig, type TopupConfig } from '../../src/topup/config';
-import { erc20Abi, merchantAbi } from '../../src/topup/merchant-abi';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { merchantAbi } from '../../src/topup/merchant-abi';
 import { TEST_ACCOUNTS } from './accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from './db';
 import { waitForReceipt } from './evm';
@@ -115,7 +116,7 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     feeRecipient,
     async freshPayer(usdc = 100_000_000n) {
       const payer = privateKeyToAccount(generatePrivateKey());
-      const hash = await wallet(funder).writeContract({ address: stack.usdc, abi: erc20Abi, functionName: 'transfer', args: [payer.address, usdc] });
+      const hash = await wallet(funder).writeContract({ address: stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [payer.address, usdc] });
       await waitForReceipt(chain, hash);
       return payer;
     },
@@ -127,7 +128,7 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     post: (body, xPayment, merchant = 'demo-merchant') =>
       request('POST', `${url}/v1/${merchant}/topups`, { json: body, headers: xPayment ? { 'x-payment': xPayment } : {} }),
     get: (path) => request('GET', `${url}${path}`),
-    usdcOf: (who) => chain.readContract({ address: stack.usdc, abi: erc20Abi, functionName: 'balanceOf', args: [who] }),
+    usdcOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),
     merchantBalance: (buyer) => chain.readContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'balanceOf', args: [buyer] }),
     async setCreditLimit(buyer, limit) {
       const hash = await wallet(owner).writeContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'setCreditLimit', args: [buyer, limit] });

@@ -135,6 +135,16 @@ export const tokenAbi = [
   },
   {
     type: 'function',
+    name: 'approve',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'spender', type: 'address' },
+      { name: 'value', type: 'uint256' },
+    ],
+    outputs: [{ name: '', type: 'bool' }],
+  },
+  {
+    type: 'function',
     name: 'nonces',
     stateMutability: 'view',
     inputs: [{ name: 'owner', type: 'address' }],
