@@ -145,6 +145,7 @@ export async function startMediaJob(
     jobTimeoutMs: c.jobTimeoutMs,
     requestId: req.requestId,
   };
+  await awaitPreviousRun(deps, job.workflowId);
   return startOrAttach(deps.temporal, WORKFLOW_TYPES.mediaJob, {
     workflowId: job.workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
@@ -159,6 +160,21 @@ export async function startMediaJob(
     memo: { requestId: req.requestId, jobId: job.id },
     onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.mediaJob, req.requestId, job.workflowId),
   });
+}
+
+/**
+ * A key is only taken over once its job recorded `payment_rejected`, which the workflow writes just
+ * before it fails; a new payment arriving in that instant must not attach to the run that is
+ * ending (its job would then wait in `paying` with no workflow). Wait (bounded) for it to close.
+ */
+async function awaitPreviousRun(deps: ApiDeps, workflowId: string): Promise<void> {
+  const handle = deps.temporal.workflow.getHandle(workflowId);
+  const deadline = Date.now() + 10_000;
+  while (Date.now() < deadline) {
+    const status = await handle.describe().then((d) => d.status.name, () => 'NONE');
+    if (status !== 'RUNNING') return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }
 
 export { mediaChargeId, mediaWorkflowId };
