@@ -1,7 +1,6 @@
 import {
   ActivityFailure,
   ApplicationFailure,
-  ChildWorkflowFailure,
   condition,
   defineSignal,
   executeChild,
@@ -13,8 +12,7 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { MediaActivities } from '../activities/media';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput, type RefundOutcome } from '../src/inference/types';
 import { CANCEL_SIGNAL, MEDIA_PAYMENT_REJECTED, type MediaJobInput, type MediaJobOutcome, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
-import { SETTLEMENT_REJECTED, type SettleOutcome } from '../src/settle/types';
-import type { SettleResponse } from '../src/x402/schemas';
+import { settlementRejection, type SettleOutcome } from '../src/settle/types';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 
 // Records: cheap and safe to repeat; retried until the database answers.
@@ -81,11 +79,8 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return rejectPayment('authorization_reused');
-    const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED) {
-      const response = cause.details?.[0] as SettleResponse | undefined;
-      return rejectPayment(response?.errorReason ?? 'settlement_rejected');
-    }
+    const rejected = settlementRejection(err);
+    if (rejected) return rejectPayment(rejected.response?.errorReason ?? 'settlement_rejected');
     throw err;
   }
   if (settled.organizationId !== INFERENCE_ORGANIZATION_ID) return rejectPayment('authorization_reused');

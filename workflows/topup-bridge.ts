@@ -1,7 +1,7 @@
-import { ChildWorkflowFailure, condition, defineSignal, setHandler, startChild } from '@temporalio/workflow';
-import { ApplicationFailure, WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import { condition, defineSignal, setHandler, startChild } from '@temporalio/workflow';
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { SOURCE_TRANSACTION_SIGNAL, type BridgeTransferResult, type CrossChainOutcome, type CrossChainSettleInput } from '../src/settle/crosschain-types';
-import { SETTLEMENT_REJECTED } from '../src/settle/types';
+import { settlementRejection } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 
@@ -57,11 +57,8 @@ export async function settleAcrossBridge(input: CrossChainSettleInput, onBridgin
   await finished;
 
   if (failure !== undefined) {
-    const cause = failure instanceof ChildWorkflowFailure ? failure.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED) {
-      const response = cause.details?.[0] as SettleResponse | undefined;
-      return { kind: 'rejected', reason: response?.errorReason ?? 'settlement_failed' };
-    }
+    const rejected = settlementRejection(failure);
+    if (rejected) return { kind: 'rejected', reason: rejected.response?.errorReason ?? 'settlement_failed' };
     throw failure;
   }
   const { response, bridge } = outcome!;

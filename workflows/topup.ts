@@ -1,9 +1,8 @@
-import { ApplicationFailure, ChildWorkflowFailure, executeChild, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, executeChild, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { TopUpActivities } from '../activities/topup';
 import type { SettleInput, SettleOutcome } from '../src/settle/types';
-import { SETTLEMENT_REJECTED } from '../src/settle/types';
-import type { SettleResponse } from '../src/x402/schemas';
+import { settlementRejection } from '../src/settle/types';
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
@@ -125,11 +124,8 @@ async function settleSameChain(settle: SettleInput): Promise<{ kind: 'settled'; 
     return { kind: 'settled', outcome };
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return { kind: 'reused' };
-    const cause = err instanceof ChildWorkflowFailure ? err.cause : undefined;
-    if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED) {
-      const response = cause.details?.[0] as SettleResponse | undefined;
-      return { kind: 'rejected', reason: response?.errorReason ?? 'settlement_failed' };
-    }
+    const rejected = settlementRejection(err);
+    if (rejected) return { kind: 'rejected', reason: rejected.response?.errorReason ?? 'settlement_failed' };
     throw err;
   }
 }

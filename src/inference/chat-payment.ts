@@ -1,11 +1,9 @@
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ApiDeps } from '../api/context';
 import type { EvmNetwork } from '../chains/networks';
 import { InferenceCharge } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
-import { SETTLEMENT_REJECTED, type SettleInput, type SettleOutcome } from '../settle/types';
+import { settlementRejection, type SettleInput, type SettleOutcome } from '../settle/types';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { settleWorkflowId } from '../temporal/workflow-ids';
@@ -129,7 +127,7 @@ export async function payForChat(
   try {
     result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
   } catch (err) {
-    const rejected = rejectionOf(err);
+    const rejected = settlementRejection(err)?.response;
     if (!rejected) throw err;
     await setCharge({ state: 'rejected', error: rejected.errorReason ?? 'rejected' });
     return { ok: false, status: 402, error: rejected.errorReason ?? 'payment rejected' };
@@ -214,10 +212,3 @@ export async function startRefund(deps: ApiDeps, c: InferenceConfig, charge: Cha
   });
 }
 
-/** A settlement that ended failed with SettlementRejected carries its settle response. */
-function rejectionOf(err: unknown): SettleResponse | undefined {
-  if (!(err instanceof WorkflowFailedError)) return undefined;
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED && cause.details?.[0]) return cause.details[0] as SettleResponse;
-  return undefined;
-}

@@ -48,7 +48,7 @@ export class Metrics {
     });
     this.settlements = new Counter({
       name: 'x402_settlements_total',
-      help: 'Settle replies by settlement route (eip3009, or unknown when the payload did not parse), network and outcome (success, pending or the errorReason)',
+      help: 'Settle replies by settlement route (solana, batched, permit2, eip3009, or unknown when the payload did not parse), network and outcome (success, pending or the errorReason)',
       labelNames: ['route', 'network', 'outcome'],
       registers,
     });

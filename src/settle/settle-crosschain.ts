@@ -6,13 +6,12 @@ import { bpsOf } from '../chains/evm/bridge';
 import { Settlement } from '../db/entities';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { settleWorkflowId } from '../temporal/workflow-ids';
-import { settleStatusFor } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
 import { SOURCE_TRANSACTION_UPDATE, type CrossChainOutcome, type CrossChainSettleInput } from './crosschain-types';
 import { crossChainRouteOf } from './crosschain-route';
 import { parseExactPayment } from './parse-payment';
-import { payoutFor, platformFee, replyFor, settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
+import { payoutFor, pendingReply, platformFee, replyFor, settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
 
 /** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
 const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);
@@ -108,11 +107,7 @@ async function settleCrossChain(
     if (other && other.route !== 'eip3009-crosschain') return settleFailure('invalid_transaction_state', network.id, payer);
     if (!(err instanceof WorkflowExecutionAlreadyStartedError) && !(Date.now() >= deadline - 50 || isDeadline(err))) throw err;
   }
-  const row = await req.em.fork().findOne(Settlement, { id: workflowId });
-  return {
-    status: settleStatusFor('settlement_pending'),
-    body: { success: false, errorReason: 'settlement_pending', transaction: row?.transaction ?? '', network: network.id, payer },
-  };
+  return pendingReply(req, workflowId, network.id, payer);
 }
 
 const isDeadline = (err: unknown) =>

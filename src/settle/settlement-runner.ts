@@ -1,5 +1,3 @@
-import { WorkflowFailedError } from '@temporalio/client';
-import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/core';
 import type { ApiDeps, AuthContext } from '../api/context';
 import { Organization, Settlement } from '../db/entities';
@@ -8,7 +6,7 @@ import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
 import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
-import { SETTLEMENT_REJECTED, type SettleOutcome } from './types';
+import { settlementRejection, type SettleOutcome } from './types';
 
 /**
  * What every settle route handler shares once its payload is parsed: the payout and fee, the
@@ -99,10 +97,15 @@ export async function runSettlement(deps: ApiDeps, req: SettleRequest, run: Sett
     const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
     if (result.done) return replyFor(result.value.response, result.value.organizationId, req.auth, network);
   } catch (err) {
-    const rejected = rejectionOf(err);
+    const rejected = settlementRejection(err)?.response;
     if (rejected) return { status: settleStatusFor(rejected.errorReason ?? ''), body: rejected };
     throw err;
   }
+  return pendingReply(req, workflowId, network, payer);
+}
+
+/** 202 `settlement_pending`, with the transaction hash once the workflow has recorded one. */
+export async function pendingReply(req: SettleRequest, workflowId: string, network: string, payer: string): Promise<SettleReply> {
   const row = await req.em.fork().findOne(Settlement, { id: workflowId });
   return {
     status: settleStatusFor('settlement_pending'),
@@ -114,14 +117,4 @@ export async function runSettlement(deps: ApiDeps, req: SettleRequest, run: Sett
 export function replyFor(response: SettleResponse, ownerOrg: string, auth: AuthContext, network: string): SettleReply {
   if (ownerOrg !== auth.organizationId) return settleFailure('invalid_transaction_state', network, response.payer);
   return { status: response.success ? 200 : settleStatusFor(response.errorReason ?? ''), body: response };
-}
-
-/** A workflow that ended failed with our SettlementRejected failure carries its settle response. */
-export function rejectionOf(err: unknown): SettleResponse | undefined {
-  if (!(err instanceof WorkflowFailedError)) return undefined;
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.type === SETTLEMENT_REJECTED && cause.details?.[0]) {
-    return cause.details[0] as SettleResponse;
-  }
-  return undefined;
 }

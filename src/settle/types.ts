@@ -1,3 +1,4 @@
+import { ApplicationFailure } from '@temporalio/common';
 import type { EvmNetworkId } from '../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../x402/schemas';
 
@@ -29,6 +30,17 @@ export interface SettleOutcome {
 
 /** Details of the ApplicationFailure a rejected settlement ends with (nothing was broadcast). */
 export const SETTLEMENT_REJECTED = 'SettlementRejected';
+
+/**
+ * Whether a failure wraps a settlement workflow's SettlementRejected failure (a child-workflow
+ * failure inside workflows, WorkflowFailedError in the API), with the settle response it carries.
+ * Pure: workflows use it too.
+ */
+export function settlementRejection(err: unknown): { response?: SettleResponse } | undefined {
+  const cause = err instanceof Error ? (err as { cause?: unknown }).cause : undefined;
+  if (!(cause instanceof ApplicationFailure) || cause.type !== SETTLEMENT_REJECTED) return undefined;
+  return { response: cause.details?.[0] as SettleResponse | undefined };
+}
 
 /** The settle response of a payment refused before any transaction (no hash). Pure: workflows use it too. */
 export const rejectedResponse = (input: SettleInput, reason: string): SettleResponse => ({
