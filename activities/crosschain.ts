@@ -37,7 +37,8 @@ const crossChainRejection = (input: CrossChainSettleInput, reason: string): Sett
 
 /** A revert found while estimating (nothing signed), or undefined for a transient error. */
 const revertOf = (err: unknown): string | undefined => {
-  const hit = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
+  const hit =
+    err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
   return hit ? (hit as Error).message.split('\n')[0] : undefined;
 };
 
@@ -50,7 +51,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
   const network = (id: EvmNetworkId) => {
     const n = deps.networks.get(id);
     if (!n || !n.facilitator || !n.usdc) throw ApplicationFailure.nonRetryable(`network ${id} is not configured`, 'invalid_network');
-    if (!n.bridgeMessenger || !n.bridgeTransmitter) throw ApplicationFailure.nonRetryable(`network ${id} has no bridge`, 'cross_chain_not_supported');
+    if (!n.bridgeMessenger || !n.bridgeTransmitter)
+      throw ApplicationFailure.nonRetryable(`network ${id} has no bridge`, 'cross_chain_not_supported');
     return n as typeof n & { facilitator: Address; usdc: Address; bridgeMessenger: Address; bridgeTransmitter: Address };
   };
 
@@ -179,8 +181,18 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         (l) => l.address.toLowerCase() === messenger,
       );
       if (receipt.status !== 'success' || !sent) {
-        const response: SettleResponse = { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: input.network, payer };
-        await recordSettlement(input, 'failed', { transaction: tx.hash, errorReason: 'invalid_transaction_state', response: JSON.stringify(response) });
+        const response: SettleResponse = {
+          success: false,
+          errorReason: 'invalid_transaction_state',
+          transaction: '',
+          network: input.network,
+          payer,
+        };
+        await recordSettlement(input, 'failed', {
+          transaction: tx.hash,
+          errorReason: 'invalid_transaction_state',
+          response: JSON.stringify(response),
+        });
         return { response };
       }
       const response: SettleResponse = { success: true, transaction: tx.hash, network: input.network, payer };
@@ -193,7 +205,11 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       await deps.db.em.fork().nativeUpdate(Settlement, { id: input.workflowId }, { state, updatedAt: new Date() });
     },
 
-    async recordBridgeTransfer(input: BridgeTransferInput, state: string, extra: Partial<Pick<BridgeTransfer, 'error'>> = {}): Promise<void> {
+    async recordBridgeTransfer(
+      input: BridgeTransferInput,
+      state: string,
+      extra: Partial<Pick<BridgeTransfer, 'error'>> = {},
+    ): Promise<void> {
       await recordBridge(input, state, extra);
     },
 
@@ -233,7 +249,15 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const data = encodeFunctionData({
         abi: facilitatorBridgeAbi,
         functionName: 'receiveAndPayout',
-        args: [dst.bridgeTransmitter, input.message as Hex, attestation, dst.usdc, input.payout as Address, BigInt(input.fee), input.feeRecipient as Address],
+        args: [
+          dst.bridgeTransmitter,
+          input.message as Hex,
+          attestation,
+          dst.usdc,
+          input.payout as Address,
+          BigInt(input.fee),
+          input.feeRecipient as Address,
+        ],
       });
       try {
         const { hash } = await relayer.send(txId, { to: dst.facilitator, data });
@@ -247,7 +271,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     },
 
     /** Waits for the mint's receipt and records what arrived and what was paid. */
-    async awaitBridgeMint(input: BridgeTransferInput): Promise<{ ok: boolean; mintTx: string; received?: string; bridgeFee?: string; fee?: string; payoutAmount?: string }> {
+    async awaitBridgeMint(
+      input: BridgeTransferInput,
+    ): Promise<{ ok: boolean; mintTx: string; received?: string; bridgeFee?: string; fee?: string; payoutAmount?: string }> {
       const relayer = deps.relayerFor(input.destinationNetwork);
       const tx = await relayer.find(relayerTxId(input.bridgeId, 'mint'));
       if (!tx) throw ApplicationFailure.retryable('no recorded mint transaction yet', 'RecordNotFound');

@@ -10,7 +10,11 @@ import { createMediaActivities, type MediaActivityDeps } from './media';
 import { createWithdrawalActivities } from './withdrawal';
 import { createBatchedActivities, type BatchedActivityDeps } from './batched';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & SolanaSettlementActivityDeps & BatchedActivityDeps & MediaActivityDeps;
+export type ActivityDeps = SettlementActivityDeps &
+  CrossChainActivityDeps &
+  SolanaSettlementActivityDeps &
+  BatchedActivityDeps &
+  MediaActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {

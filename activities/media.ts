@@ -58,7 +58,19 @@ export function createMediaActivities(deps: MediaActivityDeps) {
       await theStore().put(key, a.body, a.contentType);
       await em.upsert(
         MediaAsset,
-        { id, buyer: input.buyer, jobId: input.jobId, kind: input.kind, model: input.model, prompt: input.prompt, contentType: a.contentType, costUsdc: costs[i]!, key, size: a.body.length, createdAt: new Date() },
+        {
+          id,
+          buyer: input.buyer,
+          jobId: input.jobId,
+          kind: input.kind,
+          model: input.model,
+          prompt: input.prompt,
+          contentType: a.contentType,
+          costUsdc: costs[i]!,
+          key,
+          size: a.body.length,
+          createdAt: new Date(),
+        },
         { onConflictFields: ['id'], onConflictAction: 'ignore' },
       );
       ids.push(id);
@@ -68,10 +80,18 @@ export function createMediaActivities(deps: MediaActivityDeps) {
 
   return {
     /** Moves the job record (never out of a final state). */
-    async recordMediaJob(jobId: string, state: MediaJobState, extra: { error?: string; progress?: number; providerJobId?: string } = {}): Promise<void> {
+    async recordMediaJob(
+      jobId: string,
+      state: MediaJobState,
+      extra: { error?: string; progress?: number; providerJobId?: string } = {},
+    ): Promise<void> {
       await deps.db.em
         .fork()
-        .nativeUpdate(MediaJob, { id: jobId, state: { $nin: FINAL_JOB_STATES.filter((s) => s !== state) as string[] } }, { state, ...extra, updatedAt: new Date() });
+        .nativeUpdate(
+          MediaJob,
+          { id: jobId, state: { $nin: FINAL_JOB_STATES.filter((s) => s !== state) as string[] } },
+          { state, ...extra, updatedAt: new Date() },
+        );
     },
 
     /**
@@ -86,7 +106,12 @@ export function createMediaActivities(deps: MediaActivityDeps) {
       if (existing) {
         // Our own claim (a retried activity), or a rejected claim of ours tried again with the same key.
         if (existing.requestId !== `media:${input.jobId}`) return { claimed: false };
-        if (existing.state === 'rejected') await em.nativeUpdate(InferenceCharge, { id: input.chargeId, state: 'rejected' }, { state: 'settling', error: null, updatedAt: new Date() });
+        if (existing.state === 'rejected')
+          await em.nativeUpdate(
+            InferenceCharge,
+            { id: input.chargeId, state: 'rejected' },
+            { state: 'settling', error: null, updatedAt: new Date() },
+          );
         return { claimed: true };
       }
       await em.upsert(
@@ -111,19 +136,35 @@ export function createMediaActivities(deps: MediaActivityDeps) {
     },
 
     /** Moves the charge, only from the given states (the refund workflow owns refund states). */
-    async setMediaCharge(chargeId: string, state: string, onlyFrom: string[], fields: { settlementTx?: string; error?: string } = {}): Promise<void> {
-      await deps.db.em.fork().nativeUpdate(InferenceCharge, { id: chargeId, state: { $in: onlyFrom } }, { state, ...fields, updatedAt: new Date() });
+    async setMediaCharge(
+      chargeId: string,
+      state: string,
+      onlyFrom: string[],
+      fields: { settlementTx?: string; error?: string } = {},
+    ): Promise<void> {
+      await deps.db.em
+        .fork()
+        .nativeUpdate(InferenceCharge, { id: chargeId, state: { $in: onlyFrom } }, { state, ...fields, updatedAt: new Date() });
     },
 
     /** Synchronous image generation and edits: generate, store every image, record the assets. */
     async generateAndStoreImages(input: MediaJobInput): Promise<string[]> {
       let images: Buffer[];
       try {
-        images = await generateImages(cfg(), { model: input.model, prompt: input.prompt, n: input.n, size: input.size, image: input.image });
+        images = await generateImages(cfg(), {
+          model: input.model,
+          prompt: input.prompt,
+          n: input.n,
+          size: input.size,
+          image: input.image,
+        });
       } catch (err) {
         throw asFailure(err);
       }
-      return storeAll(input, images.map((body) => ({ body, contentType: 'image/png' })));
+      return storeAll(
+        input,
+        images.map((body) => ({ body, contentType: 'image/png' })),
+      );
     },
 
     async submitProviderJob(input: MediaJobInput): Promise<ProviderJobStatus> {
@@ -154,7 +195,8 @@ export function createMediaActivities(deps: MediaActivityDeps) {
     async storeJobArtifacts(input: MediaJobInput, providerJobId: string): Promise<string[]> {
       try {
         const status = await jobStatus(cfg(), providerJobId);
-        if (status.status !== 'succeeded' || status.output.length === 0) throw new MediaProviderError(`job ${providerJobId} has no output (${status.status})`, false);
+        if (status.status !== 'succeeded' || status.output.length === 0)
+          throw new MediaProviderError(`job ${providerJobId} has no output (${status.status})`, false);
         const artifacts = [];
         for (const o of status.output) artifacts.push({ body: await download(o.url), contentType: o.content_type });
         return await storeAll(input, artifacts);

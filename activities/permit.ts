@@ -56,7 +56,8 @@ export function createPermitActivities(deps: PermitActivityDeps) {
         reads: {
           hasCode: async (token) => ((await client.getCode({ address: token })) ?? '0x') !== '0x',
           domainSeparator: (token) => view(() => client.readContract({ address: token, abi: tokenAbi, functionName: 'DOMAIN_SEPARATOR' })),
-          nonces: (token, owner) => view(() => client.readContract({ address: token, abi: tokenAbi, functionName: 'nonces', args: [owner] })),
+          nonces: (token, owner) =>
+            view(() => client.readContract({ address: token, abi: tokenAbi, functionName: 'nonces', args: [owner] })),
         },
       });
     },

@@ -12,7 +12,8 @@ import { permit2RejectedResponse, type Permit2SettleInput } from '../src/settle/
 import type { SettleReason } from '../src/x402/error-reasons';
 import type { SettleResponse } from '../src/x402/schemas';
 
-export type Permit2SubmitResult = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
+export type Permit2SubmitResult =
+  { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
 
 const ZERO32 = `0x${'0'.repeat(64)}` as Hex;
 
@@ -103,7 +104,10 @@ export function createPermit2SettlementActivities(deps: SettlementActivityDeps) 
       try {
         ({ hash } = await relayer.send(txId(input), { to: n.facilitator as Address, data }));
       } catch (err) {
-        const revert = err instanceof BaseError ? err.walk((x) => x instanceof ContractFunctionRevertedError || /revert/i.test((x as Error).message)) : null;
+        const revert =
+          err instanceof BaseError
+            ? err.walk((x) => x instanceof ContractFunctionRevertedError || /revert/i.test((x as Error).message))
+            : null;
         if (!revert) throw err; // transient (RPC down, timeout): Temporal retries
         await recordRejection(input, 'invalid_transaction_state');
         return { submitted: false, reason: 'invalid_transaction_state', detail: (revert as Error).message.split('\n')[0] };

@@ -17,7 +17,9 @@ const refundTxId = (workflowId: string) => relayerTxId(workflowId, 'refund');
  */
 export function createRefundActivities(deps: SettlementActivityDeps) {
   const setCharge = async (id: string, fields: Partial<InferenceCharge>, onlyFrom?: string[]) => {
-    await deps.db.em.fork().nativeUpdate(InferenceCharge, onlyFrom ? { id, state: { $in: onlyFrom } } : { id }, { ...fields, updatedAt: new Date() });
+    await deps.db.em
+      .fork()
+      .nativeUpdate(InferenceCharge, onlyFrom ? { id, state: { $in: onlyFrom } } : { id }, { ...fields, updatedAt: new Date() });
   };
 
   return {
@@ -30,7 +32,11 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
     async claimStaleCharge(input: RefundInput): Promise<boolean> {
       const n = await deps.db.em
         .fork()
-        .nativeUpdate(InferenceCharge, { id: input.chargeId, state: { $in: ['settling', 'charged'] } }, { state: 'refund_pending', error: input.reason, updatedAt: new Date() });
+        .nativeUpdate(
+          InferenceCharge,
+          { id: input.chargeId, state: { $in: ['settling', 'charged'] } },
+          { state: 'refund_pending', error: input.reason, updatedAt: new Date() },
+        );
       return n === 1;
     },
 

@@ -106,7 +106,10 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
       try {
         ({ hash } = await relayer.send(relayerTxId(input.workflowId, 'settle'), { to: n.facilitator as Address, data }));
       } catch (err) {
-        const revert = err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
+        const revert =
+          err instanceof BaseError
+            ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message))
+            : null;
         if (!revert) throw err; // transient (RPC down, timeout): Temporal retries
         await recordRejection(input, 'invalid_transaction_state');
         return { submitted: false, reason: 'invalid_transaction_state', detail: (revert as Error).message.split('\n')[0] };

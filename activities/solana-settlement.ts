@@ -17,7 +17,8 @@ export interface SolanaSettlementActivityDeps {
 }
 
 export type SolanaVerification = { isValid: true } | { isValid: false; invalidReason: ExactSvmReason };
-export type SolanaSubmitResult = { submitted: true; signature: string } | { submitted: false; reason: 'settle_exact_svm_block_height_exceeded' };
+export type SolanaSubmitResult =
+  { submitted: true; signature: string } | { submitted: false; reason: 'settle_exact_svm_block_height_exceeded' };
 
 const EXPIRED = 'settle_exact_svm_block_height_exceeded';
 /** A transaction not yet seen is broadcast again this often while waiting (nodes may drop it). */
@@ -69,7 +70,9 @@ export function createSolanaSettlementActivities(deps: SolanaSettlementActivityD
       await recordState(input, 'verifying', { transaction: null, errorReason: null, response: null });
       const { feePayer, rpc } = ctxFor(input.network);
       const inspection = inspectExactSvmTransaction(input.transaction, input, feePayer.publicKey);
-      const v = inspection.ok ? await verifyExactSvmOnChain(inspection, rpc, feePayer.publicKey) : { isValid: false as const, invalidReason: inspection.reason };
+      const v = inspection.ok
+        ? await verifyExactSvmOnChain(inspection, rpc, feePayer.publicKey)
+        : { isValid: false as const, invalidReason: inspection.reason };
       if (!v.isValid) {
         await recordFinal(input, 'rejected', solanaRejectedResponse(input, v.invalidReason), null);
       }
@@ -142,7 +145,13 @@ export function createSolanaSettlementActivities(deps: SolanaSettlementActivityD
           return response;
         }
         if (!status && !blockhashValid) {
-          const response: SettleResponse = { success: false, errorReason: EXPIRED, transaction: '', network: input.network, payer: input.payer };
+          const response: SettleResponse = {
+            success: false,
+            errorReason: EXPIRED,
+            transaction: '',
+            network: input.network,
+            payer: input.payer,
+          };
           await recordFinal(input, 'failed', response, rec.signature);
           return response;
         }

@@ -12,7 +12,9 @@ import { merchantAbi } from '../src/topup/merchant-abi';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
 
 /** A GasVerdict as an activity result (no bigint). */
-export type GasCheck = { broadcast: true; costUsdc: string } | { broadcast: false; reason: Extract<GasVerdict, { broadcast: false }>['reason']; costUsdc?: string };
+export type GasCheck =
+  | { broadcast: true; costUsdc: string }
+  | { broadcast: false; reason: Extract<GasVerdict, { broadcast: false }>['reason']; costUsdc?: string };
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
 import { awaitRecordedReceipt } from './receipts';
 
@@ -56,14 +58,21 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     const relayer = deps.relayerFor(TOPUP_DESTINATION_NETWORK);
     // Funds were paid out to input.relayer: only the worker holding that key can move them.
     if (relayer.address.toLowerCase() !== input.relayer.toLowerCase()) {
-      throw ApplicationFailure.retryable(`this worker's relayer ${relayer.address} is not the top-up relayer ${input.relayer}`, 'WrongRelayer');
+      throw ApplicationFailure.retryable(
+        `this worker's relayer ${relayer.address} is not the top-up relayer ${input.relayer}`,
+        'WrongRelayer',
+      );
     }
     return relayer;
   };
 
   return {
     /** Upserts the top-up record in `state`; `createdAt` stays the gateway's acceptance time. */
-    async recordTopUp(input: TopUpInput, state: string, extra: Partial<Pick<TopUp, 'errorReason' | 'error' | 'settlementTx' | 'depositTx' | 'refundTx' | 'fillTx'>> = {}): Promise<void> {
+    async recordTopUp(
+      input: TopUpInput,
+      state: string,
+      extra: Partial<Pick<TopUp, 'errorReason' | 'error' | 'settlementTx' | 'depositTx' | 'refundTx' | 'fillTx'>> = {},
+    ): Promise<void> {
       const row: TopUp = {
         id: input.workflowId,
         merchant: input.merchant,
@@ -104,7 +113,18 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
           data: encodeFunctionData({
             abi: facilitatorAbi,
             functionName: 'settle',
-            args: [input.settle.paymentRequirements.asset as Address, a.from as Address, BigInt(a.value), BigInt(a.validAfter), BigInt(a.validBefore), a.nonce as Hex, input.settle.paymentPayload.payload.signature as Hex, input.settle.payout as Address, BigInt(input.settle.fee), input.settle.feeRecipient as Address],
+            args: [
+              input.settle.paymentRequirements.asset as Address,
+              a.from as Address,
+              BigInt(a.value),
+              BigInt(a.validAfter),
+              BigInt(a.validBefore),
+              a.nonce as Hex,
+              input.settle.paymentPayload.payload.signature as Hex,
+              input.settle.payout as Address,
+              BigInt(input.settle.fee),
+              input.settle.feeRecipient as Address,
+            ],
           }),
         });
       } catch {
@@ -121,7 +141,12 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
-      const allowance = await relayer.client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [relayer.address, input.merchantContract as Address] });
+      const allowance = await relayer.client.readContract({
+        address: usdc,
+        abi: tokenAbi,
+        functionName: 'allowance',
+        args: [relayer.address, input.merchantContract as Address],
+      });
       if (allowance >= BigInt(input.netAmount) && !(await relayer.find(relayerTxId(input.workflowId, 'approve')))) return;
       const data = encodeFunctionData({ abi: tokenAbi, functionName: 'approve', args: [input.merchantContract as Address, maxUint256] });
       await relayer.send(relayerTxId(input.workflowId, 'approve'), { to: usdc, data });
@@ -135,7 +160,11 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async submitDeposit(input: TopUpInput): Promise<DepositSubmit> {
       const relayer = relayerOf(input);
-      const data = encodeFunctionData({ abi: merchantAbi, functionName: 'deposit', args: [input.buyer as Address, BigInt(input.netAmount)] });
+      const data = encodeFunctionData({
+        abi: merchantAbi,
+        functionName: 'deposit',
+        args: [input.buyer as Address, BigInt(input.netAmount)],
+      });
       try {
         const { hash } = await relayer.send(relayerTxId(input.workflowId, 'deposit'), { to: input.merchantContract as Address, data });
         return { submitted: true, hash };

@@ -15,9 +15,7 @@ export interface WithdrawalActivityDeps {
   relayerFor(network: EvmNetworkId): Relayer;
 }
 
-export type WithdrawalSubmit =
-  | { submitted: true; hash: Hex }
-  | { submitted: false; reason: 'not_ready' | 'refused'; detail: string };
+export type WithdrawalSubmit = { submitted: true; hash: Hex } | { submitted: false; reason: 'not_ready' | 'refused'; detail: string };
 
 export type { ReceiptResult as WithdrawalReceipt } from './receipts';
 
@@ -39,7 +37,11 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
   const send = async (input: WithdrawalInput, step: 'initiate' | 'withdraw', data: Hex): Promise<WithdrawalSubmit> => {
     const relayer = deps.relayerFor(input.network);
     if (!isAddressEqual(relayer.address, input.depositor as Address)) {
-      return { submitted: false, reason: 'refused', detail: `this worker's relayer ${relayer.address} is not the depositor ${input.depositor}` };
+      return {
+        submitted: false,
+        reason: 'refused',
+        detail: `this worker's relayer ${relayer.address} is not the depositor ${input.depositor}`,
+      };
     }
     try {
       const { hash } = await relayer.send(withdrawalTxId(input.workflowId, step), { to: input.gatewayWallet as Address, data });
@@ -47,7 +49,11 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
     } catch (err) {
       const reason = revertReason(err, gatewayWalletAbi);
       if (reason === undefined) throw err; // transient: Temporal retries
-      return { submitted: false, reason: reason.startsWith('WithdrawalNotReady') ? 'not_ready' : 'refused', detail: `${step} would revert: ${reason}` };
+      return {
+        submitted: false,
+        reason: reason.startsWith('WithdrawalNotReady') ? 'not_ready' : 'refused',
+        detail: `${step} would revert: ${reason}`,
+      };
     }
   };
 
@@ -64,12 +70,24 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
 
     /** `withdraw(token)`: sends the whole withdrawable balance to the facilitator's account. */
     async withdrawFromGateway(input: WithdrawalInput): Promise<WithdrawalSubmit> {
-      return send(input, 'withdraw', encodeFunctionData({ abi: gatewayWalletAbi, functionName: 'withdraw', args: [input.token as Address] }));
+      return send(
+        input,
+        'withdraw',
+        encodeFunctionData({ abi: gatewayWalletAbi, functionName: 'withdraw', args: [input.token as Address] }),
+      );
     },
 
     /** Bounded wait for the receipt of a recorded step; retried (re-broadcast) past the bound. */
-    async awaitWithdrawalReceipt(input: { network: EvmNetworkId; workflowId: string; step: 'initiate' | 'withdraw' }): Promise<ReceiptResult> {
-      return awaitRecordedReceipt(deps.relayerFor(input.network), withdrawalTxId(input.workflowId, input.step), deps.config.RECEIPT_WAIT_MS);
+    async awaitWithdrawalReceipt(input: {
+      network: EvmNetworkId;
+      workflowId: string;
+      step: 'initiate' | 'withdraw';
+    }): Promise<ReceiptResult> {
+      return awaitRecordedReceipt(
+        deps.relayerFor(input.network),
+        withdrawalTxId(input.workflowId, input.step),
+        deps.config.RECEIPT_WAIT_MS,
+      );
     },
 
     /** The depositor's `withdrawalBlock` and the chain's current block, as decimal strings. */

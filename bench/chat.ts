@@ -69,8 +69,14 @@ async function timeStream(start: number, res: Response): Promise<{ ttfb: number;
     text += decoder.decode(value, { stream: true });
   }
   const total = performance.now() - start;
-  const data = text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
-  const content = data.filter((d) => d !== '[DONE]').map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '').join('');
+  const data = text
+    .split('\n\n')
+    .filter((e) => e.startsWith('data: '))
+    .map((e) => e.slice(6));
+  const content = data
+    .filter((d) => d !== '[DONE]')
+    .map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '')
+    .join('');
   return { ttfb, total, content, done: data.at(-1) === '[DONE]' };
 }
 
@@ -88,9 +94,18 @@ async function main(): Promise<void> {
     const chatUrl = `${h.api.baseUrl}/v1/inference/chat`;
     const buyer = TEST_ACCOUNTS.buyers[0]!;
     const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
-    const chain = defineChain({ id: 84532, name: 'base-sepolia (devnet)', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+    const chain = defineChain({
+      id: 84532,
+      name: 'base-sepolia (devnet)',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [rpcUrl] } },
+    });
     const payingFetch = wrapFetchWithPayment(fetch, createWalletClient({ account: buyer, chain, transport: http(rpcUrl) }));
-    const challenge = await fetch(chatUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ messages: [{ role: 'user', content: 'quote' }] }) });
+    const challenge = await fetch(chatUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'quote' }] }),
+    });
     const price = BigInt(((await challenge.json()) as { accepts: { maxAmountRequired: string }[] }).accepts[0]!.maxAmountRequired);
 
     const question = `#first-byte-delay=${o.firstByteDelay} #token-delay=${o.tokenDelay} Explain in about twenty words why a payment must settle exactly once, even when workers crash.`;
@@ -105,7 +120,8 @@ async function main(): Promise<void> {
     };
     const problems: string[] = [];
     const check = (mode: string, r: { content: string; done: boolean }, status: number) => {
-      if (status !== 200 || !r.done || r.content !== expected) problems.push(`${mode}: status ${status}, done ${r.done}, content ${JSON.stringify(r.content.slice(0, 60))}`);
+      if (status !== 200 || !r.done || r.content !== expected)
+        problems.push(`${mode}: status ${status}, done ${r.done}, content ${JSON.stringify(r.content.slice(0, 60))}`);
     };
     const buyerBefore = await h.balanceOf(buyer.address);
 
@@ -121,17 +137,31 @@ async function main(): Promise<void> {
       const direct = await fetch(`${doubleUrl}/chat/completions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ model: '24B', stream: true, messages: [{ role: 'system', content: DEFAULT_TEMPLATES[0]!.prompt }, ...messages] }),
+        body: JSON.stringify({
+          model: '24B',
+          stream: true,
+          messages: [{ role: 'system', content: DEFAULT_TEMPLATES[0]!.prompt }, ...messages],
+        }),
       });
       const d = await timeStream(t, direct);
       check('direct', d, direct.status);
       record('direct', d);
 
-      const payment = await exactPayment({ buyer, network: 'base-sepolia', chainId: 84532, usdc: stack.usdc, facilitator: stack.facilitator, value: price });
+      const payment = await exactPayment({
+        buyer,
+        network: 'base-sepolia',
+        chainId: 84532,
+        usdc: stack.usdc,
+        facilitator: stack.facilitator,
+        value: price,
+      });
       t = performance.now();
       const paid = await fetch(chatUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json', 'X-PAYMENT': Buffer.from(JSON.stringify(payment.paymentPayload)).toString('base64') },
+        headers: {
+          'content-type': 'application/json',
+          'X-PAYMENT': Buffer.from(JSON.stringify(payment.paymentPayload)).toString('base64'),
+        },
         body,
       });
       const p = await timeStream(t, paid);
@@ -154,7 +184,8 @@ async function main(): Promise<void> {
     }
     const spent = buyerBefore - (await h.balanceOf(buyer.address));
     const rounds = o.n + 2; // warm-up rounds pay too
-    if (spent !== price * BigInt(3 * rounds)) problems.push(`buyer paid ${spent}, expected ${price * BigInt(3 * rounds)} (3 payments x ${rounds} rounds)`);
+    if (spent !== price * BigInt(3 * rounds))
+      problems.push(`buyer paid ${spent}, expected ${price * BigInt(3 * rounds)} (3 payments x ${rounds} rounds)`);
 
     const stats = (xs: number[]) => {
       const s = [...xs].sort((a, b) => a - b);
@@ -174,7 +205,9 @@ async function main(): Promise<void> {
       '',
       '`settle only` is POST /v1/settle of the same kind of payment (JSON answer; TTFB = total): the settlement share of the paid TTFB.',
       '',
-      problems.length ? `PROBLEMS (${problems.length}):\n${problems.map((p) => `  - ${p}`).join('\n')}` : `All ${3 * (o.n + 2)} replies complete and equal to the double's, every settle 200; buyer paid exactly ${spent} base units.`,
+      problems.length
+        ? `PROBLEMS (${problems.length}):\n${problems.map((p) => `  - ${p}`).join('\n')}`
+        : `All ${3 * (o.n + 2)} replies complete and equal to the double's, every settle 200; buyer paid exactly ${spent} base units.`,
     ];
     process.stdout.write(`${lines.join('\n')}\n`);
     if (problems.length) process.exitCode = 1;

@@ -91,7 +91,9 @@ function parseArgs(argv: string[]): Options {
         break;
       case '-h':
       case '--help':
-        console.log('usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace]');
+        console.log(
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace]',
+        );
         process.exit(0);
       // falls through (never reached)
       default:
@@ -159,14 +161,14 @@ function mutex() {
 /** `pid` and all its descendants (Linux /proc; just `pid` elsewhere). */
 function processTree(pid: number): number[] {
   const out = [pid];
-  let tids: string[] = [];
+  let tids: string[];
   try {
     tids = readdirSync(`/proc/${pid}/task`);
   } catch {
     return out; // gone already, or no /proc
   }
   for (const tid of tids) {
-    let kids = '';
+    let kids: string;
     try {
       kids = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
     } catch {
@@ -185,7 +187,6 @@ function isAlive(pid: number): boolean {
     return (err as NodeJS.ErrnoException).code === 'EPERM';
   }
 }
-
 
 // ---------------------------------------------------------------------------------------------
 // Stack (the same modules and steps as test/support/global-setup.ts, but private to this run:
@@ -287,13 +288,7 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
 // ---------------------------------------------------------------------------------------------
 // (a)/(b): POST /v1/settle
 
-async function benchApi(
-  stack: Stack,
-  svc: Service,
-  chain: PublicClient,
-  opts: Options,
-  concurrency: number,
-): Promise<PhaseResult> {
+async function benchApi(stack: Stack, svc: Service, chain: PublicClient, opts: Options, concurrency: number): Promise<PhaseResult> {
   const { n, value } = opts;
   // A fresh payout wallet per phase: its balance delta is exactly this phase's settlements.
   const payout = privateKeyToAccount(generatePrivateKey()).address;
@@ -330,7 +325,8 @@ async function benchApi(
     let label: string;
     try {
       const res = await request('POST', url, { json: bodies[i], headers });
-      label = res.status === 200 && res.body?.success === true ? 'ok' : `${res.status} ${res.body?.errorReason ?? JSON.stringify(res.body)}`;
+      label =
+        res.status === 200 && res.body?.success === true ? 'ok' : `${res.status} ${res.body?.errorReason ?? JSON.stringify(res.body)}`;
     } catch (err) {
       label = `error ${(err as Error).message}`;
     }
@@ -339,7 +335,9 @@ async function benchApi(
   });
 
   // On-chain check: Settled events of these (payer, nonce) pairs paying this payout, and the balance.
-  const wanted = new Set(bodies.map((b) => `${b.paymentPayload.payload.authorization.from.toLowerCase()}:${b.paymentPayload.payload.authorization.nonce}`));
+  const wanted = new Set(
+    bodies.map((b) => `${b.paymentPayload.payload.authorization.from.toLowerCase()}:${b.paymentPayload.payload.authorization.nonce}`),
+  );
   const notes: string[] = [];
   for (const [label, count] of answers) if (label !== 'ok') notes.push(`${count} × HTTP ${label}`);
   const count = async (): Promise<{ confirmed: number; issues: string[] }> => {
@@ -363,7 +361,19 @@ async function benchApi(
   const workflowIds = bodies.map((b) =>
     settleWorkflowId('base-sepolia', b.paymentPayload.payload.authorization.from, b.paymentPayload.payload.authorization.nonce),
   );
-  return { mode: 'api', concurrency, n, wallMs, latencies, confirmed, finalConfirmed: confirmed, recount: count, notes, chainIssues: issues, workflowIds };
+  return {
+    mode: 'api',
+    concurrency,
+    n,
+    wallMs,
+    latencies,
+    confirmed,
+    finalConfirmed: confirmed,
+    recount: count,
+    notes,
+    chainIssues: issues,
+    workflowIds,
+  };
 }
 
 /**
@@ -381,7 +391,10 @@ async function settleLateApiRows(client: Client, results: PhaseResult[], timeout
         const status = await client.workflow
           .getHandle(id)
           .describe()
-          .then((d) => d.status.name, () => 'NOT_FOUND');
+          .then(
+            (d) => d.status.name,
+            () => 'NOT_FOUND',
+          );
         if (status !== 'RUNNING') break;
         if (Date.now() > deadline) {
           running++;
@@ -391,12 +404,23 @@ async function settleLateApiRows(client: Client, results: PhaseResult[], timeout
       }
     }
     const notFound = (
-      await Promise.all(r.workflowIds!.map((id) => client.workflow.getHandle(id).describe().then(() => 0, () => 1)))
+      await Promise.all(
+        r.workflowIds!.map((id) =>
+          client.workflow
+            .getHandle(id)
+            .describe()
+            .then(
+              () => 0,
+              () => 1,
+            ),
+        ),
+      )
     ).reduce<number>((a, b) => a + b, 0);
     const again = await r.recount();
     r.finalConfirmed = again.confirmed;
     r.chainIssues = again.issues;
-    if (r.finalConfirmed > r.confirmed) r.notes.push(`${r.finalConfirmed - r.confirmed} settled on chain only after the row ended (late, not lost)`);
+    if (r.finalConfirmed > r.confirmed)
+      r.notes.push(`${r.finalConfirmed - r.confirmed} settled on chain only after the row ended (late, not lost)`);
     if (notFound) r.notes.push(`${notFound} payments never got a workflow (rejected before start: lost unless the seller retries)`);
     if (running) r.notes.push(`${running} workflows still running ${timeoutMs / 1000} s after the last row`);
   }
@@ -405,7 +429,7 @@ async function settleLateApiRows(client: Client, results: PhaseResult[], timeout
 /** 1, 2, 3, 7 -> "1–3, 7" */
 function ranges(sorted: number[]): string {
   const out: string[] = [];
-  for (let i = 0; i < sorted.length; ) {
+  for (let i = 0; i < sorted.length;) {
     let j = i;
     while (j + 1 < sorted.length && sorted[j + 1] === sorted[j] + 1) j++;
     out.push(i === j ? `${sorted[i]}` : `${sorted[i]}–${sorted[j]}`);
@@ -424,9 +448,10 @@ async function relayerDiagnosis(svc: Service, chain: PublicClient, chainId: numb
   const [latest, pending, pool] = await Promise.all([
     chain.getTransactionCount({ address: svc.relayer, blockTag: 'latest' }),
     chain.getTransactionCount({ address: svc.relayer, blockTag: 'pending' }),
-    (chain.request as (a: { method: string; params: unknown[] }) => Promise<{ pending: Hex; queued: Hex }>)({ method: 'txpool_status', params: [] }).catch(
-      () => undefined,
-    ),
+    (chain.request as (a: { method: string; params: unknown[] }) => Promise<{ pending: Hex; queued: Hex }>)({
+      method: 'txpool_status',
+      params: [],
+    }).catch(() => undefined),
   ]);
   const rows = await svc.tdb.db.em
     .fork()
@@ -480,7 +505,15 @@ async function benchFloor(
       const data = encodeFunctionData({
         abi: tokenAbi,
         functionName: 'transferWithAuthorization',
-        args: [buyer.address, seller, value, BigInt(authorization.validAfter), BigInt(authorization.validBefore), authorization.nonce, signature],
+        args: [
+          buyer.address,
+          seller,
+          value,
+          BigInt(authorization.validAfter),
+          BigInt(authorization.validBefore),
+          authorization.nonce,
+          signature,
+        ],
       });
       return { data, from: buyer.address, nonce: authorization.nonce };
     }),
@@ -632,7 +665,8 @@ function printTable(results: PhaseResult[]): void {
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
-  for (const r of results) for (const note of [...r.notes, ...r.chainIssues]) console.log(`  note (${r.mode}, c=${r.concurrency}): ${note}`);
+  for (const r of results)
+    for (const note of [...r.notes, ...r.chainIssues]) console.log(`  note (${r.mode}, c=${r.concurrency}): ${note}`);
 }
 
 function printHeader(opts: Options): void {
@@ -643,7 +677,10 @@ function printHeader(opts: Options): void {
   console.log(
     `machine: ${os.availableParallelism?.() ?? cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown cpu'}), ` +
       `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.platform()} ${os.release()} ${os.arch()}, node ${process.version}, ` +
-      `loadavg ${os.loadavg().map((l) => l.toFixed(2)).join(' ')}`,
+      `loadavg ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
   );
   console.log(
     `settings: N=${opts.n} per row, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
@@ -677,7 +714,7 @@ async function main(): Promise<void> {
     });
   }
 
-  let failed = false;
+  let failed: boolean;
   try {
     const t0 = performance.now();
     const stack = await startStack(opts, cleanups);

@@ -4,16 +4,7 @@
  */
 import { existsSync, promises as fs } from 'node:fs';
 import path from 'node:path';
-import {
-  canConnect,
-  findFreePort,
-  prefixedStderr,
-  repoRoot,
-  retryOnPortClash,
-  spawnManaged,
-  waitUntil,
-  type LogFn,
-} from './process';
+import { canConnect, findFreePort, prefixedStderr, repoRoot, retryOnPortClash, spawnManaged, waitUntil, type LogFn } from './process';
 
 export interface AnvilOptions {
   chainId: number;

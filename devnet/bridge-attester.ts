@@ -61,13 +61,23 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
   const clients = new Map<number, { client: PublicClient; messenger: string }[]>();
   for (const [domain, c] of Object.entries(opts.chains)) {
     const list = Array.isArray(c) ? c : [c];
-    clients.set(Number(domain), list.map((x) => ({ client: createPublicClient({ transport: http(x.rpcUrl, { retryCount: 0 }) }) as PublicClient, messenger: x.messenger.toLowerCase() })));
+    clients.set(
+      Number(domain),
+      list.map((x) => ({
+        client: createPublicClient({ transport: http(x.rpcUrl, { retryCount: 0 }) }) as PublicClient,
+        messenger: x.messenger.toLowerCase(),
+      })),
+    );
   }
   /** The messenger's burn logs of `hash` on the first chain of the domain that has them. */
   const burnLogs = async (domain: number, hash: Hex) => {
     for (const { client, messenger } of clients.get(domain) ?? []) {
       const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
-      const logs = receipt ? parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter((l) => l.address.toLowerCase() === messenger) : [];
+      const logs = receipt
+        ? parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter(
+            (l) => l.address.toLowerCase() === messenger,
+          )
+        : [];
       if (logs.length > 0) return logs;
     }
     return [];
@@ -98,7 +108,13 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
             sender: decoded.sender,
             recipient: decoded.mintRecipient,
             destinationCaller: decoded.destinationCaller,
-            decodedMessageBody: { burnToken: decoded.burnToken, mintRecipient: decoded.mintRecipient, amount: decoded.amount.toString(), maxFee: decoded.maxFee.toString(), messageSender: decoded.depositor },
+            decodedMessageBody: {
+              burnToken: decoded.burnToken,
+              mintRecipient: decoded.mintRecipient,
+              amount: decoded.amount.toString(),
+              maxFee: decoded.maxFee.toString(),
+              messageSender: decoded.depositor,
+            },
           },
         };
       }),
@@ -154,5 +170,10 @@ export function attesterChainsFrom(env: Record<string, string | undefined>): Rec
 /** `npm start`: the double on the port of BRIDGE_ATTESTATION_URL (default 4023). */
 export function startDevnetBridgeAttester(env: Record<string, string | undefined>): Promise<BridgeAttester> {
   const url = new URL(env.BRIDGE_ATTESTATION_URL || 'http://127.0.0.1:4023');
-  return startBridgeAttester({ chains: attesterChainsFrom(env), host: url.hostname, port: Number(url.port || 80), delayMs: Number(env.BRIDGE_ATTESTER_DELAY_MS ?? 2000) });
+  return startBridgeAttester({
+    chains: attesterChainsFrom(env),
+    host: url.hostname,
+    port: Number(url.port || 80),
+    delayMs: Number(env.BRIDGE_ATTESTER_DELAY_MS ?? 2000),
+  });
 }

@@ -42,7 +42,12 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
   const network = [...buildNetworkTable({}).values()].find((n) => n.chainId === chainId);
   const domain = network?.gatewayDomain;
   if (domain === undefined) throw new Error(`devnet bridge: chain ${chainId} has no CCTP domain in the network table`);
-  const chain = defineChain({ id: chainId, name: `devnet-${chainId}`, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const chain = defineChain({
+    id: chainId,
+    name: `devnet-${chainId}`,
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
   const transport = http(rpcUrl, { retryCount: 0 });
   const client = createPublicClient({ chain, transport });
   const wallet = createWalletClient({ chain, transport, account: bridgeDeployer });
@@ -61,23 +66,46 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
       name: 'BridgeMessageTransmitter',
       nonce: 1,
       address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
-      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR, DEVNET_BRIDGE_FEE_BPS],
+      args: [
+        domain,
+        DEVNET_USDC_ADDRESS,
+        DEVNET_BRIDGE_MESSENGER_ADDRESS,
+        DEVNET_BRIDGE_ATTESTER_ADDRESS,
+        DEVNET_BRIDGE_FEE_COLLECTOR,
+        DEVNET_BRIDGE_FEE_BPS,
+      ],
     },
   ] as const;
   for (const c of contracts) {
     if (await hasCode(c.address)) continue;
-    if ((await client.getBalance({ address: bridgeDeployer.address })) < ETH) await anvil('anvil_setBalance', [bridgeDeployer.address, numberToHex(ETH)]);
+    if ((await client.getBalance({ address: bridgeDeployer.address })) < ETH)
+      await anvil('anvil_setBalance', [bridgeDeployer.address, numberToHex(ETH)]);
     const nonce = await client.getTransactionCount({ address: bridgeDeployer.address, blockTag: 'pending' });
-    if (nonce !== c.nonce) throw new Error(`devnet bridge: deployer nonce ${nonce} on chain ${chainId}, expected ${c.nonce} for ${c.name} (use a fresh chain)`);
+    if (nonce !== c.nonce)
+      throw new Error(`devnet bridge: deployer nonce ${nonce} on chain ${chainId}, expected ${c.nonce} for ${c.name} (use a fresh chain)`);
     const artifact = getContract(c.name);
-    const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args: c.args as unknown as unknown[], nonce });
+    const hash = await wallet.deployContract({
+      abi: artifact.abi,
+      bytecode: artifact.bytecode,
+      args: c.args as unknown as unknown[],
+      nonce,
+    });
     const receipt = await mined(hash, `${c.name} deployment`);
-    if (receipt.contractAddress?.toLowerCase() !== c.address.toLowerCase()) throw new Error(`devnet bridge: ${c.name} landed at ${receipt.contractAddress}`);
+    if (receipt.contractAddress?.toLowerCase() !== c.address.toLowerCase())
+      throw new Error(`devnet bridge: ${c.name} landed at ${receipt.contractAddress}`);
   }
 
-  const isMinter = () => client.readContract({ address: DEVNET_USDC_ADDRESS, abi: usdcMinterAbi, functionName: 'isMinter', args: [DEVNET_BRIDGE_TRANSMITTER_ADDRESS] });
+  const isMinter = () =>
+    client.readContract({
+      address: DEVNET_USDC_ADDRESS,
+      abi: usdcMinterAbi,
+      functionName: 'isMinter',
+      args: [DEVNET_BRIDGE_TRANSMITTER_ADDRESS],
+    });
   if (!(await isMinter())) {
-    const slot = keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [DEVNET_BRIDGE_TRANSMITTER_ADDRESS, USDC_MINTERS_SLOT]));
+    const slot = keccak256(
+      encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [DEVNET_BRIDGE_TRANSMITTER_ADDRESS, USDC_MINTERS_SLOT]),
+    );
     await anvil('anvil_setStorageAt', [DEVNET_USDC_ADDRESS, slot, pad('0x01')]);
     if (!(await isMinter())) throw new Error('devnet bridge: TestUSDC storage layout changed; update USDC_MINTERS_SLOT');
   }
@@ -86,5 +114,11 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
 }
 
 const usdcMinterAbi = [
-  { type: 'function', name: 'isMinter', stateMutability: 'view', inputs: [{ name: 'account', type: 'address' }], outputs: [{ type: 'bool' }] },
+  {
+    type: 'function',
+    name: 'isMinter',
+    stateMutability: 'view',
+    inputs: [{ name: 'account', type: 'address' }],
+    outputs: [{ type: 'bool' }],
+  },
 ] as const;

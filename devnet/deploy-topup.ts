@@ -55,9 +55,19 @@ export async function deployTopupDevnet(opts: {
     }
   }
   for (const relayer of opts.relayers) {
-    const allowed = await client.readContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'isRelayer', args: [relayer] });
+    const allowed = await client.readContract({
+      address: DEVNET_MERCHANT_ADDRESS,
+      abi: merchantAbi,
+      functionName: 'isRelayer',
+      args: [relayer],
+    });
     if (allowed) continue;
-    const hash = await wallet.writeContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'setRelayer', args: [relayer, true] });
+    const hash = await wallet.writeContract({
+      address: DEVNET_MERCHANT_ADDRESS,
+      abi: merchantAbi,
+      functionName: 'setRelayer',
+      args: [relayer, true],
+    });
     const receipt = await waitForReceipt(client, hash);
     if (receipt.status !== 'success') throw new Error(`devnet top-up deploy: setRelayer(${relayer}) reverted`);
   }

@@ -231,7 +231,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
         abi: facilitatorArtifact.abi,
         functionName: 'transferOwnership',
         args: [feeOwner],
-        nonce: nonce++,
+        nonce,
       });
       await waitForReceipt(client, tx, `transferOwnership(${feeOwner})`);
     }
@@ -294,7 +294,13 @@ async function ensurePermit2Contracts(
     // The deployer's slot for this contract is gone: deploy elsewhere and copy the runtime code.
     const throwaway = privateKeyToAccount(generatePrivateKey());
     await setEthBalance(client, throwaway.address);
-    const hash = await wallet.deployContract({ account: throwaway, abi: artifact.abi, bytecode: artifact.bytecode, args: contract.args, nonce: 0 });
+    const hash = await wallet.deployContract({
+      account: throwaway,
+      abi: artifact.abi,
+      bytecode: artifact.bytecode,
+      args: contract.args,
+      nonce: 0,
+    });
     const receipt = await waitForReceipt(client, hash, `${contract.name} deployment (for anvil_setCode)`);
     const runtime: Hex | undefined = receipt.contractAddress ? await client.getCode({ address: receipt.contractAddress }) : undefined;
     if (!runtime || runtime === '0x') throw new Error(`devnet deploy: ${contract.name} deployment left no code (tx ${hash})`);
@@ -304,12 +310,7 @@ async function ensurePermit2Contracts(
 }
 
 /** Allows every relayer not yet allowed, sending as the facilitator's current owner. */
-async function ensureRelayers(
-  client: Client,
-  wallet: DeployerWallet,
-  facilitator: Address,
-  relayers: Address[],
-): Promise<void> {
+async function ensureRelayers(client: Client, wallet: DeployerWallet, facilitator: Address, relayers: Address[]): Promise<void> {
   const missing: Address[] = [];
   for (const relayer of relayers) {
     const allowed = await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer] });

@@ -97,7 +97,12 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
   const clients = new Map<GatewayDoubleChain, PublicClient>();
   const wallets = new Map<GatewayDoubleChain, ReturnType<typeof createWalletClient>>();
   for (const c of opts.chains) {
-    const chain = defineChain({ id: c.chainId, name: c.network, nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [c.rpcUrl] } } });
+    const chain = defineChain({
+      id: c.chainId,
+      name: c.network,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [c.rpcUrl] } },
+    });
     clients.set(c, createPublicClient({ chain, transport: http(c.rpcUrl, { retryCount: 0 }) }) as PublicClient);
     wallets.set(c, createWalletClient({ chain, transport: http(c.rpcUrl, { retryCount: 0 }), account: operator }));
   }
@@ -149,7 +154,9 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
 
   async function verify(body: unknown) {
     const v = await check(body);
-    return v.ok ? { isValid: true, payer: v.payload.payload.authorization.from } : { isValid: false, invalidReason: v.reason, payer: v.payer };
+    return v.ok
+      ? { isValid: true, payer: v.payload.payload.authorization.from }
+      : { isValid: false, invalidReason: v.reason, payer: v.payer };
   }
 
   // Accepting is one critical section: the balance read and the lock must not interleave.
@@ -331,7 +338,12 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
         try {
           body = JSON.parse(await readBody(req));
         } catch {
-          return send(400, path.endsWith('verify') ? { isValid: false, invalidReason: 'invalid_payload', payer: '' } : { success: false, errorReason: 'invalid_payload', transaction: '', network: '', payer: '' });
+          return send(
+            400,
+            path.endsWith('verify')
+              ? { isValid: false, invalidReason: 'invalid_payload', payer: '' }
+              : { success: false, errorReason: 'invalid_payload', transaction: '', network: '', payer: '' },
+          );
         }
         if (path.endsWith('verify')) return send(200, await verify(body));
         const out = await settle(body);

@@ -125,7 +125,12 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
       ...(status === 'failed' ? { error: 'the renderer crashed' } : {}),
       output:
         status === 'succeeded'
-          ? [{ url: `${double.url}/files/${job.id}.${ext}?expires=${Date.now() + 600_000}`, content_type: job.kind === 'video' ? 'video/mp4' : 'audio/mpeg' }]
+          ? [
+              {
+                url: `${double.url}/files/${job.id}.${ext}?expires=${Date.now() + 600_000}`,
+                content_type: job.kind === 'video' ? 'video/mp4' : 'audio/mpeg',
+              },
+            ]
           : [],
     };
   };
@@ -139,18 +144,23 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
         double.imageRequests++;
         const prompt = String(body.prompt ?? '');
         if (!prompt) return send(res, 400, { error: { message: 'prompt is required', code: 'invalid_prompt' } });
-        if (path.endsWith('edits') && typeof body.image !== 'string') return send(res, 400, { error: { message: 'image is required', code: 'invalid_image' } });
-        if (prompt.includes('#reject')) return send(res, 400, { error: { message: 'the prompt was refused by the content policy', code: 'content_policy' } });
+        if (path.endsWith('edits') && typeof body.image !== 'string')
+          return send(res, 400, { error: { message: 'image is required', code: 'invalid_image' } });
+        if (prompt.includes('#reject'))
+          return send(res, 400, { error: { message: 'the prompt was refused by the content policy', code: 'content_policy' } });
         if (prompt.includes('#fail')) return send(res, 500, { error: { message: 'the image model crashed', code: 'server_error' } });
         const n = Math.min(4, Math.max(1, Number(body.n ?? 1)));
         const size = Number(String(body.size ?? '16x16').split('x')[0]) || 16;
-        const data = Array.from({ length: n }, (_, i) => ({ b64_json: makePng(`${path}|${body.model}|${prompt}|${body.image ?? ''}|${i}`, Math.min(size, 64)).toString('base64') }));
+        const data = Array.from({ length: n }, (_, i) => ({
+          b64_json: makePng(`${path}|${body.model}|${prompt}|${body.image ?? ''}|${i}`, Math.min(size, 64)).toString('base64'),
+        }));
         return send(res, 200, { created: Math.floor(Date.now() / 1000), data });
       }
       if (req.method === 'POST' && path === '/v1/jobs') {
         const body = await readJson(req);
         const key = String(body.idempotency_key ?? '');
-        if (body.kind !== 'video' && body.kind !== 'music') return send(res, 400, { error: { message: 'kind must be video or music', code: 'invalid_kind' } });
+        if (body.kind !== 'video' && body.kind !== 'music')
+          return send(res, 400, { error: { message: 'kind must be video or music', code: 'invalid_kind' } });
         if (!key) return send(res, 400, { error: { message: 'idempotency_key is required', code: 'invalid_request' } });
         const existing = byKey.get(key);
         if (existing) {

@@ -154,20 +154,14 @@ export interface WaitOptions {
  * process exits. A probe that throws counts as "not yet"; its last error goes into the timeout message.
  * Probes must bound their own duration (connect timeouts); this only checks the deadline between them.
  */
-export async function waitUntil<T>(
-  what: string,
-  probe: () => Promise<T | undefined | false>,
-  opts: WaitOptions,
-): Promise<T> {
+export async function waitUntil<T>(what: string, probe: () => Promise<T | undefined | false>, opts: WaitOptions): Promise<T> {
   const deadline = Date.now() + opts.timeoutMs;
   const interval = opts.intervalMs ?? 100;
   let lastError: unknown;
   for (;;) {
     if (opts.process?.hasExited) {
       const info = await opts.process.exited;
-      throw new Error(
-        `${opts.process.name} ${describeExit(info)} while waiting for ${what}\n${opts.process.recentOutput()}`,
-      );
+      throw new Error(`${opts.process.name} ${describeExit(info)} while waiting for ${what}\n${opts.process.recentOutput()}`);
     }
     try {
       const result = await probe();

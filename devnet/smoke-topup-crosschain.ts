@@ -25,23 +25,43 @@ async function main() {
   const buyer = privateKeyToAccount(DEMO_BUYERS[1]!.privateKey);
   const baseClient = createPublicClient({ transport: http(base.rpcUrls[0]) });
   const opClient = createPublicClient({ transport: http(optimism.rpcUrls[0]) });
-  const credit = () => baseClient.readContract({ address: topup.TOPUP_MERCHANT_CONTRACT as Address, abi: merchantAbi, functionName: 'balanceOf', args: [buyer.address] });
-  const opUsdc = () => opClient.readContract({ address: optimism.usdc as Address, abi: tokenAbi, functionName: 'balanceOf', args: [buyer.address] });
+  const credit = () =>
+    baseClient.readContract({
+      address: topup.TOPUP_MERCHANT_CONTRACT as Address,
+      abi: merchantAbi,
+      functionName: 'balanceOf',
+      args: [buyer.address],
+    });
+  const opUsdc = () =>
+    opClient.readContract({ address: optimism.usdc as Address, abi: tokenAbi, functionName: 'balanceOf', args: [buyer.address] });
 
   const [creditBefore, opBefore] = [await credit(), await opUsdc()];
   const url = `${topup.topupUrl}/v1/${topup.TOPUP_MERCHANT_ID}/topups`;
   const pay = x402Fetch.wrapFetchWithPayment(fetch, v1ExactPayer(buyer, 'optimism', optimism.chainId!, optimism.usdc as Address));
-  const res = await pay(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount: amount.toString() }) });
+  const res = await pay(url, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: amount.toString() }),
+  });
   let body = (await res.json()) as Record<string, unknown>;
-  process.stdout.write(`${res.status} ${res.headers.get('retry-after') ? `(Retry-After ${res.headers.get('retry-after')}) ` : ''}${JSON.stringify(body)}\n`);
+  process.stdout.write(
+    `${res.status} ${res.headers.get('retry-after') ? `(Retry-After ${res.headers.get('retry-after')}) ` : ''}${JSON.stringify(body)}\n`,
+  );
   for (let i = 0; i < 120 && res.status === 503 && !['deposited', 'refunded', 'failed', 'needs_review'].includes(String(body.state)); i++) {
     await new Promise((r) => setTimeout(r, 1000));
     body = (await (await fetch(`${url}/${encodeURIComponent(String(body.topupId))}`)).json()) as Record<string, unknown>;
   }
   process.stdout.write(`${JSON.stringify(body, null, 2)}\n`);
   const [creditAfter, opAfter] = [await credit(), await opUsdc()];
-  process.stdout.write(`merchant balance of ${buyer.address} on base: ${creditBefore} -> ${creditAfter}; USDC on optimism: ${opBefore} -> ${opAfter}\n`);
-  if (body.state !== 'deposited' || !body.fillTx || creditAfter - creditBefore !== BigInt(String(body.netAmount)) || opBefore - opAfter !== amount) {
+  process.stdout.write(
+    `merchant balance of ${buyer.address} on base: ${creditBefore} -> ${creditAfter}; USDC on optimism: ${opBefore} -> ${opAfter}\n`,
+  );
+  if (
+    body.state !== 'deposited' ||
+    !body.fillTx ||
+    creditAfter - creditBefore !== BigInt(String(body.netAmount)) ||
+    opBefore - opAfter !== amount
+  ) {
     throw new Error('cross-chain top-up smoke failed');
   }
 }

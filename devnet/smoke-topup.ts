@@ -21,9 +21,20 @@ async function main() {
   const base = buildNetworkTable(env).get('base')!;
   const amount = BigInt(process.argv[2] ?? '5000000');
   const buyer = privateKeyToAccount(DEMO_BUYERS[0]!.privateKey);
-  const chain = { id: base.chainId!, name: 'base', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: base.rpcUrls } } } as const;
+  const chain = {
+    id: base.chainId!,
+    name: 'base',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: base.rpcUrls } },
+  } as const;
   const client = createPublicClient({ chain, transport: http() });
-  const balance = () => client.readContract({ address: topup.TOPUP_MERCHANT_CONTRACT as Address, abi: merchantAbi, functionName: 'balanceOf', args: [buyer.address] });
+  const balance = () =>
+    client.readContract({
+      address: topup.TOPUP_MERCHANT_CONTRACT as Address,
+      abi: merchantAbi,
+      functionName: 'balanceOf',
+      args: [buyer.address],
+    });
 
   const before = await balance();
   const pay = x402Fetch.wrapFetchWithPayment(fetch, v1ExactPayer(buyer, 'base', base.chainId!, base.usdc as Address));

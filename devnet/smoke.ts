@@ -104,8 +104,7 @@ async function main(): Promise<void> {
   // 3. A demo buyer signs an EIP-3009 authorization to the facilitator, as an x402 v1 client does.
   const buyer = privateKeyToAccount(DEMO_BUYERS[0]!.privateKey);
   const chain = createPublicClient({ transport: http(network.rpcUrls[0]) });
-  const balanceOf = (who: Address) =>
-    chain.readContract({ address: network.usdc!, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
+  const balanceOf = (who: Address) => chain.readContract({ address: network.usdc!, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
   const [buyerBefore, payoutBefore] = await Promise.all([balanceOf(buyer.address), balanceOf(payout)]);
 
   const now = BigInt(Math.floor(Date.now() / 1000));

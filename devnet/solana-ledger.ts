@@ -78,7 +78,13 @@ export class SolanaDevnetLedger {
   }
 
   airdrop(owner: PublicKey, lamports: bigint) {
-    this.svm.setAccount(owner, { lamports: Number((this.svm.getBalance(owner) ?? 0n) + lamports), data: new Uint8Array(), owner: PublicKey.default, executable: false, rentEpoch: 0 });
+    this.svm.setAccount(owner, {
+      lamports: Number((this.svm.getBalance(owner) ?? 0n) + lamports),
+      data: new Uint8Array(),
+      owner: PublicKey.default,
+      executable: false,
+      rentEpoch: 0,
+    });
   }
 
   /** Creates or tops up `owner`'s USDC associated token account (and the mint's supply). */
@@ -146,7 +152,8 @@ export class SolanaDevnetLedger {
     for (let i = 0; i < tx.message.header.numRequiredSignatures; i++) {
       if (!isValidSignature(message, tx.signatures[i], keys[i])) throw new RpcError(-32003, 'Transaction signature verification failure');
     }
-    if (!this.isBlockhashValid(tx.message.recentBlockhash)) throw new RpcError(-32002, 'Transaction simulation failed: Blockhash not found');
+    if (!this.isBlockhashValid(tx.message.recentBlockhash))
+      throw new RpcError(-32002, 'Transaction simulation failed: Blockhash not found');
     if (this.held) {
       this.held.push(tx);
       return signature;

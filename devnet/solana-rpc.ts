@@ -65,7 +65,15 @@ function call(ledger: SolanaDevnetLedger, method: string, params: unknown[]): un
       const a = ledger.svm.getAccount(new PublicKey(p[0]));
       if (!a || a.data.length < ACCOUNT_SIZE) throw new RpcError(-32602, 'Invalid param: could not find account');
       const amount = AccountLayout.decode(Buffer.from(a.data).subarray(0, ACCOUNT_SIZE)).amount;
-      return { context: ctx(ledger), value: { amount: amount.toString(), decimals: 6, uiAmount: Number(amount) / 1e6, uiAmountString: (Number(amount) / 1e6).toString() } };
+      return {
+        context: ctx(ledger),
+        value: {
+          amount: amount.toString(),
+          decimals: 6,
+          uiAmount: Number(amount) / 1e6,
+          uiAmountString: (Number(amount) / 1e6).toString(),
+        },
+      };
     }
     case 'requestAirdrop': {
       ledger.airdrop(new PublicKey(p[0]), BigInt(p[1]));
@@ -80,7 +88,15 @@ function call(ledger: SolanaDevnetLedger, method: string, params: unknown[]): un
         context: ctx(ledger),
         value: (p[0] as string[]).map((s) => {
           const st = ledger.status(s);
-          return st && { slot: st.slot, confirmations: null, err: st.err, status: st.err ? { Err: st.err } : { Ok: null }, confirmationStatus: 'finalized' };
+          return (
+            st && {
+              slot: st.slot,
+              confirmations: null,
+              err: st.err,
+              status: st.err ? { Err: st.err } : { Ok: null },
+              confirmationStatus: 'finalized',
+            }
+          );
         }),
       };
     case 'devnet_fundToken': {
@@ -116,7 +132,12 @@ export interface SolanaDevnet {
  * Starts the devnet node on host:port (0 = a free port): the USDC mint at `usdcMint` (6 decimals),
  * `feePayers` funded with SOL.
  */
-export async function startSolanaDevnet(opts: { usdcMint: string; feePayers: PublicKey[]; port?: number; host?: string }): Promise<SolanaDevnet> {
+export async function startSolanaDevnet(opts: {
+  usdcMint: string;
+  feePayers: PublicKey[];
+  port?: number;
+  host?: string;
+}): Promise<SolanaDevnet> {
   const ledger = new SolanaDevnetLedger(new PublicKey(opts.usdcMint));
   for (const f of opts.feePayers) ledger.airdrop(f, 1000n * SOL);
   const server = http.createServer((req, res) => {

@@ -42,7 +42,12 @@ export function topupDevnetEnv(env: NodeJS.ProcessEnv): Record<string, string> {
 }
 
 /** After the shared contracts: the merchant contract on `base`, with the worker's relayer allowed. */
-export async function deployTopupContracts(network: EvmNetwork, rpcUrl: string, chainId: number, relayer: Address): Promise<string | undefined> {
+export async function deployTopupContracts(
+  network: EvmNetwork,
+  rpcUrl: string,
+  chainId: number,
+  relayer: Address,
+): Promise<string | undefined> {
   if (network.id !== TOPUP_DESTINATION_NETWORK) return undefined;
   const { merchant } = await deployTopupDevnet({ rpcUrl, chainId, relayers: [relayer] });
   return `merchant contract ${merchant} on ${network.id}, relayer allowed`;

@@ -36,16 +36,7 @@ import { deployTopupContracts, topupDevnetEnv, topupEndpoint } from './start-top
 import { startDevnetInferenceProviders } from './inference-provider';
 import { startGatewayForDevnet } from './gateway-devnet';
 import { startMediaProvider } from './media-provider';
-import {
-  canConnect,
-  describeExit,
-  repoRoot,
-  spawnManaged,
-  waitForHttp,
-  waitUntil,
-  type LogFn,
-  type ManagedProcess,
-} from './process';
+import { canConnect, describeExit, repoRoot, spawnManaged, waitForHttp, waitUntil, type LogFn, type ManagedProcess } from './process';
 
 const ROOT = repoRoot();
 const DATA_DIR = path.join(ROOT, '.data');
@@ -229,7 +220,9 @@ async function startChain(network: EvmNetwork, port: number): Promise<Anvil> {
   infra.push(child);
   watch(child);
   const block = Number(await rpc<string>(anvil.rpcUrl, 'eth_blockNumber'));
-  say(`anvil ${network.id} (chain ${anvil.chainId}) on ${anvil.rpcUrl}, ${resumed ? `state loaded from .data/, block ${block}` : 'fresh chain'} (${seconds(started)})`);
+  say(
+    `anvil ${network.id} (chain ${anvil.chainId}) on ${anvil.rpcUrl}, ${resumed ? `state loaded from .data/, block ${block}` : 'fresh chain'} (${seconds(started)})`,
+  );
   return anvil;
 }
 
@@ -257,7 +250,9 @@ async function migrate(config: Config): Promise<void> {
   const started = Date.now();
   const db = await openDatabase(config, { migrate: true });
   await db.close(true);
-  const where = config.DATABASE_URL ? new URL(config.DATABASE_URL).pathname.slice(1) || 'postgres' : path.relative(ROOT, path.resolve(config.SQLITE_PATH));
+  const where = config.DATABASE_URL
+    ? new URL(config.DATABASE_URL).pathname.slice(1) || 'postgres'
+    : path.relative(ROOT, path.resolve(config.SQLITE_PATH));
   say(`database migrated (${where}, ${seconds(started)})`);
 }
 
@@ -317,7 +312,11 @@ async function startTopupGateway(config: Config, env: NodeJS.ProcessEnv): Promis
   const started = Date.now();
   const child = spawnApp('topup', 'src/topup/main.ts', env);
   const host = ['0.0.0.0', '::', '[::]'].includes(config.HOST) ? '127.0.0.1' : config.HOST;
-  await waitForHttp(`http://${host.includes(':') ? `[${host}]` : host}:${topupEndpoint(env).port}/healthz`, { timeoutMs: 120_000, intervalMs: 100, process: child.proc });
+  await waitForHttp(`http://${host.includes(':') ? `[${host}]` : host}:${topupEndpoint(env).port}/healthz`, {
+    timeoutMs: 120_000,
+    intervalMs: 100,
+    process: child.proc,
+  });
   watch(child);
   say(`top-up gateway ready (${seconds(started)})`);
 }
@@ -370,13 +369,14 @@ async function main(): Promise<void> {
   ]);
   if (stopping) return;
   await startLocalSolanaDevnet(childEnv, config, say); // in this process; ends with it
-  await all<void>([
-    ...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)),
-    migrate(config),
-  ]);
+  await all<void>([...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)), migrate(config)]);
   say(`bridge attestation double at ${(await startDevnetBridgeAttester(childEnv)).url} (BRIDGE_ATTESTATION_URL)`);
   if (stopping) return;
-  const gatewayChains = devnets.map((d, i) => ({ network: d.network.id, chainId: d.network.chainId!, rpcUrl: (anvils[i] as Anvil).rpcUrl }));
+  const gatewayChains = devnets.map((d, i) => ({
+    network: d.network.id,
+    chainId: d.network.chainId!,
+    rpcUrl: (anvils[i] as Anvil).rpcUrl,
+  }));
   await startGatewayForDevnet(config.GATEWAY_API_URL_TESTNET, gatewayChains, devnetAddresses().usdc, say);
 
   // The inference provider doubles (in this process) on the ports the default INFERENCE_PROVIDERS names.
@@ -395,7 +395,13 @@ async function main(): Promise<void> {
   await all([startWorker(childEnv), startApi(config, childEnv), startTopupGateway(config, childEnv)]);
   if (stopping) return;
 
-  await printSummary(config, devnets.map((d) => d.network), relayer, (temporal as DevServer | undefined)?.uiUrl, Date.now() - started);
+  await printSummary(
+    config,
+    devnets.map((d) => d.network),
+    relayer,
+    (temporal as DevServer | undefined)?.uiUrl,
+    Date.now() - started,
+  );
 }
 
 async function printSummary(
@@ -426,7 +432,9 @@ async function printSummary(
     `  API           ${api}   (listening on ${config.HOST}:${config.PORT})`,
     `  Top-up        ${topupEndpoint(config.env).url}/v1/${topupEndpoint(config.env).merchant}/topups   (gateway, quote at .../topups/quote?buyer=0x...)`,
     `  Temporal UI   ${temporalUi ?? `${config.TEMPORAL_UI_URL} (TEMPORAL_UI_URL)`}   (namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`,
-    ...chains.map((n, i) => `  ${i === 0 ? 'Chains      ' : '            '}  ${pad(n.id, 17)} chain ${pad(String(n.chainId), 9)} ${n.rpcUrls[0]}`),
+    ...chains.map(
+      (n, i) => `  ${i === 0 ? 'Chains      ' : '            '}  ${pad(n.id, 17)} chain ${pad(String(n.chainId), 9)} ${n.rpcUrls[0]}`,
+    ),
     `  Contracts     USDC ${usdc}, facilitator ${facilitator} (same on every devnet chain)`,
     `  Relayer       ${relayer}${relayerNote}`,
     `  Database      ${config.DATABASE_URL ? 'PostgreSQL (DATABASE_URL)' : path.relative(ROOT, path.resolve(config.SQLITE_PATH))}`,
@@ -440,7 +448,7 @@ async function printSummary(
     `  Then sellers call POST ${api}/v1/settle with "Authorization: Bearer pk_test_...".`,
     '  `npm run smoke` does all of this with a fresh account and settles 1 USDC from the first demo buyer.',
     '',
-    'DEVNET ONLY - demo buyer accounts (anvil\'s public test mnemonic; never send real funds to them):',
+    "DEVNET ONLY - demo buyer accounts (anvil's public test mnemonic; never send real funds to them):",
     ...DEMO_BUYERS.map(
       (b, i) =>
         `  #${b.index}  ${b.address}  private key ${b.privateKey}\n` +

@@ -23,7 +23,11 @@ async function compiledRuntime(client: PublicClient<Transport, Chain>): Promise<
   const artifact = getContract('X402Facilitator');
   const throwaway = privateKeyToAccount(generatePrivateKey());
   await rpc(client, 'anvil_setBalance', [throwaway.address, numberToHex(10n ** 18n)]);
-  const wallet = createWalletClient({ chain: client.chain, transport: http(client.transport.url as string, { retryCount: 0 }), account: throwaway });
+  const wallet = createWalletClient({
+    chain: client.chain,
+    transport: http(client.transport.url as string, { retryCount: 0 }),
+    account: throwaway,
+  });
   const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args: [throwaway.address], nonce: 0 });
   const deadline = Date.now() + 30_000;
   for (let delay = 1; ; delay = Math.min(delay * 2, 50)) {

@@ -10,10 +10,16 @@ import type { ExactEvmSchemeV1 as ExactEvmSchemeV1Type } from '@x402/evm/dist/cj
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 export const x402Fetch = require('@x402/fetch') as typeof X402Fetch;
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { ExactEvmSchemeV1, EVM_NETWORK_CHAIN_ID_MAP } = require('@x402/evm/v1') as { ExactEvmSchemeV1: typeof ExactEvmSchemeV1Type; EVM_NETWORK_CHAIN_ID_MAP: Record<string, number> };
+const { ExactEvmSchemeV1, EVM_NETWORK_CHAIN_ID_MAP } = require('@x402/evm/v1') as {
+  ExactEvmSchemeV1: typeof ExactEvmSchemeV1Type;
+  EVM_NETWORK_CHAIN_ID_MAP: Record<string, number>;
+};
 
 /** The scheme with its (TypeScript-private) signing step open to a subclass. */
-const ExactV1Base = ExactEvmSchemeV1 as unknown as new (signer: LocalAccount) => Pick<InstanceType<typeof ExactEvmSchemeV1Type>, 'scheme' | 'createPaymentPayload'> & {
+const ExactV1Base = ExactEvmSchemeV1 as unknown as new (signer: LocalAccount) => Pick<
+  InstanceType<typeof ExactEvmSchemeV1Type>,
+  'scheme' | 'createPaymentPayload'
+> & {
   signAuthorization(a: unknown, r: unknown): Promise<Hex>;
 };
 
@@ -39,7 +45,12 @@ class ExactV1WithChainId extends ExactV1Base {
   }
   override async signAuthorization(authorization: any, requirements: any): Promise<Hex> {
     return this.account.signTypedData({
-      domain: { name: requirements.extra.name, version: requirements.extra.version, chainId: this.chainId, verifyingContract: getAddress(requirements.asset) },
+      domain: {
+        name: requirements.extra.name,
+        version: requirements.extra.version,
+        chainId: this.chainId,
+        verifyingContract: getAddress(requirements.asset),
+      },
       types: { TransferWithAuthorization: TRANSFER_WITH_AUTHORIZATION },
       primaryType: 'TransferWithAuthorization',
       message: {

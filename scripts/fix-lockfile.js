@@ -9,7 +9,15 @@ const fs = require('node:fs');
 const path = process.argv[2] ?? 'package-lock.json';
 const lock = JSON.parse(fs.readFileSync(path, 'utf8'));
 const pkgs = lock.packages;
-const CPUS = [['amd64', 'x64'], ['x64', 'x64'], ['arm64', 'arm64'], ['arm-gnueabihf', 'arm'], ['ppc64', 'ppc64'], ['s390x', 's390x'], ['ia32', 'ia32']];
+const CPUS = [
+  ['amd64', 'x64'],
+  ['x64', 'x64'],
+  ['arm64', 'arm64'],
+  ['arm-gnueabihf', 'arm'],
+  ['ppc64', 'ppc64'],
+  ['s390x', 's390x'],
+  ['ia32', 'ia32'],
+];
 const OSES = ['darwin', 'linux', 'win32', 'freebsd', 'android'];
 const added = new Map(); // entry key -> [parent key, entry]
 for (const [key, node] of Object.entries(pkgs)) {
@@ -37,4 +45,6 @@ for (const [key, node] of Object.entries(pkgs)) {
 }
 lock.packages = out;
 fs.writeFileSync(path, JSON.stringify(lock, null, 2) + '\n');
-console.log(`lock:fix added ${added.size} platform entries${added.size ? ': ' + [...added.keys()].map((k) => k.slice(13)).join(', ') : ''}`);
+console.log(
+  `lock:fix added ${added.size} platform entries${added.size ? ': ' + [...added.keys()].map((k) => k.slice(13)).join(', ') : ''}`,
+);

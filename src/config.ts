@@ -10,9 +10,7 @@ const hexKey = z.string().regex(/^0x[0-9a-fA-F]{64}$/, 'must be a 0x-prefixed 32
 const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address');
 /** A whole number written plainly: no '', '0x10' or '1e3' (z.coerce would read '' as 0). */
 const int = () => z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int());
-const boolish = z
-  .enum(['true', 'false', '1', '0', 'yes', 'no'])
-  .transform((v) => v === 'true' || v === '1' || v === 'yes');
+const boolish = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) => v === 'true' || v === '1' || v === 'yes');
 
 /** Anvil's well-known dev account #1: the default relayer of the devnet worker. Never use on a real chain. */
 export const DEVNET_RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
@@ -25,7 +23,10 @@ const schema = z.object({
   PORT: int().pipe(z.number().min(0).max(65535)).default(4021),
   /** Public origin of the API; SIWE messages must name its host as their domain. */
   PUBLIC_URL: z.string().url().optional(),
-  BODY_LIMIT: z.string().regex(/^\d+(b|kb|mb)$/, 'must look like 64kb').default('64kb'),
+  BODY_LIMIT: z
+    .string()
+    .regex(/^\d+(b|kb|mb)$/, 'must look like 64kb')
+    .default('64kb'),
 
   TEMPORAL_ADDRESS: z.string().min(1).default('127.0.0.1:7233'),
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
@@ -41,7 +42,9 @@ const schema = z.object({
 
   /** HMAC key of the `siwe-session` cookie. Required in production; devnet derives a file-backed one. */
   SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
-  SESSION_TTL_SECONDS: int().pipe(z.number().positive()).default(8 * 3600),
+  SESSION_TTL_SECONDS: int()
+    .pipe(z.number().positive())
+    .default(8 * 3600),
   SIWE_NONCE_TTL_SECONDS: int().pipe(z.number().positive()).default(600),
 
   /** How long POST /v1/settle waits for the workflow before answering `settlement_pending`. */
@@ -63,7 +66,10 @@ const schema = z.object({
   BRIDGE_ATTESTATION_URL: z.string().url().default('http://127.0.0.1:4023'),
   BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),
   /** Solana fee-payer secret key (base58 or JSON byte array); solana-devnet falls back to a devnet-only key. */
-  SOLANA_FEE_PAYER_KEY: z.string().regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key').optional(),
+  SOLANA_FEE_PAYER_KEY: z
+    .string()
+    .regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key')
+    .optional(),
   /** Batched nanopayments (docs/decisions.md "Batched payments and withdrawals"): mainnets forward while on. */
   GATEWAY_MAINNET_ENABLED: boolish.default(true),
   /** Upstream batching gateway API for testnets: by default the devnet double that `npm start` runs. */

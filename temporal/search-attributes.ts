@@ -56,9 +56,7 @@ export async function registerSearchAttributes(connection: Connection, namespace
     const have = existing[key.name];
     if (have === undefined || have === null) missing[key.name] = wanted;
     else if (have !== wanted) {
-      throw new Error(
-        `search attribute ${key.name} exists in namespace ${namespace} with type ${have}, expected ${key.type}`,
-      );
+      throw new Error(`search attribute ${key.name} exists in namespace ${namespace} with type ${have}, expected ${key.type}`);
     }
   }
   if (Object.keys(missing).length === 0) return [];

@@ -14,7 +14,13 @@ import { X402State } from '../temporal/search-attributes';
 const { forwardBatchedSettle } = proxyActivities<BatchedActivities>({
   startToCloseTimeout: '3m', // above any GATEWAY_TIMEOUT_MS; a dead worker is noticed by the heartbeat
   heartbeatTimeout: '2s',
-  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '2s', maximumAttempts: 3, nonRetryableErrorTypes: ['gateway_not_enabled'] },
+  retry: {
+    initialInterval: '200ms',
+    backoffCoefficient: 2,
+    maximumInterval: '2s',
+    maximumAttempts: 3,
+    nonRetryableErrorTypes: ['gateway_not_enabled'],
+  },
 });
 const { recordSettlement } = proxyActivities<SettlementActivities>({
   startToCloseTimeout: '30s',
@@ -28,7 +34,10 @@ const { recordSettlement } = proxyActivities<SettlementActivities>({
  * corrected or later retry runs again. States: forwarding -> accepted | rejected | failed.
  */
 export async function batchedSettlementWorkflow(input: BatchedSettleInput): Promise<BatchedSettleOutcome> {
-  const state = async (s: string, extra: { response?: Record<string, unknown>; errorReason?: string | null; transaction?: string | null } = {}) => {
+  const state = async (
+    s: string,
+    extra: { response?: Record<string, unknown>; errorReason?: string | null; transaction?: string | null } = {},
+  ) => {
     upsertSearchAttributes([{ key: X402State, value: s }]);
     await recordSettlement({
       id: input.workflowId,

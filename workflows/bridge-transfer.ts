@@ -60,5 +60,12 @@ export async function bridgeTransferWorkflow(input: BridgeTransferInput): Promis
   const done = await awaitBridgeMint(input);
   if (!done.ok) return needsReview('mint transaction reverted');
   state('delivered');
-  return { state: 'delivered', mintTx: done.mintTx, received: done.received, bridgeFee: done.bridgeFee, fee: done.fee, payoutAmount: done.payoutAmount };
+  return {
+    state: 'delivered',
+    mintTx: done.mintTx,
+    received: done.received,
+    bridgeFee: done.bridgeFee,
+    fee: done.fee,
+    payoutAmount: done.payoutAmount,
+  };
 }

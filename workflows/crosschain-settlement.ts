@@ -67,7 +67,13 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   };
   const reject = async (reason: string): Promise<never> => {
     state('rejected');
-    const response: SettleResponse = { success: false, errorReason: reason, transaction: '', network: input.network, payer: input.paymentPayload.payload.authorization.from };
+    const response: SettleResponse = {
+      success: false,
+      errorReason: reason,
+      transaction: '',
+      network: input.network,
+      payer: input.paymentPayload.payload.authorization.from,
+    };
     await answer(response);
     throw ApplicationFailure.nonRetryable(reason, SETTLEMENT_REJECTED, response);
   };

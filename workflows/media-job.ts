@@ -11,7 +11,14 @@ import {
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { MediaActivities } from '../activities/media';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput, type RefundOutcome } from '../src/inference/types';
-import { CANCEL_SIGNAL, MEDIA_PAYMENT_REJECTED, type MediaJobInput, type MediaJobOutcome, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
+import {
+  CANCEL_SIGNAL,
+  MEDIA_PAYMENT_REJECTED,
+  type MediaJobInput,
+  type MediaJobOutcome,
+  type MediaJobState,
+  type ProviderJobStatus,
+} from '../src/media/types';
 import { settlementRejection, type SettleOutcome } from '../src/settle/types';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 
@@ -23,7 +30,13 @@ const { recordMediaJob, claimMediaCharge, setMediaCharge } = proxyActivities<Med
 // Provider calls: a few attempts for transient errors; then the job has failed (and is refunded).
 const { generateAndStoreImages, submitProviderJob, storeJobArtifacts } = proxyActivities<MediaActivities>({
   startToCloseTimeout: '3m',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', maximumAttempts: 5, nonRetryableErrorTypes: ['MediaProviderRejected'] },
+  retry: {
+    initialInterval: '1s',
+    backoffCoefficient: 2,
+    maximumInterval: '30s',
+    maximumAttempts: 5,
+    nonRetryableErrorTypes: ['MediaProviderRejected'],
+  },
 });
 // Status reads and cancellation: retried for as long as it takes (the job's own timeout bounds it).
 const { pollProviderJob, cancelProviderJob } = proxyActivities<MediaActivities>({
@@ -155,7 +168,11 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
   for (;;) {
     if (status.status === 'succeeded') break;
     if (status.status === 'failed') return refund('failed', status.error ?? 'the provider reported a failure');
-    if (status.status === 'cancelled') return refund(timedOut ? 'failed' : 'cancelled', timedOut ? `the job took longer than ${input.jobTimeoutMs} ms` : 'cancelled by the buyer');
+    if (status.status === 'cancelled')
+      return refund(
+        timedOut ? 'failed' : 'cancelled',
+        timedOut ? `the job took longer than ${input.jobTimeoutMs} ms` : 'cancelled by the buyer',
+      );
     if (!cancelSent && (cancelRequested || Date.now() >= deadline)) {
       timedOut = !cancelRequested;
       cancelSent = true;

@@ -1,6 +1,11 @@
 import { condition, defineSignal, setHandler, startChild } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import { SOURCE_TRANSACTION_SIGNAL, type BridgeTransferResult, type CrossChainOutcome, type CrossChainSettleInput } from '../src/settle/crosschain-types';
+import {
+  SOURCE_TRANSACTION_SIGNAL,
+  type BridgeTransferResult,
+  type CrossChainOutcome,
+  type CrossChainSettleInput,
+} from '../src/settle/crosschain-types';
 import { settlementRejection } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
@@ -22,7 +27,10 @@ export type BridgedSettlement =
  * authorization; its own child is the bridge transfer, mint and payout to the relayer on Base).
  * `onBridging` runs once the source transaction succeeded (the top-up moves to `bridging`).
  */
-export async function settleAcrossBridge(input: CrossChainSettleInput, onBridging: (response: SettleResponse) => Promise<void>): Promise<BridgedSettlement> {
+export async function settleAcrossBridge(
+  input: CrossChainSettleInput,
+  onBridging: (response: SettleResponse) => Promise<void>,
+): Promise<BridgedSettlement> {
   let burned: SettleResponse | undefined;
   setHandler(sourceTransactionSignal, (response) => void (burned = response));
 
@@ -64,7 +72,15 @@ export async function settleAcrossBridge(input: CrossChainSettleInput, onBridgin
   const { response, bridge } = outcome!;
   if (!response.success) return { kind: 'reverted' };
   if (bridge?.state !== 'delivered' || !bridge.mintTx || bridge.bridgeFee === undefined || bridge.payoutAmount === undefined) {
-    return { kind: 'needs_review', settlementTx: response.transaction, error: `bridge transfer needs review: ${bridge?.error ?? 'no bridge result'}` };
+    return {
+      kind: 'needs_review',
+      settlementTx: response.transaction,
+      error: `bridge transfer needs review: ${bridge?.error ?? 'no bridge result'}`,
+    };
   }
-  return { kind: 'delivered', settlementTx: response.transaction, bridge: bridge as Extract<BridgedSettlement, { kind: 'delivered' }>['bridge'] };
+  return {
+    kind: 'delivered',
+    settlementTx: response.transaction,
+    bridge: bridge as Extract<BridgedSettlement, { kind: 'delivered' }>['bridge'],
+  };
 }

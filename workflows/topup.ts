@@ -74,7 +74,8 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   } else {
     // A same-chain settlement delivers on its own chain: only `base` funds a deposit on Base (the
     // gateway never builds another; ethereum stops here after the gas rule).
-    if (input.network !== TOPUP_DESTINATION_NETWORK) return fail('wrong_network', `${input.network} is not a same-chain source of a top-up on Base`);
+    if (input.network !== TOPUP_DESTINATION_NETWORK)
+      return fail('wrong_network', `${input.network} is not a same-chain source of a top-up on Base`);
     const settled = await settleSameChain(input.settle);
     if (settled.kind === 'reused') return fail('authorization_reused', 'the authorization is being settled by another request');
     if (settled.kind === 'rejected') return fail(topupReasonForSettle(settled.reason), `settlement rejected: ${settled.reason}`);
@@ -106,7 +107,9 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
 }
 
 /** The same-chain settlement child (`settle:<network>:<payer>:<nonce>`). */
-async function settleSameChain(settle: SettleInput): Promise<{ kind: 'settled'; outcome: SettleOutcome } | { kind: 'reused' } | { kind: 'rejected'; reason: string }> {
+async function settleSameChain(
+  settle: SettleInput,
+): Promise<{ kind: 'settled'; outcome: SettleOutcome } | { kind: 'reused' } | { kind: 'rejected'; reason: string }> {
   try {
     const outcome: SettleOutcome = await executeChild('settlementWorkflow', {
       workflowId: settle.workflowId,

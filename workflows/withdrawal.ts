@@ -78,7 +78,7 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
     if (receipt.status !== 'success') return fail('withdrawal_rejected', `initiateWithdrawal reverted in ${init.hash}`);
   }
 
-  for (let polls = 0; ; ) {
+  for (let polls = 0; ;) {
     // Wait until the chain reaches withdrawalBlock (re-read: a later initiation restarts the wait).
     let { withdrawalBlock, blockNumber } = await readWithdrawalBlock(input);
     if (rec.state !== 'waiting' || rec.withdrawalBlock !== withdrawalBlock) await state('waiting', { withdrawalBlock });

@@ -13,7 +13,9 @@ export function registerInferenceOpenApi(t: {
 }): void {
   const ChatError = t.component(
     'ChatError',
-    z.object({ error: z.string(), supported: z.array(z.string()).optional() }).describe('Chat error: `supported` lists the accepted values when one was wrong'),
+    z
+      .object({ error: z.string(), supported: z.array(z.string()).optional() })
+      .describe('Chat error: `supported` lists the accepted values when one was wrong'),
   );
   const ChatChallenge = t.component(
     'ChatChallenge',
@@ -59,7 +61,10 @@ export function registerInferenceOpenApi(t: {
     operationId: 'inferenceModels',
     summary: 'Model ids accepted by chat, live from the providers that are up',
     responses: {
-      200: t.json(z.object({ data: z.array(z.object({ id: z.string(), provider: z.string(), default: z.boolean() })), default: z.string() }), 'Models'),
+      200: t.json(
+        z.object({ data: z.array(z.object({ id: z.string(), provider: z.string(), default: z.boolean() })), default: z.string() }),
+        'Models',
+      ),
     },
   });
   t.route({
@@ -83,7 +88,15 @@ export function registerInferenceOpenApi(t: {
       'Without X-PAYMENT: 402 with the payment requirements. With it: the payment is settled (once per authorization), then the ' +
       "provider's reply streams as `data: <chunk JSON>` events ending with `data: [DONE]`; X-PAYMENT-RESPONSE carries the settle response. " +
       'A provider failure after payment is refunded in full (502 before the reply, or an `event: error` instead of [DONE]).',
-    parameters: [{ name: 'X-PAYMENT', in: 'header', required: false, description: 'base64 of the JSON x402 v1 payment payload', schema: { type: 'string' } }],
+    parameters: [
+      {
+        name: 'X-PAYMENT',
+        in: 'header',
+        required: false,
+        description: 'base64 of the JSON x402 v1 payment payload',
+        schema: { type: 'string' },
+      },
+    ],
     request: { body: { required: true, content: { 'application/json': { schema: ChatRequest } } } },
     responses: {
       200: {
@@ -95,8 +108,13 @@ export function registerInferenceOpenApi(t: {
       402: t.json(ChatChallenge, 'Payment required, or the payment was refused or already used'),
       413: t.json(ChatError, 'Body too large'),
       415: t.json(ChatError, 'Content-Type is not application/json'),
-      502: t.json(ProviderFailed, 'Paid, but the provider failed before the reply started: refunded in full', { 'X-PAYMENT-RESPONSE': paymentResponse }),
-      503: t.json(ChatError, 'Provider or templates source unavailable, or the settlement is still pending (the chat was not served; refunded if it settles)'),
+      502: t.json(ProviderFailed, 'Paid, but the provider failed before the reply started: refunded in full', {
+        'X-PAYMENT-RESPONSE': paymentResponse,
+      }),
+      503: t.json(
+        ChatError,
+        'Provider or templates source unavailable, or the settlement is still pending (the chat was not served; refunded if it settles)',
+      ),
     },
   });
 }

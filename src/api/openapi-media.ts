@@ -21,7 +21,10 @@ export function registerMediaOpenApi(t: {
       .catchall(z.unknown())
       .describe('Media error: `error` is a stable code (docs/decisions.md "Media generation"), `message` says what to fix'),
   );
-  const Challenge = t.component('MediaChallenge', z.object({ x402Version: z.literal(1), error: z.string(), accepts: z.array(paymentRequirementsSchema) }));
+  const Challenge = t.component(
+    'MediaChallenge',
+    z.object({ x402Version: z.literal(1), error: z.string(), accepts: z.array(paymentRequirementsSchema) }),
+  );
   const Asset = t.component(
     'MediaAsset',
     z.object({
@@ -37,7 +40,10 @@ export function registerMediaOpenApi(t: {
       size: z.number().int(),
     }),
   );
-  const Accepted = t.component('MediaJobAccepted', z.object({ jobId: z.string(), kind: z.string(), state: z.enum(MEDIA_JOB_STATES), statusUrl: z.string() }));
+  const Accepted = t.component(
+    'MediaJobAccepted',
+    z.object({ jobId: z.string(), kind: z.string(), state: z.enum(MEDIA_JOB_STATES), statusUrl: z.string() }),
+  );
   const Job = t.component(
     'MediaJob',
     z.object({
@@ -56,10 +62,28 @@ export function registerMediaOpenApi(t: {
     }),
   );
   const paid = [
-    { name: 'Idempotency-Key', in: 'header' as const, required: true, description: '1-64 chars of [A-Za-z0-9._:-]; the same key returns the same result and is charged once', schema: { type: 'string' as const } },
-    { name: 'X-PAYMENT', in: 'header' as const, required: false, description: 'base64 of the JSON x402 v1 payment payload', schema: { type: 'string' as const } },
+    {
+      name: 'Idempotency-Key',
+      in: 'header' as const,
+      required: true,
+      description: '1-64 chars of [A-Za-z0-9._:-]; the same key returns the same result and is charged once',
+      schema: { type: 'string' as const },
+    },
+    {
+      name: 'X-PAYMENT',
+      in: 'header' as const,
+      required: false,
+      description: 'base64 of the JSON x402 v1 payment payload',
+      schema: { type: 'string' as const },
+    },
   ];
-  const signed = Object.values(BUYER_HEADERS).map((name) => ({ name, in: 'header' as const, required: true, description: 'Buyer signature header (docs/decisions.md)', schema: { type: 'string' as const } }));
+  const signed = Object.values(BUYER_HEADERS).map((name) => ({
+    name,
+    in: 'header' as const,
+    required: true,
+    description: 'Buyer signature header (docs/decisions.md)',
+    schema: { type: 'string' as const },
+  }));
   const idParam = { name: 'id', in: 'path' as const, required: true, schema: { type: 'string' as const } };
   const authErrors = { 401: t.json(MediaError, 'Missing, expired, replayed or invalid buyer signature') };
   const paymentResponse = { description: 'base64 JSON settle response of the payment', schema: { type: 'string' as const } };
@@ -85,7 +109,9 @@ export function registerMediaOpenApi(t: {
       parameters: paid,
       request: { body: { required: true, content: { 'application/json': { schema: BODY_SCHEMAS[route] } } } },
       responses: {
-        200: t.json(z.object({ jobId: z.string(), assets: z.array(Asset) }), 'The stored images', { 'X-PAYMENT-RESPONSE': paymentResponse }),
+        200: t.json(z.object({ jobId: z.string(), assets: z.array(Asset) }), 'The stored images', {
+          'X-PAYMENT-RESPONSE': paymentResponse,
+        }),
         202: t.json(Accepted, 'Still generating past the wait: poll the job'),
         502: t.json(MediaError, 'generation_failed: paid, the provider failed; refunded in full'),
         ...postErrors,
@@ -162,7 +188,10 @@ export function registerMediaOpenApi(t: {
     summary: 'Delete the asset and its object, then purge the CDN cache (buyer-signed)',
     parameters: [idParam, ...signed],
     responses: {
-      200: t.json(z.object({ id: z.string(), deleted: z.literal(true), purged: z.boolean().nullable() }), 'Deleted; `purged` is null without a purge hook'),
+      200: t.json(
+        z.object({ id: z.string(), deleted: z.literal(true), purged: z.boolean().nullable() }),
+        'Deleted; `purged` is null without a purge hook',
+      ),
       ...authErrors,
       404: t.json(MediaError, 'asset_not_found'),
     },

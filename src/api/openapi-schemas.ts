@@ -89,9 +89,7 @@ export const createdApiKeySchema = sameType<CreatedApiKey>()(
 
 export const apiKeyListSchema = z.strictObject({ apiKeys: z.array(apiKeyRecordSchema) });
 
-export const revokedApiKeySchema = sameType<ApiKeyRecord & { revoked_at: string }>()(
-  apiKeyRecordSchema.extend({ revoked_at: isoDate }),
-);
+export const revokedApiKeySchema = sameType<ApiKeyRecord & { revoked_at: string }>()(apiKeyRecordSchema.extend({ revoked_at: isoDate }));
 
 // --- x402: settle, verify, supported -------------------------------------------------------------
 

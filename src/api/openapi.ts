@@ -125,7 +125,8 @@ const requestIdParam = registry.registerComponent('parameters', 'RequestId', {
   name: 'X-Request-Id',
   in: 'header',
   required: false,
-  description: 'Your id for this request (1-64 of A-Z a-z 0-9 . _ -); otherwise the service makes one. It is echoed, logged and stored in the workflow memo.',
+  description:
+    'Your id for this request (1-64 of A-Z a-z 0-9 . _ -); otherwise the service makes one. It is echoed, logged and stored in the workflow memo.',
   schema: { type: 'string', pattern: '^[A-Za-z0-9._-]{1,64}$' },
 });
 const requestIdHeader = registry.registerComponent('headers', 'X-Request-Id', {
@@ -242,7 +243,12 @@ route({
   operationId: 'updateOrganization',
   summary: 'Change name, payout wallets or platform fee',
   security: SESSION,
-  request: { body: body(OrganizationPatch, 'At least one field. Payout wallets: any case, mixed case must be a valid EIP-55 checksum, never the zero address; null clears.') },
+  request: {
+    body: body(
+      OrganizationPatch,
+      'At least one field. Payout wallets: any case, mixed case must be a valid EIP-55 checksum, never the zero address; null clears.',
+    ),
+  },
   responses: {
     200: json(Organization, 'Updated organization'),
     400: envelope('Invalid body'),
@@ -290,7 +296,11 @@ route({
   summary: 'One active key of the organization',
   security: SESSION,
   request: { params: idParam },
-  responses: { 200: json(ApiKey, 'Key (no secret)'), 401: envelope('No valid session'), 404: envelope('Unknown, revoked or another organization key') },
+  responses: {
+    200: json(ApiKey, 'Key (no secret)'),
+    401: envelope('No valid session'),
+    404: envelope('Unknown, revoked or another organization key'),
+  },
 });
 
 route({
@@ -301,7 +311,11 @@ route({
   summary: 'Revoke a key (it then answers 403)',
   security: SESSION,
   request: { params: idParam },
-  responses: { 200: json(RevokedApiKey, 'Revoked key'), 401: envelope('No valid session'), 404: envelope('Unknown, already revoked or another organization key') },
+  responses: {
+    200: json(RevokedApiKey, 'Revoked key'),
+    401: envelope('No valid session'),
+    404: envelope('Unknown, already revoked or another organization key'),
+  },
 });
 
 // --- x402 -------------------------------------------------------------------------------------------------
@@ -319,16 +333,34 @@ route({
   security: API_KEY,
   request: { body: body(SettleRequest) },
   responses: {
-    200: json(z.union([SettleResponse, BatchedSettleResponse]), 'Settled (batched: accepted by the upstream gateway, which settles it in its next batch)'),
-    202: json(z.union([SettleResponse, BatchedSettleResponse]), 'Still settling (errorReason settlement_pending, transaction once known); repeat the same request'),
-    400: json(z.union([SettleResponse, BatchedSettleResponse]), 'Rejected before any transaction (invalid payload, requirements, network, signature, ...); batched: the upstream failure'),
+    200: json(
+      z.union([SettleResponse, BatchedSettleResponse]),
+      'Settled (batched: accepted by the upstream gateway, which settles it in its next batch)',
+    ),
+    202: json(
+      z.union([SettleResponse, BatchedSettleResponse]),
+      'Still settling (errorReason settlement_pending, transaction once known); repeat the same request',
+    ),
+    400: json(
+      z.union([SettleResponse, BatchedSettleResponse]),
+      'Rejected before any transaction (invalid payload, requirements, network, signature, ...); batched: the upstream failure',
+    ),
     401: envelope('Missing, malformed or unknown API key'),
     402: json(SettleResponse, 'insufficient_funds'),
-    403: json(z.union([ErrorEnvelope, BatchedSettleResponse]), 'Revoked key, or key mode (test/live) does not match the network; batched: gateway_not_enabled'),
-    409: json(SettleResponse, 'Nonce already used, or the transaction failed (invalid_transaction_state); batched: accepted for another organization'),
+    403: json(
+      z.union([ErrorEnvelope, BatchedSettleResponse]),
+      'Revoked key, or key mode (test/live) does not match the network; batched: gateway_not_enabled',
+    ),
+    409: json(
+      SettleResponse,
+      'Nonce already used, or the transaction failed (invalid_transaction_state); batched: accepted for another organization',
+    ),
     413: json(SettleResponse, 'Body too large (invalid_payload)'),
     415: json(SettleResponse, 'Content-Type is not application/json (invalid_payload)'),
-    500: json(z.union([SettleResponse, BatchedSettleResponse]), 'unexpected_settle_error; batched: batched_settle_error (upstream gateway unreachable)'),
+    500: json(
+      z.union([SettleResponse, BatchedSettleResponse]),
+      'unexpected_settle_error; batched: batched_settle_error (upstream gateway unreachable)',
+    ),
   },
 });
 
@@ -342,10 +374,14 @@ route({
   security: API_KEY,
   request: { body: body(SettleRequest) },
   responses: {
-    200: json(z.union([VerifyResponse, BatchedVerifyResponse]), 'Verdict (isValid false with invalidReason when a rule fails); batched: the upstream verdict', {
-      Deprecation: { description: 'RFC 9745 deprecation date', schema: { type: 'string' } },
-      Link: { description: 'successor-version: /v1/settle', schema: { type: 'string' } },
-    }),
+    200: json(
+      z.union([VerifyResponse, BatchedVerifyResponse]),
+      'Verdict (isValid false with invalidReason when a rule fails); batched: the upstream verdict',
+      {
+        Deprecation: { description: 'RFC 9745 deprecation date', schema: { type: 'string' } },
+        Link: { description: 'successor-version: /v1/settle', schema: { type: 'string' } },
+      },
+    ),
     400: json(VerifyError, 'invalid_payload or invalid_payment_requirements'),
     401: envelope('Missing, malformed or unknown API key'),
     403: json(z.union([ErrorEnvelope, VerifyError]), 'Revoked key, or key mode does not match the network; batched: gateway_not_enabled'),
@@ -399,7 +435,10 @@ route({
   security: API_KEY,
   responses: {
     200: json(component('GatewayStatus', gatewayStatusResponseSchema), 'Status record'),
-    401: json(component('GatewayStatusError', gatewayStatusErrorSchema), 'No organization (missing, malformed or unknown API key): {error}'),
+    401: json(
+      component('GatewayStatusError', gatewayStatusErrorSchema),
+      'No organization (missing, malformed or unknown API key): {error}',
+    ),
     403: json(gatewayStatusErrorSchema, 'Revoked key: {error}'),
     500: json(gatewayStatusErrorSchema, 'Internal server error: {error, message}'),
   },
@@ -482,9 +521,7 @@ export type OpenApiDocument = ReturnType<OpenApiGeneratorV31['generateDocument']
 
 /** The document for a service reachable at `publicUrl`; /metrics is listed when it is served. */
 export function buildOpenApiDocument(opts: { publicUrl: string; metrics: boolean }): OpenApiDocument {
-  const definitions = opts.metrics
-    ? [...registry.definitions, { type: 'route' as const, route: metricsRoute }]
-    : registry.definitions;
+  const definitions = opts.metrics ? [...registry.definitions, { type: 'route' as const, route: metricsRoute }] : registry.definitions;
   return new OpenApiGeneratorV31(definitions).generateDocument({
     openapi: '3.1.0',
     info: {

@@ -6,7 +6,13 @@ import type { Database } from '../db/orm';
  * Listens with a Koa app until SIGINT/SIGTERM, then closes the server, the Temporal connection and
  * the database (bounded at 5 s). Shared by the API and the top-up gateway processes.
  */
-export function serveUntilSignal(app: Koa<any, any>, port: number, host: string, deps: { temporal: Client; db: Database }, onListen: () => void): void {
+export function serveUntilSignal(
+  app: Koa<any, any>,
+  port: number,
+  host: string,
+  deps: { temporal: Client; db: Database },
+  onListen: () => void,
+): void {
   const server = app.listen(port, host, onListen);
   const stop = () => {
     server.close(async () => {

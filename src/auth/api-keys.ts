@@ -95,11 +95,7 @@ export async function findActiveApiKey(em: EntityManager, organizationId: string
 }
 
 /** Revokes the key; the conditional update makes two concurrent deletes answer 200 once and 404 once. */
-export async function revokeApiKey(
-  em: EntityManager,
-  organizationId: string,
-  id: string,
-): Promise<ApiKeyRecord & { revoked_at: string }> {
+export async function revokeApiKey(em: EntityManager, organizationId: string, id: string): Promise<ApiKeyRecord & { revoked_at: string }> {
   const row = await findActiveApiKey(em, organizationId, id);
   const now = new Date();
   const changed = await em.nativeUpdate(ApiKey, { id, organizationId, revokedAt: null }, { revokedAt: now, updatedAt: now });
@@ -132,9 +128,5 @@ export async function authenticateApiKey(em: EntityManager, presented: string, n
 export async function recordApiKeyUse(em: EntityManager, row: ApiKey, now: Date): Promise<void> {
   const threshold = new Date(now.getTime() - 1000);
   if (row.lastUsedAt && new Date(row.lastUsedAt) > threshold) return;
-  await em.nativeUpdate(
-    ApiKey,
-    { id: row.id, $or: [{ lastUsedAt: null }, { lastUsedAt: { $lt: threshold } }] },
-    { lastUsedAt: now },
-  );
+  await em.nativeUpdate(ApiKey, { id: row.id, $or: [{ lastUsedAt: null }, { lastUsedAt: { $lt: threshold } }] }, { lastUsedAt: now });
 }

@@ -12,9 +12,7 @@ import { createSession } from './sessions';
 export const verifyBody = z.strictObject({
   message: z.string({ error: 'must be a string' }).min(1, 'must not be empty').max(4096, 'must be at most 4096 characters'),
   // 65-byte EOA signature; contract wallets (EIP-1271) would need an RPC provider and are not accepted.
-  signature: z
-    .string({ error: 'must be a string' })
-    .regex(/^0x[0-9a-fA-F]{130}$/, 'must be a 0x-prefixed 65-byte hex signature'),
+  signature: z.string({ error: 'must be a string' }).regex(/^0x[0-9a-fA-F]{130}$/, 'must be a 0x-prefixed 65-byte hex signature'),
 });
 export type VerifyInput = z.infer<typeof verifyBody>;
 

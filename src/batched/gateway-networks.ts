@@ -8,9 +8,25 @@ import type { EvmNetwork, NetworkTable } from '../chains/networks';
 
 /** Networks configured locally for the batching gateway: the spec's table plus `tempo`. */
 export const GATEWAY_NETWORK_IDS = [
-  'arc-testnet', 'base-sepolia', 'optimism-sepolia', 'fluent-testnet', 'ethereum', 'base', 'optimism',
-  'arbitrum', 'avalanche', 'bsc', 'polygon', 'unichain', 'ink', 'sonic', 'worldchain', 'sei', 'hyperevm',
-  'megaeth', 'tempo',
+  'arc-testnet',
+  'base-sepolia',
+  'optimism-sepolia',
+  'fluent-testnet',
+  'ethereum',
+  'base',
+  'optimism',
+  'arbitrum',
+  'avalanche',
+  'bsc',
+  'polygon',
+  'unichain',
+  'ink',
+  'sonic',
+  'worldchain',
+  'sei',
+  'hyperevm',
+  'megaeth',
+  'tempo',
 ] as const;
 
 /** Testnets are always gateway-enabled (settle routing step 2). */
@@ -19,8 +35,17 @@ const ALWAYS_ENABLED = new Set(['arc-testnet', 'base-sepolia', 'optimism-sepolia
 const VERIFY_TESTNETS = new Set(['arc-testnet', 'base-sepolia', 'optimism-sepolia']);
 /** Networks the gateway status record reports, in the spec's order. */
 export const STATUS_NETWORK_IDS = [
-  'arc-testnet', 'base-sepolia', 'optimism-sepolia', 'fluent-testnet', 'base', 'optimism', 'polygon', 'unichain',
-  'ink', 'hyperevm', 'megaeth',
+  'arc-testnet',
+  'base-sepolia',
+  'optimism-sepolia',
+  'fluent-testnet',
+  'base',
+  'optimism',
+  'polygon',
+  'unichain',
+  'ink',
+  'hyperevm',
+  'megaeth',
 ] as const;
 
 const isGatewayNetwork = (id: string) => (GATEWAY_NETWORK_IDS as readonly string[]).includes(id);

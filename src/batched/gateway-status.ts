@@ -34,7 +34,7 @@ export async function gatewayStatusRecord(deps: ApiDeps, em: EntityManager, auth
     usage: {
       description:
         'Send a batched payment to POST /v1/settle: paymentRequirements.extra.name "GatewayWalletBatched", extra.version "1", ' +
-        'extra.verifyingContract the gateway wallet, asset the gateway wallet (swapped for the network\'s USDC before forwarding).',
+        "extra.verifyingContract the gateway wallet, asset the gateway wallet (swapped for the network's USDC before forwarding).",
       note: 'batchedSettle and batchedVerify are names only: batched payments use POST /v1/settle and POST /v1/verify.',
     },
     timestamp: now.toISOString(),

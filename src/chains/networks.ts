@@ -19,9 +19,29 @@ import {
  */
 
 export const EVM_NETWORK_IDS = [
-  'base', 'base-sepolia', 'optimism', 'optimism-sepolia', 'arbitrum', 'avalanche', 'bsc', 'bot-chain',
-  'bot-chain-testnet', 'arc-testnet', 'polygon', 'unichain', 'ink', 'worldchain', 'sei', 'hyperevm',
-  'megaeth', 'tempo', 'monad', 'robinhood', 'fluent-testnet', 'ethereum', 'sonic',
+  'base',
+  'base-sepolia',
+  'optimism',
+  'optimism-sepolia',
+  'arbitrum',
+  'avalanche',
+  'bsc',
+  'bot-chain',
+  'bot-chain-testnet',
+  'arc-testnet',
+  'polygon',
+  'unichain',
+  'ink',
+  'worldchain',
+  'sei',
+  'hyperevm',
+  'megaeth',
+  'tempo',
+  'monad',
+  'robinhood',
+  'fluent-testnet',
+  'ethereum',
+  'sonic',
 ] as const;
 export const SOLANA_NETWORK_IDS = ['solana', 'solana-devnet'] as const;
 export type EvmNetworkId = (typeof EVM_NETWORK_IDS)[number];
@@ -49,15 +69,42 @@ interface StaticNetwork {
 }
 
 const TABLE: Record<EvmNetworkId, StaticNetwork> = {
-  'base-sepolia': { chainId: 84532, testnet: true, facilitator: 'testnet', gatewayDomain: 6, usdc: DEVNET_USDC_ADDRESS, rpcUrls: ['http://127.0.0.1:8545'] },
-  'optimism-sepolia': { chainId: 11155420, testnet: true, facilitator: 'testnet', gatewayDomain: 2, usdc: DEVNET_USDC_ADDRESS, rpcUrls: ['http://127.0.0.1:8546'] },
+  'base-sepolia': {
+    chainId: 84532,
+    testnet: true,
+    facilitator: 'testnet',
+    gatewayDomain: 6,
+    usdc: DEVNET_USDC_ADDRESS,
+    rpcUrls: ['http://127.0.0.1:8545'],
+  },
+  'optimism-sepolia': {
+    chainId: 11155420,
+    testnet: true,
+    facilitator: 'testnet',
+    gatewayDomain: 2,
+    usdc: DEVNET_USDC_ADDRESS,
+    rpcUrls: ['http://127.0.0.1:8546'],
+  },
   'arc-testnet': { chainId: 5042002, testnet: true, facilitator: 'testnet', gatewayDomain: 26, sameChainOnly: true },
   'bot-chain-testnet': { testnet: true, facilitator: 'testnet', permit2Only: true },
   'fluent-testnet': { chainId: 20994, testnet: true, facilitator: 'fluent', permitOnly: true },
   base: { chainId: 8453, testnet: false, facilitator: 'mainnet', gatewayDomain: 6, usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' },
   optimism: { chainId: 10, testnet: false, facilitator: 'mainnet', gatewayDomain: 2, usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85' },
-  arbitrum: { chainId: 42161, testnet: false, facilitator: 'mainnet', gatewayDomain: 3, usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831' },
-  avalanche: { chainId: 43114, testnet: false, facilitator: 'mainnet', gatewayDomain: 1, sameChainOnly: true, usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E' },
+  arbitrum: {
+    chainId: 42161,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 3,
+    usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831',
+  },
+  avalanche: {
+    chainId: 43114,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 1,
+    sameChainOnly: true,
+    usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E',
+  },
   polygon: { chainId: 137, testnet: false, facilitator: 'mainnet', gatewayDomain: 7, usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359' },
   unichain: { chainId: 130, testnet: false, facilitator: 'mainnet', gatewayDomain: 10 },
   ink: { chainId: 57073, testnet: false, facilitator: 'mainnet' },
@@ -122,9 +169,9 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
-   * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
-   * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
-   * `GATEWAY_WALLET_TESTNET` (default: devnet), `GATEWAY_WALLET_MAINNET` (default: Circle's mainnet GatewayWallet).
+ * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
+ * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
+ * `GATEWAY_WALLET_TESTNET` (default: devnet), `GATEWAY_WALLET_MAINNET` (default: Circle's mainnet GatewayWallet).
  */
 export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
   const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
@@ -156,7 +203,14 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       rpcRaw === 'none'
         ? []
         : (readEnv(env, `RPC_URLS_${sfx}`, (v) => urlList.parse(v.split(',').map((u) => u.trim()))) ?? s.rpcUrls ?? []);
-    const chainId = readEnv(env, `CHAIN_ID_${sfx}`, (v) => z.string().regex(/^[1-9]\d*$/).transform(Number).parse(v)) ?? s.chainId;
+    const chainId =
+      readEnv(env, `CHAIN_ID_${sfx}`, (v) =>
+        z
+          .string()
+          .regex(/^[1-9]\d*$/)
+          .transform(Number)
+          .parse(v),
+      ) ?? s.chainId;
     const usdc = addr(`USDC_ADDRESS_${sfx}`) ?? s.usdc;
     const facilitator = facilitators[s.facilitator];
     table.set(id, {
@@ -182,8 +236,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
 }
 
 export const isEvmNetworkId = (v: string): v is EvmNetworkId => (EVM_NETWORK_IDS as readonly string[]).includes(v);
-export const isSolanaNetworkId = (v: string): v is SolanaNetworkId =>
-  (SOLANA_NETWORK_IDS as readonly string[]).includes(v);
+export const isSolanaNetworkId = (v: string): v is SolanaNetworkId => (SOLANA_NETWORK_IDS as readonly string[]).includes(v);
 
 // ---------------------------------------------------------------------------------------------
 // Solana (routing step 1; docs/decisions.md "Solana settlement"). `payTo` is the seller's wallet
@@ -204,14 +257,21 @@ export interface SolanaNetwork {
 
 const SOLANA_TABLE: Record<SolanaNetworkId, { caip2: string; testnet: boolean; usdc: string; rpcUrl?: string }> = {
   // Default RPC: the litesvm-backed devnet node that `npm start` runs (devnet/solana-rpc.ts).
-  'solana-devnet': { caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', testnet: true, usdc: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU', rpcUrl: 'http://127.0.0.1:8899' },
+  'solana-devnet': {
+    caip2: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1',
+    testnet: true,
+    usdc: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
+    rpcUrl: 'http://127.0.0.1:8899',
+  },
   solana: { caip2: 'solana:5eykt4UsFv8P8NJdTREpY1vzqKqZKvdp', testnet: false, usdc: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v' },
 };
 
 const base58Schema = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/);
 
 /** Solana networks with env overrides `SOLANA_RPC_URL_<NET>` (`none` disables) and `USDC_MINT_<NET>`. */
-export function buildSolanaNetworkTable(env: Record<string, string | undefined> = process.env): ReadonlyMap<SolanaNetworkId, SolanaNetwork> {
+export function buildSolanaNetworkTable(
+  env: Record<string, string | undefined> = process.env,
+): ReadonlyMap<SolanaNetworkId, SolanaNetwork> {
   const table = new Map<SolanaNetworkId, SolanaNetwork>();
   for (const id of SOLANA_NETWORK_IDS) {
     const s = SOLANA_TABLE[id];

@@ -23,7 +23,8 @@ import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from '.
  * relayer address (RELAYER_PRIVATE_KEY), the key the worker signs the withdrawal with.
  */
 
-export const depositorOf = (deps: Pick<ApiDeps, 'config'>): Address => privateKeyToAddress(deps.config.RELAYER_PRIVATE_KEY as `0x${string}`);
+export const depositorOf = (deps: Pick<ApiDeps, 'config'>): Address =>
+  privateKeyToAddress(deps.config.RELAYER_PRIVATE_KEY as `0x${string}`);
 
 /** A network whose chain we reach, with a known USDC (the gateway wallet's token). */
 function gatewayChain(deps: ApiDeps, auth: AuthContext, id: unknown): EvmNetwork & { usdc: Address } {
@@ -97,7 +98,12 @@ export async function startWithdrawal(deps: ApiDeps, em: EntityManager, auth: Au
     return { status: 202, body: recordOf(existing) };
   }
   // initiateWithdrawal restarts the delay of everything pending and withdraw takes it all: one at a time.
-  const active = await em.findOne(Settlement, { route: WITHDRAWAL_ROUTE, network: network.id, payer: depositor.toLowerCase(), state: { $in: ACTIVE } });
+  const active = await em.findOne(Settlement, {
+    route: WITHDRAWAL_ROUTE,
+    network: network.id,
+    payer: depositor.toLowerCase(),
+    state: { $in: ACTIVE },
+  });
   if (active) throw new ApiError(409, `withdrawal ${active.id} is still in progress on ${network.id}`);
   const available = await publicClientFor(network).readContract({
     address: network.gatewayWallet,

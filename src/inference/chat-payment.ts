@@ -44,7 +44,9 @@ export function decodePaymentHeader(header: string) {
   const parsed = exactEvmPayloadSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    return { error: `X-PAYMENT is not an x402 v1 exact EVM payment payload (${issue?.path.join('.') || 'payload'}: ${issue?.message})` } as const;
+    return {
+      error: `X-PAYMENT is not an x402 v1 exact EVM payment payload (${issue?.path.join('.') || 'payload'}: ${issue?.message})`,
+    } as const;
   }
   return { payload: parsed.data } as const;
 }
@@ -59,7 +61,8 @@ export async function payForChat(
   const decoded = decodePaymentHeader(req.header);
   if ('error' in decoded) return { ok: false, status: 402, error: decoded.error! };
   const payload = decoded.payload;
-  if (payload.network !== network.id) return { ok: false, status: 402, error: `network ${payload.network} is not accepted; pay on ${network.id}` };
+  if (payload.network !== network.id)
+    return { ok: false, status: 402, error: `network ${payload.network} is not accepted; pay on ${network.id}` };
   const a = payload.payload.authorization;
   const payer = a.from.toLowerCase();
   const chargeId = chatChargeId(network.id, payer, a.nonce);
@@ -84,10 +87,15 @@ export async function payForChat(
   } catch (err) {
     if (!(err instanceof UniqueConstraintViolationException)) throw err;
     // A payment refused before any transfer may be tried again (e.g. after funding the wallet).
-    const reclaimed = await em.nativeUpdate(InferenceCharge, { id: chargeId, state: 'rejected' }, { state: 'settling', model: req.model, error: null, updatedAt: now });
+    const reclaimed = await em.nativeUpdate(
+      InferenceCharge,
+      { id: chargeId, state: 'rejected' },
+      { state: 'settling', model: req.model, error: null, updatedAt: now },
+    );
     if (reclaimed !== 1) return { ok: false, status: 402, error: 'authorization already used' };
   }
-  const setCharge = (fields: Partial<InferenceCharge>) => em.nativeUpdate(InferenceCharge, { id: chargeId }, { ...fields, updatedAt: new Date() });
+  const setCharge = (fields: Partial<InferenceCharge>) =>
+    em.nativeUpdate(InferenceCharge, { id: chargeId }, { ...fields, updatedAt: new Date() });
 
   const input: SettleInput = {
     workflowId: settlementId,
@@ -104,9 +112,14 @@ export async function payForChat(
   };
   // The guard refunds this charge later if no API process finishes it (this one may die). Started
   // beside the settlement so it adds no latency; a failure to start it is logged, not fatal.
-  const guard = startChargeGuard(deps, c, { chargeId, settlementId, network, payer, amount: requirements.maxAmountRequired, requestId: req.requestId }).catch(
-    (err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'),
-  );
+  const guard = startChargeGuard(deps, c, {
+    chargeId,
+    settlementId,
+    network,
+    payer,
+    amount: requirements.maxAmountRequired,
+    requestId: req.requestId,
+  }).catch((err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'));
   const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.settlement, {
     workflowId: settlementId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
@@ -134,8 +147,18 @@ export async function payForChat(
   }
   if (!result.done) {
     // The payment may still move money: the refund workflow waits for it and pays it back.
-    await startRefund(deps, c, { chargeId, settlementId, network, payer, amount: requirements.maxAmountRequired, requestId: req.requestId }, 'settlement still pending; the chat was not served');
-    return { ok: false, status: 503, error: 'settlement_pending: the chat was not served; if the payment settles it is refunded', retryAfter: 5 };
+    await startRefund(
+      deps,
+      c,
+      { chargeId, settlementId, network, payer, amount: requirements.maxAmountRequired, requestId: req.requestId },
+      'settlement still pending; the chat was not served',
+    );
+    return {
+      ok: false,
+      status: 503,
+      error: 'settlement_pending: the chat was not served; if the payment settles it is refunded',
+      retryAfter: 5,
+    };
   }
   const { response, organizationId } = result.value;
   if (organizationId !== INFERENCE_ORGANIZATION_ID) {
@@ -211,4 +234,3 @@ export async function startRefund(deps: ApiDeps, c: InferenceConfig, charge: Cha
     onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.refund, charge.requestId, workflowId),
   });
 }
-

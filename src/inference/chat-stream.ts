@@ -30,7 +30,13 @@ export function publicChunk(chunk: any, publicModel: string) {
 }
 
 /** Opens the upstream stream; a ProviderFailure here means nothing was received. */
-export function openReply(provider: ProviderConfig, upstreamModel: string, messages: ChatMessage[], signal: AbortSignal, firstByteTimeoutMs: number) {
+export function openReply(
+  provider: ProviderConfig,
+  upstreamModel: string,
+  messages: ChatMessage[],
+  signal: AbortSignal,
+  firstByteTimeoutMs: number,
+) {
   return openChatStream(provider, upstreamModel, messages, { signal, firstByteTimeoutMs });
 }
 

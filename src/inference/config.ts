@@ -25,7 +25,8 @@ export const DEVNET_PROVIDERS: ProviderConfig[] = [
   { id: 'modelserver2', label: 'Model server 2', baseUrl: 'http://127.0.0.1:8601/v1' },
 ];
 
-const int = (min: number, max: number) => z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
+const int = (min: number, max: number) =>
+  z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 
 const schema = z.object({
   /** JSON array of providers: [{id, label, baseUrl, apiKey?}]. */
@@ -50,7 +51,10 @@ const schema = z.object({
   INFERENCE_DEFAULT_MODEL: z.string().min(1).default('modelserver:24B'),
   INFERENCE_DEFAULT_TEMPLATE: z.string().min(1).default('logical'),
   /** Price of one chat request in USDC base units (6 decimals). */
-  INFERENCE_CHAT_PRICE: z.string().regex(/^[1-9]\d{0,30}$/, 'must be a positive whole number of base units').default('10000'),
+  INFERENCE_CHAT_PRICE: z
+    .string()
+    .regex(/^[1-9]\d{0,30}$/, 'must be a positive whole number of base units')
+    .default('10000'),
   INFERENCE_CHAT_NETWORK: z.enum(EVM_NETWORK_IDS).default('base-sepolia'),
   /** maxTimeoutSeconds of the chat's payment requirements. */
   INFERENCE_PAYMENT_TIMEOUT_SECONDS: int(10, 3600).default(120),
@@ -58,7 +62,10 @@ const schema = z.object({
   INFERENCE_USDC_NAME: z.string().min(1).default('USDC'),
   INFERENCE_USDC_VERSION: z.string().min(1).default('2'),
   /** Wallet the chat revenue is paid to; default the worker relayer's address (it signs refunds). */
-  INFERENCE_REVENUE_WALLET: z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address').optional(),
+  INFERENCE_REVENUE_WALLET: z
+    .string()
+    .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address')
+    .optional(),
   /** Bound on the provider's first byte (and on probes: a fifth of it, at most 2 s). */
   INFERENCE_FIRST_BYTE_TIMEOUT_MS: int(100, 600_000).default(30_000),
   /** A reply streaming longer than this is cut and counted as a provider failure (refunded). */
@@ -92,7 +99,9 @@ export interface InferenceConfig {
 const cache = new WeakMap<object, InferenceConfig>();
 
 /** Parses (once per config object) the INFERENCE_* variables; throws ConfigError naming bad ones. */
-export function inferenceConfig(config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KEY'> & Partial<Pick<Config, 'SETTLE_WAIT_MS'>>): InferenceConfig {
+export function inferenceConfig(
+  config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KEY'> & Partial<Pick<Config, 'SETTLE_WAIT_MS'>>,
+): InferenceConfig {
   const hit = cache.get(config);
   if (hit) return hit;
   const set = Object.fromEntries(Object.entries(config.env).filter(([k, v]) => k.startsWith('INFERENCE_') && v));
@@ -119,7 +128,8 @@ export function inferenceConfig(config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KE
     firstByteTimeoutMs: c.INFERENCE_FIRST_BYTE_TIMEOUT_MS,
     maxStreamMs: c.INFERENCE_MAX_STREAM_MS,
     guardDelayMs:
-      c.INFERENCE_GUARD_DELAY_MS ?? (config.SETTLE_WAIT_MS ?? 20_000) + c.INFERENCE_FIRST_BYTE_TIMEOUT_MS + c.INFERENCE_MAX_STREAM_MS + 60_000,
+      c.INFERENCE_GUARD_DELAY_MS ??
+      (config.SETTLE_WAIT_MS ?? 20_000) + c.INFERENCE_FIRST_BYTE_TIMEOUT_MS + c.INFERENCE_MAX_STREAM_MS + 60_000,
   };
   cache.set(config, out);
   return out;

@@ -99,7 +99,11 @@ export class InferenceRegistry {
     if (!Array.isArray(body.data)) throw new Error('no data array');
     const list = body.data
       .filter((t): t is { name: string; label?: string; prompt?: string } => typeof t?.name === 'string')
-      .map((t) => ({ name: t.name, label: typeof t.label === 'string' ? t.label : t.name, ...(typeof t.prompt === 'string' ? { prompt: t.prompt } : {}) }));
+      .map((t) => ({
+        name: t.name,
+        label: typeof t.label === 'string' ? t.label : t.name,
+        ...(typeof t.prompt === 'string' ? { prompt: t.prompt } : {}),
+      }));
     this.templates = { at: this.now(), list };
     return list;
   }

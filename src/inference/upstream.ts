@@ -46,7 +46,11 @@ export async function openChatStream(
   try {
     res = await fetch(`${provider.baseUrl.replace(/\/$/, '')}/chat/completions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}) },
+      headers: {
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+        ...(provider.apiKey ? { authorization: `Bearer ${provider.apiKey}` } : {}),
+      },
       body: JSON.stringify({ model, messages, stream: true }),
       signal: controller.signal,
     });
@@ -94,7 +98,7 @@ export async function openChatStream(
 }
 
 const reason = (err: unknown, c: AbortController) =>
-  c.signal.aborted && c.signal.reason instanceof Error ? c.signal.reason.message : (err as Error)?.message ?? String(err);
+  c.signal.aborted && c.signal.reason instanceof Error ? c.signal.reason.message : ((err as Error)?.message ?? String(err));
 
 /** The `data:` payloads of a server-sent event stream, one string per event. */
 async function* sseData(body: ReadableStream<Uint8Array>, controller: AbortController): AsyncGenerator<string> {

@@ -27,15 +27,19 @@ export async function verifyBuyerRequest(
   const expires = h(BUYER_HEADERS.expiresAt);
   const missing = Object.values(BUYER_HEADERS).filter((name) => !h(name));
   if (missing.length) return fail('buyer_auth_required', `missing header(s): ${missing.join(', ')}`);
-  if (!/^0x[0-9a-fA-F]{40}$/.test(address)) return fail('invalid_buyer_auth', `${BUYER_HEADERS.address} must be a 0x-prefixed 20-byte hex address`);
-  if (!/^0x[0-9a-fA-F]{130}$/.test(signature)) return fail('invalid_buyer_auth', `${BUYER_HEADERS.signature} must be a 65-byte 0x-prefixed hex signature`);
+  if (!/^0x[0-9a-fA-F]{40}$/.test(address))
+    return fail('invalid_buyer_auth', `${BUYER_HEADERS.address} must be a 0x-prefixed 20-byte hex address`);
+  if (!/^0x[0-9a-fA-F]{130}$/.test(signature))
+    return fail('invalid_buyer_auth', `${BUYER_HEADERS.signature} must be a 65-byte 0x-prefixed hex signature`);
   if (!NONCE_PATTERN.test(nonce)) return fail('invalid_buyer_auth', `${BUYER_HEADERS.nonce} must be 16-128 characters of [A-Za-z0-9_-]`);
-  if (!/^\d{1,12}$/.test(issued) || !/^\d{1,12}$/.test(expires)) return fail('invalid_buyer_auth', 'issued-at and expires-at must be unix seconds');
+  if (!/^\d{1,12}$/.test(issued) || !/^\d{1,12}$/.test(expires))
+    return fail('invalid_buyer_auth', 'issued-at and expires-at must be unix seconds');
   const issuedAt = Number(issued);
   const expiresAt = Number(expires);
   const now = opts.now ?? Math.floor(Date.now() / 1000);
   const skew = 30;
-  if (expiresAt <= issuedAt || expiresAt - issuedAt > opts.maxWindowSeconds) return fail('invalid_buyer_auth', `the validity window must be positive and at most ${opts.maxWindowSeconds} s`);
+  if (expiresAt <= issuedAt || expiresAt - issuedAt > opts.maxWindowSeconds)
+    return fail('invalid_buyer_auth', `the validity window must be positive and at most ${opts.maxWindowSeconds} s`);
   if (issuedAt > now + skew) return fail('buyer_auth_expired', 'issued-at is in the future');
   if (expiresAt <= now) return fail('buyer_auth_expired', 'the signature has expired');
 
@@ -47,7 +51,8 @@ export async function verifyBuyerRequest(
   } catch {
     return fail('invalid_buyer_signature', 'the signature cannot be recovered');
   }
-  if (signer !== buyer) return fail('invalid_buyer_signature', 'the signature does not match the buyer and this request (domain, method, path, nonce, window)');
+  if (signer !== buyer)
+    return fail('invalid_buyer_signature', 'the signature does not match the buyer and this request (domain, method, path, nonce, window)');
 
   await pruneExpired(em, now);
   try {

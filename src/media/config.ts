@@ -13,7 +13,8 @@ import { EVM_NETWORK_IDS } from '../chains/networks';
 export const MEDIA_KINDS = ['image', 'video', 'music'] as const;
 export type MediaKind = (typeof MEDIA_KINDS)[number];
 
-const int = (min: number, max: number) => z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
+const int = (min: number, max: number) =>
+  z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 const price = z.string().regex(/^[1-9]\d{0,30}$/, 'must be a positive whole number of base units');
 
 const schema = z.object({
@@ -79,12 +80,19 @@ export function mediaConfig(config: Pick<Config, 'env'> & Partial<Pick<Config, '
   if (hit) return hit;
   const set = Object.fromEntries(Object.entries(config.env).filter(([k, v]) => k.startsWith('MEDIA_') && v));
   const r = schema.safeParse(set);
-  if (!r.success) throw new ConfigError(`Invalid configuration:\n${r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`);
+  if (!r.success)
+    throw new ConfigError(`Invalid configuration:\n${r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`);
   const c = r.data;
-  const caps = c.MEDIA_CAPABILITIES.split(',').map((s) => s.trim()).filter(Boolean);
+  const caps = c.MEDIA_CAPABILITIES.split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const unknown = caps.filter((k) => !(MEDIA_KINDS as readonly string[]).includes(k));
-  if (unknown.length) throw new ConfigError(`Invalid configuration:\n  MEDIA_CAPABILITIES: unknown kind(s) ${unknown.join(', ')} (use ${MEDIA_KINDS.join(', ')})`);
-  if (c.MEDIA_STORE === 's3' && (!c.MEDIA_S3_BUCKET || !c.MEDIA_URL)) throw new ConfigError('Invalid configuration:\n  MEDIA_STORE=s3 needs MEDIA_S3_BUCKET and MEDIA_URL');
+  if (unknown.length)
+    throw new ConfigError(
+      `Invalid configuration:\n  MEDIA_CAPABILITIES: unknown kind(s) ${unknown.join(', ')} (use ${MEDIA_KINDS.join(', ')})`,
+    );
+  if (c.MEDIA_STORE === 's3' && (!c.MEDIA_S3_BUCKET || !c.MEDIA_URL))
+    throw new ConfigError('Invalid configuration:\n  MEDIA_STORE=s3 needs MEDIA_S3_BUCKET and MEDIA_URL');
   const publicUrl = (config.publicUrl ?? config.env.PUBLIC_URL ?? `http://localhost:${config.env.PORT ?? 4021}`).replace(/\/$/, '');
   const out: MediaConfig = {
     providerUrl: c.MEDIA_PROVIDER_URL.replace(/\/$/, ''),

@@ -40,19 +40,35 @@ async function call<T>(c: MediaConfig, method: string, path: string, body?: unkn
   return json as T;
 }
 
-export async function generateImages(c: MediaConfig, req: { model: string; prompt: string; n: number; size?: string; image?: string }): Promise<Buffer[]> {
+export async function generateImages(
+  c: MediaConfig,
+  req: { model: string; prompt: string; n: number; size?: string; image?: string },
+): Promise<Buffer[]> {
   const path = req.image ? '/v1/images/edits' : '/v1/images/generations';
-  const out = await call<{ data: { b64_json: string }[] }>(c, 'POST', path, { model: req.model, prompt: req.prompt, n: req.n, size: req.size, image: req.image, response_format: 'b64_json' });
+  const out = await call<{ data: { b64_json: string }[] }>(c, 'POST', path, {
+    model: req.model,
+    prompt: req.prompt,
+    n: req.n,
+    size: req.size,
+    image: req.image,
+    response_format: 'b64_json',
+  });
   if (!Array.isArray(out.data) || out.data.length === 0) throw new MediaProviderError('media provider returned no images', false);
   return out.data.map((d) => Buffer.from(d.b64_json, 'base64'));
 }
 
 export const submitJob = (c: MediaConfig, req: { kind: string; model: string; prompt: string; idempotencyKey: string }) =>
-  call<ProviderJobStatus>(c, 'POST', '/v1/jobs', { kind: req.kind, model: req.model, prompt: req.prompt, idempotency_key: req.idempotencyKey });
+  call<ProviderJobStatus>(c, 'POST', '/v1/jobs', {
+    kind: req.kind,
+    model: req.model,
+    prompt: req.prompt,
+    idempotency_key: req.idempotencyKey,
+  });
 
 export const jobStatus = (c: MediaConfig, id: string) => call<ProviderJobStatus>(c, 'GET', `/v1/jobs/${encodeURIComponent(id)}`);
 
-export const cancelJob = (c: MediaConfig, id: string) => call<ProviderJobStatus>(c, 'POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, {});
+export const cancelJob = (c: MediaConfig, id: string) =>
+  call<ProviderJobStatus>(c, 'POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, {});
 
 /** Downloads one artifact (an expiring upstream link) so it can be stored under a durable URL. */
 export async function download(url: string, timeoutMs = 120_000): Promise<Buffer> {

@@ -21,12 +21,26 @@ const size = z.enum(['16x16', '32x32', '64x64']).optional();
 export const BODY_SCHEMAS = {
   images: z.object({ prompt, n: z.number().int().min(1).max(4).default(1), size }).strict(),
   edits: z
-    .object({ prompt, image: z.string().regex(/^[A-Za-z0-9+/]+={0,2}$/, 'image must be a base64 PNG').max(700_000), n: z.number().int().min(1).max(4).default(1), size })
+    .object({
+      prompt,
+      image: z
+        .string()
+        .regex(/^[A-Za-z0-9+/]+={0,2}$/, 'image must be a base64 PNG')
+        .max(700_000),
+      n: z.number().int().min(1).max(4).default(1),
+      size,
+    })
     .strict()
-    .refine((b) => Buffer.from(b.image.slice(0, 12), 'base64').subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])), {
-      message: 'image must be a base64 PNG',
-      path: ['image'],
-    }),
+    .refine(
+      (b) =>
+        Buffer.from(b.image.slice(0, 12), 'base64')
+          .subarray(0, 8)
+          .equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+      {
+        message: 'image must be a base64 PNG',
+        path: ['image'],
+      },
+    ),
   video: z.object({ prompt }).strict(),
   music: z.object({ prompt }).strict(),
 };
@@ -41,7 +55,14 @@ const ZERO = '0x0000000000000000000000000000000000000000';
 export const priceOf = (c: MediaConfig, route: MediaRoute, body: { n?: number }) =>
   KIND_OF[route] === 'image' ? (BigInt(c.prices.image) * BigInt(body.n ?? 1)).toString() : c.prices[KIND_OF[route]];
 
-export function mediaRequirements(deps: ApiDeps, c: MediaConfig, network: EvmNetwork, route: MediaRoute, price: string, resource: string): PaymentRequirements {
+export function mediaRequirements(
+  deps: ApiDeps,
+  c: MediaConfig,
+  network: EvmNetwork,
+  route: MediaRoute,
+  price: string,
+  resource: string,
+): PaymentRequirements {
   const ic = inferenceConfig(deps.config);
   const kind = KIND_OF[route];
   return {
@@ -49,7 +70,10 @@ export function mediaRequirements(deps: ApiDeps, c: MediaConfig, network: EvmNet
     network: network.id,
     maxAmountRequired: price,
     resource,
-    description: kind === 'image' ? `Image generation (${c.models.image})` : `${kind === 'video' ? 'Video' : 'Music'} generation job (${c.models[kind]})`,
+    description:
+      kind === 'image'
+        ? `Image generation (${c.models.image})`
+        : `${kind === 'video' ? 'Video' : 'Music'} generation job (${c.models[kind]})`,
     mimeType: 'application/json',
     payTo: network.facilitator!,
     maxTimeoutSeconds: ic.paymentTimeoutSeconds,
@@ -59,7 +83,10 @@ export function mediaRequirements(deps: ApiDeps, c: MediaConfig, network: EvmNet
 }
 
 /** The same key must carry the same request: route and body, hashed. */
-export const fingerprintOf = (route: MediaRoute, body: unknown) => createHash('sha256').update(`${route}\n${JSON.stringify(body)}`).digest('hex');
+export const fingerprintOf = (route: MediaRoute, body: unknown) =>
+  createHash('sha256')
+    .update(`${route}\n${JSON.stringify(body)}`)
+    .digest('hex');
 
 const ORPHAN_AFTER_MS = 30_000;
 
@@ -73,7 +100,17 @@ export type JobClaim = { job: MediaJob; start: boolean } | { conflict: true };
 export async function claimJob(
   deps: ApiDeps,
   hasWorkflow: (workflowId: string) => Promise<boolean>,
-  fields: { workflowId: string; buyer: string; kind: MediaKindName; model: string; prompt: string; fingerprint: string; price: string; network: string; chargeId: string },
+  fields: {
+    workflowId: string;
+    buyer: string;
+    kind: MediaKindName;
+    model: string;
+    prompt: string;
+    fingerprint: string;
+    price: string;
+    network: string;
+    chargeId: string;
+  },
 ): Promise<JobClaim> {
   const em = deps.db.em.fork();
   for (let attempt = 0; attempt < 3; attempt++) {
@@ -82,7 +119,10 @@ export async function claimJob(
       if (existing.fingerprint !== fields.fingerprint) return { conflict: true };
       // A job left in `paying` without a workflow (the API died between the insert and the start)
       // is taken over like a rejected one, once it is old enough not to be a start in progress.
-      const orphan = existing.state === 'paying' && Date.now() - existing.updatedAt.getTime() > ORPHAN_AFTER_MS && !(await hasWorkflow(existing.workflowId));
+      const orphan =
+        existing.state === 'paying' &&
+        Date.now() - existing.updatedAt.getTime() > ORPHAN_AFTER_MS &&
+        !(await hasWorkflow(existing.workflowId));
       if (existing.state !== 'payment_rejected' && !orphan) return { job: existing, start: false };
       const taken = await em.nativeUpdate(
         MediaJob,
@@ -108,7 +148,16 @@ export async function claimJob(
 export async function startMediaJob(
   deps: ApiDeps,
   c: MediaConfig,
-  req: { job: MediaJob; network: EvmNetwork; payload: ExactEvmPayload; requirements: PaymentRequirements; n: number; size?: string; image?: string; requestId: string },
+  req: {
+    job: MediaJob;
+    network: EvmNetwork;
+    payload: ExactEvmPayload;
+    requirements: PaymentRequirements;
+    n: number;
+    size?: string;
+    image?: string;
+    requestId: string;
+  },
 ) {
   const { job } = req;
   const a = req.payload.payload.authorization;
@@ -171,7 +220,10 @@ async function awaitPreviousRun(deps: ApiDeps, workflowId: string): Promise<void
   const handle = deps.temporal.workflow.getHandle(workflowId);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {
-    const status = await handle.describe().then((d) => d.status.name, () => 'NONE');
+    const status = await handle.describe().then(
+      (d) => d.status.name,
+      () => 'NONE',
+    );
     if (status !== 'RUNNING') return;
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -21,7 +21,13 @@ export class S3Store implements MediaStore {
   async put(key: string, body: Buffer, contentType: string): Promise<void> {
     assertKey(key);
     await this.client.send(
-      new PutObjectCommand({ Bucket: this.opts.bucket, Key: key, Body: body, ContentType: contentType, CacheControl: 'public, max-age=31536000, immutable' }),
+      new PutObjectCommand({
+        Bucket: this.opts.bucket,
+        Key: key,
+        Body: body,
+        ContentType: contentType,
+        CacheControl: 'public, max-age=31536000, immutable',
+      }),
     );
   }
 

@@ -13,7 +13,17 @@ export type MediaKindName = 'image' | 'video' | 'music';
  * or failed / cancelling → cancelled. The refund of a failed or cancelled job is tracked on its
  * charge (`refund_pending` → `refunded`), not as a job state.
  */
-export const MEDIA_JOB_STATES = ['paying', 'payment_rejected', 'submitted', 'running', 'storing', 'succeeded', 'failed', 'cancelling', 'cancelled'] as const;
+export const MEDIA_JOB_STATES = [
+  'paying',
+  'payment_rejected',
+  'submitted',
+  'running',
+  'storing',
+  'succeeded',
+  'failed',
+  'cancelling',
+  'cancelled',
+] as const;
 export type MediaJobState = (typeof MEDIA_JOB_STATES)[number];
 export const FINAL_JOB_STATES: readonly MediaJobState[] = ['payment_rejected', 'succeeded', 'failed', 'cancelled'];
 
@@ -21,7 +31,8 @@ export const FINAL_JOB_STATES: readonly MediaJobState[] = ['payment_rejected', '
 export const mediaWorkflowId = (buyer: string, idempotencyKey: string) => `media:${buyer.toLowerCase()}:${idempotencyKey}`;
 
 /** Charge id of a media request in the shared charge ledger: the authorization it was paid with. */
-export const mediaChargeId = (network: string, payer: string, nonce: string) => `media:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
+export const mediaChargeId = (network: string, payer: string, nonce: string) =>
+  `media:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
 
 /** The signal DELETE /jobs/:id sends to request cancellation. */
 export const CANCEL_SIGNAL = 'cancelMediaJob';

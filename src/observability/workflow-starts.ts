@@ -4,7 +4,12 @@ import type { ApiDeps } from '../api/context';
  * The `onStart` of startOrAttach for API requests: counts the start as started or attached and
  * logs it with the request id, so one payment can be followed from the HTTP request to its workflow.
  */
-export function observeWorkflowStart(deps: Pick<ApiDeps, 'metrics' | 'logger'>, workflowType: string, requestId: string, workflowId: string) {
+export function observeWorkflowStart(
+  deps: Pick<ApiDeps, 'metrics' | 'logger'>,
+  workflowType: string,
+  requestId: string,
+  workflowId: string,
+) {
   return (result: 'started' | 'attached') => {
     deps.metrics?.workflowStart(workflowType, result);
     deps.logger.info({ requestId, workflowId, workflowType, result }, 'workflow start');

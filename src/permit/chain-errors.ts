@@ -1,11 +1,4 @@
-import {
-  BaseError,
-  ContractFunctionRevertedError,
-  ContractFunctionZeroDataError,
-  decodeErrorResult,
-  type Abi,
-  type Hex,
-} from 'viem';
+import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, decodeErrorResult, type Abi, type Hex } from 'viem';
 
 /**
  * Tells a contract's refusal (a revert, or no such function) from a transport failure, and says what

@@ -59,7 +59,11 @@ async function permit(
   const network = deps.networks.get(raw)!;
   assertKeyModeAllows(req.auth, network); // 403 envelope before anything else is said about the network
   if (!network.enabled || (!network.testnet && !deps.config.MAINNETS_ENABLED)) {
-    return permitFailure('network_not_configured', raw, `network ${raw} is not configured on this service (no RPC, chain id or facilitator contract, or mainnets disabled)`);
+    return permitFailure(
+      'network_not_configured',
+      raw,
+      `network ${raw} is not configured on this service (no RPC, chain id or facilitator contract, or mainnets disabled)`,
+    );
   }
   if (!parsed.ok) return permitFailure('invalid_request', raw, parsed.message);
   const r = parsed.request;

@@ -68,7 +68,10 @@ const word = z
 
 export const permitRequestSchema = z
   .object({
-    network: z.string({ error: requiredOr('must be a string') }).min(1, 'is required').max(64),
+    network: z
+      .string({ error: requiredOr('must be a string') })
+      .min(1, 'is required')
+      .max(64),
     tokenAddress: z.preprocess(absent, addressSchema.optional()),
     owner: addressSchema,
     /** Forwarded only: the on-chain permit names the facilitator contract as spender. */

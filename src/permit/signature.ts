@@ -64,9 +64,7 @@ export function resolvePermitSignature(req: Pick<PermitRequest, 'v' | 'r' | 's' 
 /** keccak256 of the 65-byte r || s || v with v as 27/28. */
 export const permitSighash = (v: number, r: Hex, s: Hex): Hex => keccak256(concat([r, s, toHex(v, { size: 1 })]));
 
-export const PERMIT_TYPEHASH = keccak256(
-  toHex('Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)'),
-);
+export const PERMIT_TYPEHASH = keccak256(toHex('Permit(address owner,address spender,uint256 value,uint256 nonce,uint256 deadline)'));
 
 export interface PermitMessage {
   owner: Address;
@@ -91,7 +89,11 @@ export function permitDigest(domainSeparator: Hex, m: PermitMessage): Hex {
 }
 
 /** Whether (v, r, s) is `m.owner`'s signature of the permit `m` under `domainSeparator`. */
-export async function isPermitSignedByOwner(domainSeparator: Hex, m: PermitMessage, sig: Pick<PermitSignature, 'v' | 'r' | 's'>): Promise<boolean> {
+export async function isPermitSignedByOwner(
+  domainSeparator: Hex,
+  m: PermitMessage,
+  sig: Pick<PermitSignature, 'v' | 'r' | 's'>,
+): Promise<boolean> {
   try {
     const recovered = await recoverAddress({
       hash: permitDigest(domainSeparator, m),

@@ -12,8 +12,7 @@ export interface PermitChainReads {
 }
 
 export type PermitVerification =
-  | { ok: true; nonce: string }
-  | { ok: false; reason: 'invalid_request' | 'invalid_signature' | 'permit_execution_failed'; message: string };
+  { ok: true; nonce: string } | { ok: false; reason: 'invalid_request' | 'invalid_signature' | 'permit_execution_failed'; message: string };
 
 /**
  * A deadline that has passed, or passes before the transaction can be mined (`minValiditySeconds`),

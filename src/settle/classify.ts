@@ -1,5 +1,10 @@
 import { isSolanaNetworkId } from '../chains/networks';
-import { paymentPayloadEnvelopeSchema, paymentRequirementsSchema, permit2PayloadBodySchema, type PaymentRequirements } from '../x402/schemas';
+import {
+  paymentPayloadEnvelopeSchema,
+  paymentRequirementsSchema,
+  permit2PayloadBodySchema,
+  type PaymentRequirements,
+} from '../x402/schemas';
 
 export type SettleRoute = 'solana' | 'batched' | 'permit2' | 'eip3009';
 

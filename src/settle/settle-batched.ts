@@ -40,7 +40,10 @@ export async function settleBatched(deps: ApiDeps, req: SettleRequest): Promise<
   const accepted = (upstream: Record<string, unknown>, ownerOrg: string): SettleReply =>
     ownerOrg === req.auth.organizationId
       ? asSettle(batchedSettleReply(upstream, network.id, testnet, req.auth, new Date()))
-      : { status: 409, body: { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: network.id, payer: a.from } };
+      : {
+          status: 409,
+          body: { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: network.id, payer: a.from },
+        };
 
   // The durable record outlives Temporal's retention: an accepted payment is answered from it.
   const known = await req.em.findOne(Settlement, { id: workflowId });
@@ -92,7 +95,15 @@ export async function settleBatched(deps: ApiDeps, req: SettleRequest): Promise<
 function pending(network: EvmNetwork, payer: string, testnet: boolean): SettleReply {
   return {
     status: 202,
-    body: { success: false, errorReason: 'settlement_pending', transaction: '', network: network.id, payer, settlementMethod: 'batched', testnet } as SettleResponse,
+    body: {
+      success: false,
+      errorReason: 'settlement_pending',
+      transaction: '',
+      network: network.id,
+      payer,
+      settlementMethod: 'batched',
+      testnet,
+    } as SettleResponse,
   };
 }
 

@@ -11,11 +11,19 @@ import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '.
 import { SOURCE_TRANSACTION_UPDATE, type CrossChainOutcome, type CrossChainSettleInput } from './crosschain-types';
 import { crossChainRouteOf } from './crosschain-route';
 import { parseExactPayment } from './parse-payment';
-import { payoutFor, pendingReply, platformFee, replyFor, settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
+import {
+  payoutFor,
+  pendingReply,
+  platformFee,
+  replyFor,
+  settleFailure,
+  type SettleHandler,
+  type SettleReply,
+  type SettleRequest,
+} from './settlement-runner';
 
 /** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
 const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);
-
 
 /**
  * Routing step 4 with the cross-chain decision in front: a payment whose `extra.destinationChainId`
@@ -43,7 +51,10 @@ export function withCrossChainRoute(sameChain: SettleHandler): SettleHandler {
 async function settleCrossChain(
   deps: ApiDeps,
   req: SettleRequest,
-  p: Extract<ReturnType<typeof parseExactPayment>, { ok: true }> & { destination: EvmNetwork & { gatewayDomain: number }; sourceDomain: number },
+  p: Extract<ReturnType<typeof parseExactPayment>, { ok: true }> & {
+    destination: EvmNetwork & { gatewayDomain: number };
+    sourceDomain: number;
+  },
 ): Promise<SettleReply> {
   const { payload, requirements, network, payer, destination } = p;
   const resolved = await payoutFor(req, network.testnet, requirements.extra?.creditedRecipient);
@@ -92,7 +103,9 @@ async function settleCrossChain(
   const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
   try {
     const outcome = await deps.temporal.withDeadline(deadline, () =>
-      deps.temporal.workflow.executeUpdateWithStart<Workflow, CrossChainOutcome, []>(SOURCE_TRANSACTION_UPDATE, { startWorkflowOperation: start }),
+      deps.temporal.workflow.executeUpdateWithStart<Workflow, CrossChainOutcome, []>(SOURCE_TRANSACTION_UPDATE, {
+        startWorkflowOperation: start,
+      }),
     );
     deps.logger.info({ requestId: req.requestId, workflowId }, 'cross-chain settlement answered');
     return replyFor(outcome.response, outcome.organizationId, req.auth, network.id);
@@ -114,7 +127,12 @@ const isDeadline = (err: unknown) =>
   (isGrpcServiceError(err) && (err.code === 4 || err.code === 1)) || /deadline|cancel/i.test(String((err as Error)?.message));
 
 /** The recorded answer of a settlement that has one (source transaction succeeded, or it ended). */
-async function answerFromRecord(req: Pick<SettleRequest, 'em'>, workflowId: string, auth: AuthContext, network: string): Promise<SettleReply | undefined> {
+async function answerFromRecord(
+  req: Pick<SettleRequest, 'em'>,
+  workflowId: string,
+  auth: AuthContext,
+  network: string,
+): Promise<SettleReply | undefined> {
   const row = await req.em.findOne(Settlement, { id: workflowId });
   if (!row?.response) return undefined;
   // A same-chain settlement of this very authorization answers once it is final.

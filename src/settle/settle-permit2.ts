@@ -48,7 +48,8 @@ export async function settlePermit2(deps: ApiDeps, req: SettleRequest): Promise<
   if (recorded) return recorded;
 
   // The amount that moves; an invalid settleAmount is rejected by the workflow's verification.
-  const amount = payload.data.scheme === 'upto' ? uptoSettleAmount(requirements.data) : BigInt(payload.data.payload.permit.permitted.amount);
+  const amount =
+    payload.data.scheme === 'upto' ? uptoSettleAmount(requirements.data) : BigInt(payload.data.payload.permit.permitted.amount);
   const { fee, feeRecipient } = platformFee(amount, org, deps);
   const input: Permit2SettleInput = {
     workflowId,

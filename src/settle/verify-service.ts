@@ -22,7 +22,10 @@ export async function verifyPayment(deps: ApiDeps, auth: AuthContext, body: unkn
     if (parsed.reason === 'invalid_payload' || parsed.reason === 'invalid_payment_requirements') {
       return { status: 400, body: { errorReason: parsed.reason } };
     }
-    return { status: 200, body: { isValid: false, invalidReason: parsed.reason, payer: parsed.payer ?? '', authContext: authContext(auth) } };
+    return {
+      status: 200,
+      body: { isValid: false, invalidReason: parsed.reason, payer: parsed.payer ?? '', authContext: authContext(auth) },
+    };
   }
   const v = await verifyExactEvm(parsed.payload, parsed.requirements, parsed.network, {
     nowSeconds: Math.floor(Date.now() / 1000),

@@ -39,7 +39,11 @@ export async function startOrAttach<W extends Workflow>(
 }
 
 /** Waits for the result until `deadline`; `{done: false}` when it is not there yet. */
-export async function resultBefore<T>(client: Client, handle: WorkflowHandle, deadline: number): Promise<{ done: true; value: T } | { done: false }> {
+export async function resultBefore<T>(
+  client: Client,
+  handle: WorkflowHandle,
+  deadline: number,
+): Promise<{ done: true; value: T } | { done: false }> {
   try {
     const value = (await client.withDeadline(deadline, () => handle.result())) as T;
     return { done: true, value };

@@ -23,7 +23,8 @@ export const permitWorkflowId = (network: string, token: string, owner: string, 
   `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;
 
 /** `bridge:<sourceNetwork>:<sourceDomain>:<bridgeNonce>`: one bridge leg per burn message. */
-export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, bridgeNonce: string) => `bridge:${sourceNetwork}:${sourceDomain}:${bridgeNonce}`;
+export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, bridgeNonce: string) =>
+  `bridge:${sourceNetwork}:${sourceDomain}:${bridgeNonce}`;
 /**
  * Solana settlement: `settle:<network>:<payer>:<payer signature>`. The payer's signature over the
  * transaction message identifies the payment (ours as fee payer is added later). Base58 is

@@ -79,7 +79,13 @@ export function boundsFor(position: BuyerPosition, limits: SourceLimits, s: FeeS
 export type AmountVerdict = { ok: true } | { ok: false; reason: 'amount_too_low' | 'amount_too_high' | 'credit_limit_reached' };
 
 /** The spec's amount rules, in order: below the minimum, above the gateway maximum, beyond the headroom. */
-export function checkAmount(gross: bigint, bounds: Bounds, limits: SourceLimits, s: FeeSchedule, headroomFees: FeeSchedule = s): AmountVerdict {
+export function checkAmount(
+  gross: bigint,
+  bounds: Bounds,
+  limits: SourceLimits,
+  s: FeeSchedule,
+  headroomFees: FeeSchedule = s,
+): AmountVerdict {
   if (gross < bounds.minAmount) return { ok: false, reason: 'amount_too_low' };
   if (gross > limits.maxAmount) return { ok: false, reason: 'amount_too_high' };
   if (!bounds.open || netOf(gross, headroomFees) > bounds.headroom) return { ok: false, reason: 'credit_limit_reached' };

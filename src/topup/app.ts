@@ -61,7 +61,11 @@ export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
   const quoteQuery = z.object({ buyer: addressSchema, amount: uintStringSchema.optional(), network: z.string().optional() });
   router.get('/v1/:merchant/topups/quote', async (ctx) => {
     const parsed = quoteQuery.safeParse(ctx.query);
-    if (!parsed.success) return send(ctx, topupError('invalid_request', `invalid query: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`));
+    if (!parsed.success)
+      return send(
+        ctx,
+        topupError('invalid_request', `invalid query: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`),
+      );
     const { buyer, amount } = parsed.data;
     const network = parsed.data.network ?? 'base';
     const known = (TOPUP_SOURCE_IDS as readonly string[]).includes(network);
@@ -98,8 +102,14 @@ export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
 
   router.post('/v1/:merchant/topups', jsonBody(deps.config.BODY_LIMIT), async (ctx) => {
     const raw = (ctx.request as unknown as { body?: unknown }).body;
-    const parsed = topupBodySchema.safeParse(raw === undefined || raw === null || (typeof raw === 'object' && Object.keys(raw as object).length === 0) ? {} : raw);
-    if (!parsed.success) return send(ctx, topupError('invalid_request', `invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`));
+    const parsed = topupBodySchema.safeParse(
+      raw === undefined || raw === null || (typeof raw === 'object' && Object.keys(raw as object).length === 0) ? {} : raw,
+    );
+    if (!parsed.success)
+      return send(
+        ctx,
+        topupError('invalid_request', `invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`),
+      );
     const payment = ctx.get('x-payment');
     send(ctx, await postTopup(deps, { body: parsed.data, payment: payment === '' ? undefined : payment, requestId: ctx.state.requestId }));
   });

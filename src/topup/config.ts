@@ -18,7 +18,10 @@ const schema = z.object({
   TOPUP_PORT: int().pipe(z.number().min(0).max(65535)).default(4022),
   /** Public origin of the gateway ({topup_url}); resources in challenges are built from it. */
   TOPUP_URL: z.string().url().optional(),
-  TOPUP_MERCHANT_ID: z.string().regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes').default('demo-merchant'),
+  TOPUP_MERCHANT_ID: z
+    .string()
+    .regex(/^[a-z0-9][a-z0-9-]{0,62}$/, 'lower-case letters, digits and dashes')
+    .default('demo-merchant'),
   /** The merchant contract (MerchantBalances) on the destination chain. */
   TOPUP_MERCHANT_CONTRACT: address.default(DEVNET_MERCHANT_ADDRESS),
   /**
@@ -28,7 +31,12 @@ const schema = z.object({
   TOPUP_SOURCES: z
     .string()
     .default('base')
-    .transform((v) => v.split(',').map((s) => s.trim()).filter(Boolean))
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
     .pipe(z.array(z.enum(TOPUP_SOURCE_IDS)).min(1)),
   /**
    * The gateway relayer wallet on the destination chain: it receives settled funds (the settlement's
@@ -46,7 +54,9 @@ const schema = z.object({
   TOPUP_BRIDGE_FEE_FALLBACK: units().default(50_000n),
   TOPUP_BRIDGE_FEE_BUFFER_BPS: units().default(2_000n),
   /** Cross-chain: how long the bridge leg waits for its attestation before the top-up needs review. */
-  TOPUP_BRIDGE_TIMEOUT_MS: int().pipe(z.number().min(1_000)).default(6 * 3600_000),
+  TOPUP_BRIDGE_TIMEOUT_MS: int()
+    .pipe(z.number().min(1_000))
+    .default(6 * 3600_000),
   /** How long a paid request waits for its workflow before answering 503 + Retry-After. */
   TOPUP_WAIT_MS: int().pipe(z.number().min(100).max(300_000)).default(20_000),
   TOPUP_RETRY_AFTER_SECONDS: int().pipe(z.number().min(1)).default(5),

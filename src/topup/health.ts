@@ -43,7 +43,12 @@ export async function health(deps: TopupDeps, timeoutMs = 2_000) {
       const code = await publicClientFor(destination).getCode({ address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address });
       if (!code || code === '0x') throw new Error(`no contract at ${deps.topup.TOPUP_MERCHANT_CONTRACT}`);
       const relayer = deps.topup.TOPUP_RELAYER_ADDRESS as Address;
-      const allowed = await publicClientFor(destination).readContract({ address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address, abi: merchantAbi, functionName: 'isRelayer', args: [relayer] });
+      const allowed = await publicClientFor(destination).readContract({
+        address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address,
+        abi: merchantAbi,
+        functionName: 'isRelayer',
+        args: [relayer],
+      });
       if (!allowed) throw new Error(`relayer ${relayer} may not deposit on the merchant contract`);
       return { address: deps.topup.TOPUP_MERCHANT_CONTRACT, relayer };
     }, timeoutMs),

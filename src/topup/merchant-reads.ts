@@ -44,7 +44,10 @@ export function tokenDomain(network: EvmNetwork): Promise<{ name: string; versio
     ]).then(
       ([name, version]) => ({ name, version }),
       (err) => {
-        throw new TopupUnavailable(`the ${network.id} RPC did not answer: ${String((err as Error)?.message ?? err).split('\n')[0]}`, network.id === TOPUP_DESTINATION_NETWORK ? 'destination_unavailable' : 'source_unavailable');
+        throw new TopupUnavailable(
+          `the ${network.id} RPC did not answer: ${String((err as Error)?.message ?? err).split('\n')[0]}`,
+          network.id === TOPUP_DESTINATION_NETWORK ? 'destination_unavailable' : 'source_unavailable',
+        );
       },
     );
     d.catch(() => domains.delete(key)); // a failed read is retried next time

@@ -1,7 +1,16 @@
 import type { Address } from 'viem';
 import type { EvmNetwork, EvmNetworkId } from '../chains/networks';
 import type { PaymentRequirements } from '../x402/schemas';
-import { boundsFor, bufferedBridgeFee, checkAmount, type AmountVerdict, type Bounds, type BuyerPosition, type FeeSchedule, type SourceLimits } from './amounts';
+import {
+  boundsFor,
+  bufferedBridgeFee,
+  checkAmount,
+  type AmountVerdict,
+  type Bounds,
+  type BuyerPosition,
+  type FeeSchedule,
+  type SourceLimits,
+} from './amounts';
 import type { TopupConfig, TopupSourceId } from './config';
 import type { TopupDeps } from './context';
 import { readBuyerPosition, tokenDomain } from './merchant-reads';
@@ -70,12 +79,17 @@ export const quoteSource = (network: EvmNetwork, position: BuyerPosition, c: Top
   return { network, fees, limits, bounds: boundsFor(position, limits, fees, withoutBridgeFee(fees)) };
 };
 
-export const verdictFor = (q: SourceQuote, gross: bigint): AmountVerdict => checkAmount(gross, q.bounds, q.limits, q.fees, withoutBridgeFee(q.fees));
+export const verdictFor = (q: SourceQuote, gross: bigint): AmountVerdict =>
+  checkAmount(gross, q.bounds, q.limits, q.fees, withoutBridgeFee(q.fees));
 
 export const resourceUrl = (c: TopupConfig) => `${c.topupUrl}/v1/${c.TOPUP_MERCHANT_ID}/topups`;
 
 /** The payment requirement of one source for `amount` gross, as the 402 challenge lists it. */
-export async function requirementFor(deps: Pick<TopupDeps, 'topup' | 'networks'>, network: EvmNetwork, amount: bigint): Promise<PaymentRequirements> {
+export async function requirementFor(
+  deps: Pick<TopupDeps, 'topup' | 'networks'>,
+  network: EvmNetwork,
+  amount: bigint,
+): Promise<PaymentRequirements> {
   const domain = await tokenDomain(network);
   const crossChain = network.id !== TOPUP_DESTINATION_NETWORK;
   return {

@@ -82,7 +82,11 @@ export async function replyFor(deps: TopupDeps, row: TopUp): Promise<TopupReply>
     }
     default:
       // settling / depositing / refunding / bridging / deferred: outcome not known yet.
-      return { status: 503, body: { ...record, errorReason: row.state === 'bridging' ? 'bridging' : (row.errorReason ?? 'settlement_pending') }, headers: retryAfter };
+      return {
+        status: 503,
+        body: { ...record, errorReason: row.state === 'bridging' ? 'bridging' : (row.errorReason ?? 'settlement_pending') },
+        headers: retryAfter,
+      };
   }
 }
 

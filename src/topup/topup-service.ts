@@ -71,7 +71,8 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   if (known && known.state !== 'deferred') return waitAndReply(deps, workflowId, body);
 
   const source = eligibleSources(deps).find((n) => n.id === payload.network);
-  if (!source || !isEvmNetworkId(payload.network)) return topupError('wrong_network', `network ${payload.network} is not a top-up source here`);
+  if (!source || !isEvmNetworkId(payload.network))
+    return topupError('wrong_network', `network ${payload.network} is not a top-up source here`);
 
   const buyer = body.buyer ? getAddress(body.buyer.toLowerCase()) : payer;
   const destination = destinationOf(deps);
@@ -87,14 +88,17 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
         buyer,
         salt: body.payerCommitment.salt as Hex,
       });
-    if (!bound) return topupError('buyer_mismatch', 'buyer must equal authorization.from unless the nonce is a valid payer-commitment-v1 binding');
+    if (!bound)
+      return topupError('buyer_mismatch', 'buyer must equal authorization.from unless the nonce is a valid payer-commitment-v1 binding');
   }
   if (!isAddressEqual(a.to as Address, source.facilitator!)) {
     return topupError('wrong_recipient', `authorization.to must be the facilitator contract ${source.facilitator}`);
   }
-  if (!(await signatureValid(source, payload))) return topupError('invalid_signature', 'the EIP-3009 signature does not recover to authorization.from');
+  if (!(await signatureValid(source, payload)))
+    return topupError('invalid_signature', 'the EIP-3009 signature does not recover to authorization.from');
   const now = Math.floor(Date.now() / 1000);
-  if (BigInt(a.validBefore) < BigInt(now + deps.config.MIN_VALIDITY_SECONDS)) return topupError('authorization_expired', 'authorization.validBefore has passed');
+  if (BigInt(a.validBefore) < BigInt(now + deps.config.MIN_VALIDITY_SECONDS))
+    return topupError('authorization_expired', 'authorization.validBefore has passed');
   if (BigInt(a.validAfter) > BigInt(now)) return topupError('authorization_not_yet_valid', 'authorization.validAfter is in the future');
   const gross = BigInt(a.value);
   if (body.amount !== undefined && BigInt(body.amount) !== gross) {
@@ -103,7 +107,11 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   const { quotes } = await quoteAll(deps, buyer);
   const quote = quotes.find((q) => q.network.id === source.id)!;
   const verdict = verdictFor(quote, gross);
-  if (!verdict.ok) return topupError(verdict.reason, amountMessage(verdict.reason), { minAmount: quote.bounds.minAmount.toString(), maxAmount: quote.bounds.maxAmount.toString() });
+  if (!verdict.ok)
+    return topupError(verdict.reason, amountMessage(verdict.reason), {
+      minAmount: quote.bounds.minAmount.toString(),
+      maxAmount: quote.bounds.maxAmount.toString(),
+    });
   if (await tokenReads(source).authorizationState(source.usdc!, payer, a.nonce as Hex)) {
     return topupError('authorization_reused', 'this authorization was already used');
   }
@@ -185,7 +193,7 @@ async function settleInputFor(
 }
 
 /** Waits (bounded by TOPUP_WAIT_MS) for the workflow, then answers from the record. */
-async function waitAndReply(deps: TopupDeps, workflowId: string, body: TopupBody): Promise<TopupReply> {
+async function waitAndReply(deps: TopupDeps, workflowId: string, _body: TopupBody): Promise<TopupReply> {
   const handle = deps.temporal.workflow.getHandle(workflowId);
   try {
     await resultBefore(deps.temporal, handle, Date.now() + deps.topup.TOPUP_WAIT_MS);
@@ -199,14 +207,29 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, body: TopupBody
       const row = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
       return {
         status: topupStatusFor('needs_review'),
-        body: { ...(row ? topupRecordJson(row) : { success: false, topupId: workflowId }), state: 'needs_review', errorReason: 'needs_review', error: 'the top-up needs operator review' },
+        body: {
+          ...(row ? topupRecordJson(row) : { success: false, topupId: workflowId }),
+          state: 'needs_review',
+          errorReason: 'needs_review',
+          error: 'the top-up needs operator review',
+        },
       };
     }
   }
   const row = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
   if (!row) {
     // Started but not recorded yet: the outcome is unknown.
-    return { status: 503, body: { success: false, topupId: workflowId, state: 'settling', errorReason: 'settlement_pending', error: 'the top-up is being processed' }, headers: { 'Retry-After': String(deps.topup.TOPUP_RETRY_AFTER_SECONDS) } };
+    return {
+      status: 503,
+      body: {
+        success: false,
+        topupId: workflowId,
+        state: 'settling',
+        errorReason: 'settlement_pending',
+        error: 'the top-up is being processed',
+      },
+      headers: { 'Retry-After': String(deps.topup.TOPUP_RETRY_AFTER_SECONDS) },
+    };
   }
   return replyFor(deps, row);
 }

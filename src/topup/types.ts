@@ -37,15 +37,7 @@ export interface TopUpInput {
 
 /** Top-up states (docs/decisions.md "Top-up gateway"). */
 export type TopUpState =
-  | 'settling'
-  | 'depositing'
-  | 'deposited'
-  | 'refunding'
-  | 'refunded'
-  | 'failed'
-  | 'deferred'
-  | 'bridging'
-  | 'needs_review';
+  'settling' | 'depositing' | 'deposited' | 'refunding' | 'refunded' | 'failed' | 'deferred' | 'bridging' | 'needs_review';
 
 export const FINAL_TOPUP_STATES: ReadonlySet<string> = new Set(['deposited', 'refunded', 'failed', 'needs_review']);
 

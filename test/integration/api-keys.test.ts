@@ -27,7 +27,7 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
   const bearer = (path: string, key?: string, init: { method?: string; cookie?: string; authorization?: string } = {}) =>
     request(init.method ?? 'GET', `${base}${path}`, {
       cookie: init.cookie,
-      headers: init.authorization ?? key ? { authorization: init.authorization ?? `Bearer ${key}` } : {},
+      headers: (init.authorization ?? key) ? { authorization: init.authorization ?? `Bearer ${key}` } : {},
     });
 
   beforeAll(async () => {
@@ -94,7 +94,16 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
       created_at: expect.stringMatching(ISO),
       updated_at: expect.stringMatching(ISO),
     });
-    expect(Object.keys(res.body)).toEqual(['id', 'name', 'organization', 'api_key', 'api_secret_key', 'test_net', 'created_at', 'updated_at']);
+    expect(Object.keys(res.body)).toEqual([
+      'id',
+      'name',
+      'organization',
+      'api_key',
+      'api_secret_key',
+      'test_net',
+      'created_at',
+      'updated_at',
+    ]);
     expect(res.body.updated_at).toBe(res.body.created_at);
     expect(Date.parse(res.body.created_at)).toBeGreaterThanOrEqual(t0 - 1000);
 
@@ -110,7 +119,12 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
       expect(row.secretKeyHash).toBe(sha256(created.api_secret_key));
       expect(row.keyHint).toBe(`${created.test_net ? 'pk_test_' : 'pk_'}…${created.api_key.slice(-4)}`);
       const stored = JSON.stringify(await em().getConnection().execute('select * from api_keys where id = ?', [created.id]));
-      for (const secret of [created.api_key, created.api_secret_key, created.api_key.slice(-64, -4), created.api_secret_key.slice(-64, -4)]) {
+      for (const secret of [
+        created.api_key,
+        created.api_secret_key,
+        created.api_key.slice(-64, -4),
+        created.api_secret_key.slice(-64, -4),
+      ]) {
         expect(stored).not.toContain(secret);
       }
     }
@@ -158,7 +172,7 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
     expect(await request('GET', `${base}/v1/api_keys/not-a-key`, { cookie: c })).toMatchObject({ status: 404, body: notFound });
   });
 
-  test("another organization can neither see nor delete your key (404)", async () => {
+  test('another organization can neither see nor delete your key (404)', async () => {
     const mine = (await create({ name: 'mine', test_net: true })).body;
     const stranger = await signIn(base, newAccount());
     const notFound = apiError(404, 'API key not found');
@@ -284,7 +298,10 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
     const test = (await create({ name: 'mode test', test_net: true })).body.api_key;
     const live = (await create({ name: 'mode live', test_net: false })).body.api_key;
     expect(await bearer('/test/settle-on/base-sepolia', test)).toMatchObject({ status: 200, body: { ok: true } });
-    expect(await bearer('/test/settle-on/base', test)).toMatchObject({ status: 403, body: apiError(403, 'test keys settle testnets only') });
+    expect(await bearer('/test/settle-on/base', test)).toMatchObject({
+      status: 403,
+      body: apiError(403, 'test keys settle testnets only'),
+    });
     expect(await bearer('/test/settle-on/base', live)).toMatchObject({ status: 200, body: { ok: true } });
     expect(await bearer('/test/settle-on/base-sepolia', live)).toMatchObject({
       status: 403,

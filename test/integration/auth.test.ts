@@ -231,9 +231,17 @@ describe.each(DB_KINDS)('SIWE sign-in (%s)', (kind) => {
       [{ body: '[1,2]', headers: json }, 400, 'request body must be a JSON object'],
       [{ body: '"text"', headers: json }, 400, 'malformed JSON body'], // strict JSON: objects and arrays only
       [{ body: 'message=x', headers: { 'content-type': 'text/plain' } }, 415, 'Content-Type must be application/json'],
-      [{ body: JSON.stringify({ message: 1, signature: true }), headers: json }, 400, 'invalid request body: message: must be a string; signature: must be a string'],
+      [
+        { body: JSON.stringify({ message: 1, signature: true }), headers: json },
+        400,
+        'invalid request body: message: must be a string; signature: must be a string',
+      ],
       [{ body: JSON.stringify({}), headers: json }, 400, 'invalid request body: message: must be a string; signature: must be a string'],
-      [{ body: JSON.stringify({ message: 'hello', signature: '0x12' }), headers: json }, 400, 'invalid request body: signature: must be a 0x-prefixed 65-byte hex signature'],
+      [
+        { body: JSON.stringify({ message: 'hello', signature: '0x12' }), headers: json },
+        400,
+        'invalid request body: signature: must be a 0x-prefixed 65-byte hex signature',
+      ],
       [
         { body: JSON.stringify({ message: 'hello', signature: `0x${'11'.repeat(65)}` }), headers: json },
         400,
@@ -336,7 +344,8 @@ describe.each(DB_KINDS)('organization settings (%s)', (kind) => {
   test('invalid settings answer 400 and change nothing', async () => {
     const before = (await request('GET', `${base}/v1/organization`, { cookie })).body;
     const checksummed = newAccount().address;
-    const badChecksum = checksummed.slice(0, 2) + [...checksummed.slice(2)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
+    const badChecksum =
+      checksummed.slice(0, 2) + [...checksummed.slice(2)].map((c) => (c === c.toLowerCase() ? c.toUpperCase() : c.toLowerCase())).join('');
     const fee = 'invalid request body: platformFeeBps: must be an integer from 0 to 10000';
     const wallet = 'must be a 0x-prefixed 20-byte hex address or null';
     const cases: Array<[unknown, string]> = [
@@ -358,7 +367,11 @@ describe.each(DB_KINDS)('organization settings (%s)', (kind) => {
       const res = await patch(json);
       expect({ json, status: res.status, body: res.body }).toEqual({ json, status: 400, body: apiError(400, message) });
     }
-    const malformed = await fetch(`${base}/v1/organization`, { method: 'PATCH', headers: { 'content-type': 'application/json', cookie }, body: '{"name"' });
+    const malformed = await fetch(`${base}/v1/organization`, {
+      method: 'PATCH',
+      headers: { 'content-type': 'application/json', cookie },
+      body: '{"name"',
+    });
     expect(malformed.status).toBe(400);
     expect(await malformed.json()).toEqual(apiError(400, 'malformed JSON body'));
     const big = await patch({ name: 'x'.repeat(2 * 1024 * 1024) });

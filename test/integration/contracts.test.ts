@@ -55,7 +55,6 @@ function walletOf(account: PrivateKeyAccount) {
   return createWalletClient({ chain, account, transport: http(rpcUrl, { retryCount: 0 }) });
 }
 
-
 const balanceOf = (account: Address): Promise<bigint> =>
   client.readContract({ address: usdc, abi: tokenAbi, functionName: 'balanceOf', args: [account] });
 
@@ -159,8 +158,12 @@ describe('devnet contracts', () => {
     expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'decimals' })).toBe(6);
     expect(await balanceOf(buyer.address)).toBe(BUYER_FUNDS);
     expect(await balanceOf(permitOwner.address)).toBe(PERMIT_OWNER_FUNDS);
-    expect(await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer.address] })).toBe(true);
-    expect(await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [stranger.address] })).toBe(false);
+    expect(
+      await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer.address] }),
+    ).toBe(true);
+    expect(
+      await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [stranger.address] }),
+    ).toBe(false);
     expect(await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'owner' })).toBe(deployerAddress);
     expect(await client.getBalance({ address: relayer.address })).toBe(10n ** 22n);
     expect(await client.getBalance({ address: buyer.address })).toBe(10n ** 22n);
@@ -173,9 +176,10 @@ describe('devnet contracts', () => {
         (ps ?? [])
           .map((p) => {
             // Tuples compare by their components (names included), so a struct mismatch is caught.
-            const type = p.type.startsWith('tuple') && 'components' in p
-              ? `(${p.components.map((c) => `${c.name}:${params([c])}`).join(',')})${p.type.slice('tuple'.length)}`
-              : p.type;
+            const type =
+              p.type.startsWith('tuple') && 'components' in p
+                ? `(${p.components.map((c) => `${c.name}:${params([c])}`).join(',')})${p.type.slice('tuple'.length)}`
+                : p.type;
             return `${type}${'indexed' in p && p.indexed ? ' indexed' : ''}`;
           })
           .join(',');
@@ -216,7 +220,9 @@ describe('devnet contracts', () => {
     const { auth, signature } = await newTransferAuthorization({ value });
     const before = await Promise.all([balanceOf(buyer.address), balanceOf(payout), balanceOf(feeRecipient)]);
     expect(before).toEqual([BUYER_FUNDS, 0n, 0n]);
-    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] })).toBe(false);
+    expect(
+      await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] }),
+    ).toBe(false);
 
     const hash = await walletOf(relayer).writeContract({
       address: facilitator,
@@ -231,7 +237,9 @@ describe('devnet contracts', () => {
     expect(await balanceOf(payout)).toBe(USDC(1.2));
     expect(await balanceOf(feeRecipient)).toBe(USDC(0.05));
     expect(await balanceOf(facilitator)).toBe(0n);
-    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] })).toBe(true);
+    expect(
+      await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] }),
+    ).toBe(true);
 
     const settled = parseEventLogs({ abi: facilitatorAbi, logs: receipt.logs, eventName: 'Settled' });
     expect(settled).toHaveLength(1);
@@ -247,7 +255,13 @@ describe('devnet contracts', () => {
 
     // Replaying the same authorization reverts, both in simulation and on chain.
     const replay = await revertOf(() =>
-      client.simulateContract({ account: relayer, address: facilitator, abi: facilitatorAbi, functionName: 'settle', args: settleArgs(auth, signature, fee) }),
+      client.simulateContract({
+        account: relayer,
+        address: facilitator,
+        abi: facilitatorAbi,
+        functionName: 'settle',
+        args: settleArgs(auth, signature, fee),
+      }),
     );
     expect(replay).toEqual({ errorName: 'AuthorizationAlreadyUsed', args: [buyer.address, auth.nonce] });
     const replayHash = await walletOf(relayer).writeContract({
@@ -266,7 +280,12 @@ describe('devnet contracts', () => {
     const payoutBefore = await balanceOf(payout);
     const feeBefore = await balanceOf(feeRecipient);
     const { auth, signature } = await newTransferAuthorization({ value: USDC(0.01) });
-    const hash = await walletOf(relayer).writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'settle', args: settleArgs(auth, signature, 0n) });
+    const hash = await walletOf(relayer).writeContract({
+      address: facilitator,
+      abi: facilitatorAbi,
+      functionName: 'settle',
+      args: settleArgs(auth, signature, 0n),
+    });
     expect((await waitForReceipt(client, hash)).status).toBe('success');
     expect(await balanceOf(payout)).toBe(payoutBefore + USDC(0.01));
     expect(await balanceOf(feeRecipient)).toBe(feeBefore);
@@ -276,7 +295,13 @@ describe('devnet contracts', () => {
     const { auth, signature } = await newTransferAuthorization();
     const balanceBefore = await balanceOf(buyer.address);
     const simulated = await revertOf(() =>
-      client.simulateContract({ account: stranger, address: facilitator, abi: facilitatorAbi, functionName: 'settle', args: settleArgs(auth, signature, 0n) }),
+      client.simulateContract({
+        account: stranger,
+        address: facilitator,
+        abi: facilitatorAbi,
+        functionName: 'settle',
+        args: settleArgs(auth, signature, 0n),
+      }),
     );
     expect(simulated).toEqual({ errorName: 'NotRelayer', args: [stranger.address] });
 
@@ -289,13 +314,21 @@ describe('devnet contracts', () => {
     });
     expect((await waitForReceipt(client, hash)).status).toBe('reverted');
     expect(await balanceOf(buyer.address)).toBe(balanceBefore);
-    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] })).toBe(false);
+    expect(
+      await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, auth.nonce] }),
+    ).toBe(false);
   });
 
   test('rejects expired, not-yet-valid, mis-signed and over-fee settlements', async () => {
     const simulateSettle = (auth: Authorization, signature: Hex, fee = 0n) =>
       revertOf(() =>
-        client.simulateContract({ account: relayer, address: facilitator, abi: facilitatorAbi, functionName: 'settle', args: settleArgs(auth, signature, fee) }),
+        client.simulateContract({
+          account: relayer,
+          address: facilitator,
+          abi: facilitatorAbi,
+          functionName: 'settle',
+          args: settleArgs(auth, signature, fee),
+        }),
       );
     const now = await latestTimestamp();
 
@@ -339,7 +372,14 @@ describe('devnet contracts', () => {
     const buyerBefore = await balanceOf(buyer.address);
     const payoutBefore = await balanceOf(payout);
     const now = await latestTimestamp();
-    const transfer: Authorization = { from: buyer.address, to: payout, value: USDC(2), validAfter: now - 10n, validBefore: now + 600n, nonce: randomNonce() };
+    const transfer: Authorization = {
+      from: buyer.address,
+      to: payout,
+      value: USDC(2),
+      validAfter: now - 10n,
+      validBefore: now + 600n,
+      nonce: randomNonce(),
+    };
     const transferSig = await signAuthorization(buyer, 'TransferWithAuthorization', transfer);
     const hash = await walletOf(relayer).writeContract({
       address: usdc,
@@ -350,7 +390,14 @@ describe('devnet contracts', () => {
     expect((await waitForReceipt(client, hash)).status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - USDC(2));
     expect(await balanceOf(payout)).toBe(payoutBefore + USDC(2));
-    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'authorizationState', args: [buyer.address, transfer.nonce] })).toBe(true);
+    expect(
+      await client.readContract({
+        address: usdc,
+        abi: tokenAbi,
+        functionName: 'authorizationState',
+        args: [buyer.address, transfer.nonce],
+      }),
+    ).toBe(true);
   });
 
   test('transferWithPermit applies an EIP-2612 permit and moves the tokens', async () => {
@@ -370,22 +417,41 @@ describe('devnet contracts', () => {
     const args = [usdc, permitOwner.address, permitRecipient, value, deadline, v, r, s] as const;
 
     expect(
-      await revertOf(() => client.simulateContract({ account: stranger, address: facilitator, abi: facilitatorAbi, functionName: 'transferWithPermit', args })),
+      await revertOf(() =>
+        client.simulateContract({ account: stranger, address: facilitator, abi: facilitatorAbi, functionName: 'transferWithPermit', args }),
+      ),
     ).toEqual({ errorName: 'NotRelayer', args: [stranger.address] });
 
-    const hash = await walletOf(relayer).writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'transferWithPermit', args });
+    const hash = await walletOf(relayer).writeContract({
+      address: facilitator,
+      abi: facilitatorAbi,
+      functionName: 'transferWithPermit',
+      args,
+    });
     const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
     expect(await balanceOf(permitOwner.address)).toBe(PERMIT_OWNER_FUNDS - value);
     expect(await balanceOf(permitRecipient)).toBe(value);
     expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'nonces', args: [permitOwner.address] })).toBe(1n);
-    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [permitOwner.address, facilitator] })).toBe(0n);
+    expect(
+      await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [permitOwner.address, facilitator] }),
+    ).toBe(0n);
     const events = parseEventLogs({ abi: facilitatorAbi, logs: receipt.logs, eventName: 'PermitTransfer' });
     expect(events.map((e) => e.args)).toEqual([{ token: usdc, owner: permitOwner.address, recipient: permitRecipient, value }]);
 
     // The same permit cannot be used twice (its nonce is spent).
     expect(
-      (await revertOf(() => client.simulateContract({ account: relayer, address: facilitator, abi: facilitatorAbi, functionName: 'transferWithPermit', args }))).errorName,
+      (
+        await revertOf(() =>
+          client.simulateContract({
+            account: relayer,
+            address: facilitator,
+            abi: facilitatorAbi,
+            functionName: 'transferWithPermit',
+            args,
+          }),
+        )
+      ).errorName,
     ).toBe('InvalidSignature');
   });
 
@@ -402,7 +468,9 @@ describe('devnet contracts', () => {
 
     expect(await deployDevnet(options)).toEqual({ usdc, facilitator, ...permit2Contracts, chainId: CHAIN_ID });
     expect(await client.getTransactionCount({ address: deployerAddress })).toBe(nonceBefore + 1); // one setRelayer
-    expect(await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [secondRelayer.address] })).toBe(true);
+    expect(
+      await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [secondRelayer.address] }),
+    ).toBe(true);
     expect(await client.getBalance({ address: secondRelayer.address })).toBe(10n ** 22n);
 
     expect(await deployDevnet(options)).toEqual({ usdc, facilitator, ...permit2Contracts, chainId: CHAIN_ID });

@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { createPublicClient, createWalletClient, defineChain, erc20Abi, http, numberToHex, parseEventLogs, type Address, type Hex } from 'viem';
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  erc20Abi,
+  http,
+  numberToHex,
+  parseEventLogs,
+  type Address,
+  type Hex,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
@@ -15,7 +25,12 @@ import { revertOf, waitForReceipt } from '../support/evm';
  * GatewayWalletBatched / 1 / chain id / the wallet).
  */
 const CHAIN_ID = 84532;
-const chain = defineChain({ id: CHAIN_ID, name: 'anvil', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: ['http://127.0.0.1'] } } });
+const chain = defineChain({
+  id: CHAIN_ID,
+  name: 'anvil',
+  nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+  rpcUrls: { default: { http: ['http://127.0.0.1'] } },
+});
 
 describe('GatewayWallet contract', () => {
   let anvil: Anvil;
@@ -41,7 +56,11 @@ describe('GatewayWallet contract', () => {
     const hash = await walletOf(account).writeContract({ address, abi, functionName, args } as never);
     return waitForReceipt(client as never, hash);
   };
-  async function payment(from: PrivateKeyAccount, value: bigint, o: { signer?: PrivateKeyAccount; validBefore?: bigint; nonce?: Hex } = {}) {
+  async function payment(
+    from: PrivateKeyAccount,
+    value: bigint,
+    o: { signer?: PrivateKeyAccount; validBefore?: bigint; nonce?: Hex } = {},
+  ) {
     const now = BigInt(Math.floor(Date.now() / 1000));
     const a = {
       from: from.address,
@@ -51,9 +70,20 @@ describe('GatewayWallet contract', () => {
       validBefore: (o.validBefore ?? now + 3600n).toString(),
       nonce: o.nonce ?? (`0x${randomBytes(32).toString('hex')}` as Hex),
     };
-    const typed = transferWithAuthorizationTypedData({ name: 'GatewayWalletBatched', version: '1', chainId: CHAIN_ID, verifyingContract: wallet }, a);
+    const typed = transferWithAuthorizationTypedData(
+      { name: 'GatewayWalletBatched', version: '1', chainId: CHAIN_ID, verifyingContract: wallet },
+      a,
+    );
     const signature = await (o.signer ?? from).signTypedData(typed);
-    return { from: from.address, to: seller, value, validAfter: BigInt(a.validAfter), validBefore: BigInt(a.validBefore), nonce: a.nonce, signature };
+    return {
+      from: from.address,
+      to: seller,
+      value,
+      validAfter: BigInt(a.validAfter),
+      validBefore: BigInt(a.validBefore),
+      nonce: a.nonce,
+      signature,
+    };
   }
 
   beforeAll(async () => {
@@ -79,14 +109,20 @@ describe('GatewayWallet contract', () => {
   });
 
   test('deposit, and a withdrawal through available -> withdrawing -> withdrawable -> wallet; total is always the sum', async () => {
-    expect(await client.readContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'isTokenSupported', args: [usdc] })).toBe(true);
+    expect(await client.readContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'isTokenSupported', args: [usdc] })).toBe(
+      true,
+    );
     await send(alice, 'deposit', [usdc, 4_000_000n]);
     expect(await views(alice.address)).toEqual({ available: 4_000_000n, withdrawing: 0n, withdrawable: 0n, total: 4_000_000n });
 
     const init = await send(alice, 'initiateWithdrawal', [usdc, 1_500_000n]);
     expect(await view('withdrawalBlock', alice.address)).toBe(init.blockNumber + 3n);
     expect(await views(alice.address)).toEqual({ available: 2_500_000n, withdrawing: 1_500_000n, withdrawable: 0n, total: 4_000_000n });
-    expect(await revertOf(() => walletOf(alice).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'withdraw', args: [usdc] }))).toMatchObject({
+    expect(
+      await revertOf(() =>
+        walletOf(alice).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'withdraw', args: [usdc] }),
+      ),
+    ).toMatchObject({
       errorName: 'WithdrawalNotReady',
     });
 
@@ -94,13 +130,26 @@ describe('GatewayWallet contract', () => {
     expect(await views(alice.address)).toEqual({ available: 2_500_000n, withdrawing: 0n, withdrawable: 1_500_000n, total: 4_000_000n });
     const before = await client.readContract({ address: usdc, abi: erc20Abi, functionName: 'balanceOf', args: [alice.address] });
     await send(alice, 'withdraw', [usdc]);
-    expect(await client.readContract({ address: usdc, abi: erc20Abi, functionName: 'balanceOf', args: [alice.address] })).toBe(before + 1_500_000n);
+    expect(await client.readContract({ address: usdc, abi: erc20Abi, functionName: 'balanceOf', args: [alice.address] })).toBe(
+      before + 1_500_000n,
+    );
     expect(await views(alice.address)).toEqual({ available: 2_500_000n, withdrawing: 0n, withdrawable: 0n, total: 2_500_000n });
-    expect(await revertOf(() => walletOf(alice).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'withdraw', args: [usdc] }))).toMatchObject({
+    expect(
+      await revertOf(() =>
+        walletOf(alice).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'withdraw', args: [usdc] }),
+      ),
+    ).toMatchObject({
       errorName: 'NothingToWithdraw',
     });
     expect(
-      await revertOf(() => walletOf(alice).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'initiateWithdrawal', args: [usdc, 2_500_001n] })),
+      await revertOf(() =>
+        walletOf(alice).writeContract({
+          address: wallet,
+          abi: gatewayWalletAbi,
+          functionName: 'initiateWithdrawal',
+          args: [usdc, 2_500_001n],
+        }),
+      ),
     ).toMatchObject({ errorName: 'InsufficientAvailable' });
   });
 
@@ -117,12 +166,22 @@ describe('GatewayWallet contract', () => {
     const stranger = privateKeyToAccount(generatePrivateKey());
     await rpc(anvil.rpcUrl, 'anvil_setBalance', [stranger.address, numberToHex(10n ** 20n)]);
     expect(
-      await revertOf(() => walletOf(stranger).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'settleBatch', args: [usdc, [good]] })),
+      await revertOf(() =>
+        walletOf(stranger).writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'settleBatch', args: [usdc, [good]] }),
+      ),
     ).toMatchObject({ errorName: 'NotOperator' });
 
     const receipt = await send(operator, 'settleBatch', [usdc, [good, forged, tooMuch, expired, good2, replay]]);
     const events = parseEventLogs({ abi: gatewayWalletAbi, logs: receipt.logs });
-    expect(events.map((e) => (e.eventName === 'PaymentSettled' ? ['settled', e.args.value] : e.eventName === 'PaymentRejected' ? ['rejected', e.args.reason] : [e.eventName]))).toEqual([
+    expect(
+      events.map((e) =>
+        e.eventName === 'PaymentSettled'
+          ? ['settled', e.args.value]
+          : e.eventName === 'PaymentRejected'
+            ? ['rejected', e.args.reason]
+            : [e.eventName],
+      ),
+    ).toEqual([
       ['settled', 300n],
       ['rejected', 1], // bad signature
       ['rejected', 5], // insufficient balance
@@ -133,7 +192,14 @@ describe('GatewayWallet contract', () => {
     expect(await view('availableBalance', alice.address)).toBe(aliceBefore - 300n);
     expect(await view('availableBalance', bob.address)).toBe(600n);
     expect(await view('availableBalance', seller)).toBe(700n);
-    expect(await client.readContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'authorizationState', args: [alice.address, good.nonce] })).toBe(true);
+    expect(
+      await client.readContract({
+        address: wallet,
+        abi: gatewayWalletAbi,
+        functionName: 'authorizationState',
+        args: [alice.address, good.nonce],
+      }),
+    ).toBe(true);
   });
 
   test('an accepted payment still settles after the payer started a withdrawal: it draws on the pending amount', async () => {

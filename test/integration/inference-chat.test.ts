@@ -53,7 +53,12 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     h = await startSettleHarness(kind, {
       relayerIndex,
       // A short settle wait, so a paused chain makes the chat answer settlement_pending quickly.
-      env: { INFERENCE_PROVIDERS: providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl, RECEIPT_WAIT_MS: '5000', SETTLE_WAIT_MS: '4000' },
+      env: {
+        INFERENCE_PROVIDERS: providers,
+        INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl,
+        RECEIPT_WAIT_MS: '5000',
+        SETTLE_WAIT_MS: '4000',
+      },
     });
     chatUrl = `${h.api.baseUrl}/v1/inference/chat`;
     const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
@@ -181,11 +186,17 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
         },
       ],
     });
-    const garbage = await request('POST', chatUrl, { json: { messages: [{ role: 'user', content: 'hi' }] }, headers: { 'X-PAYMENT': '%%%' } });
+    const garbage = await request('POST', chatUrl, {
+      json: { messages: [{ role: 'user', content: 'hi' }] },
+      headers: { 'X-PAYMENT': '%%%' },
+    });
     expect(garbage.status).toBe(402);
     expect(garbage.body.error).toBe('X-PAYMENT is not base64');
     const notPayload = Buffer.from(JSON.stringify({ hello: 1 })).toString('base64');
-    const bad = await request('POST', chatUrl, { json: { messages: [{ role: 'user', content: 'hi' }] }, headers: { 'X-PAYMENT': notPayload } });
+    const bad = await request('POST', chatUrl, {
+      json: { messages: [{ role: 'user', content: 'hi' }] },
+      headers: { 'X-PAYMENT': notPayload },
+    });
     expect(bad.status).toBe(402);
     expect(bad.body.error).toMatch(/^X-PAYMENT is not an x402 v1 exact EVM payment payload/);
     expect(bad.body.accepts).toHaveLength(1);
@@ -203,7 +214,10 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const { data, errors } = parseSse(await res.text());
     expect(errors).toEqual([]);
     expect(data.at(-1)).toBe('[DONE]');
-    const expected = doubleReply('24B', [{ role: 'system', content: LOGICAL }, { role: 'user', content: question }]);
+    const expected = doubleReply('24B', [
+      { role: 'system', content: LOGICAL },
+      { role: 'user', content: question },
+    ]);
     expect(contentOf(data)).toBe(expected);
     for (const d of data.slice(0, -1)) {
       const chunk = JSON.parse(d);
@@ -218,7 +232,12 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     // What the double produced is exactly what the buyer read.
     expect((await doubleStreams()).find((s) => s.content === expected)?.state).toBe('completed');
 
-    expect(settle).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    expect(settle).toEqual({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
     const receipt = await h.chain.getTransactionReceipt({ hash: settle.transaction as Hex });
     expect(receipt.status).toBe('success');
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
@@ -226,7 +245,12 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
 
     const payment = sentPayments.at(-1)!;
     const id = chargeOf(payment);
-    expect(await waitForCharge(id, 'delivered', 5_000)).toMatchObject({ settlementTx: settle.transaction, amount: PRICE.toString(), model: 'modelserver:24B', refundTx: null });
+    expect(await waitForCharge(id, 'delivered', 5_000)).toMatchObject({
+      settlementTx: settle.transaction,
+      amount: PRICE.toString(),
+      model: 'modelserver:24B',
+      refundTx: null,
+    });
 
     // The same X-PAYMENT again: no second charge, no second reply.
     const replay = await fetch(chatUrl, { ...chatInit(question), headers: { 'content-type': 'application/json', 'X-PAYMENT': payment } });
@@ -239,9 +263,17 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
 
   test('the same X-PAYMENT sent twice at once: one reply, one charge, the other 402', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
-    const payment = await exactPayment({ buyer, network: 'base-sepolia', chainId: 84532, usdc: stack.usdc, facilitator: stack.facilitator, value: PRICE });
+    const payment = await exactPayment({
+      buyer,
+      network: 'base-sepolia',
+      chainId: 84532,
+      usdc: stack.usdc,
+      facilitator: stack.facilitator,
+      value: PRICE,
+    });
     const header = Buffer.from(JSON.stringify(payment.paymentPayload)).toString('base64');
-    const send = () => fetch(chatUrl, { ...chatInit(`twice at once on ${kind}`), headers: { 'content-type': 'application/json', 'X-PAYMENT': header } });
+    const send = () =>
+      fetch(chatUrl, { ...chatInit(`twice at once on ${kind}`), headers: { 'content-type': 'application/json', 'X-PAYMENT': header } });
     const answers = await Promise.all([send(), send()]);
     const statuses = answers.map((r) => r.status).sort();
     expect(statuses).toEqual([200, 402]);
@@ -262,13 +294,22 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     }, wallet);
     const res = await brokeFetch(chatUrl, chatInit('hello'));
     expect(res.status).toBe(402);
-    expect(await res.json()).toMatchObject({ x402Version: 1, error: 'insufficient_funds', accepts: [expect.objectContaining({ mimeType: 'text/event-stream' })] });
+    expect(await res.json()).toMatchObject({
+      x402Version: 1,
+      error: 'insufficient_funds',
+      accepts: [expect.objectContaining({ mimeType: 'text/event-stream' })],
+    });
     expect(res.headers.get('x-payment-response')).toBeNull();
     expect(await charge(chargeOf(sent[0]!))).toMatchObject({ state: 'rejected', error: 'insufficient_funds', settlementTx: null });
 
     // Funded now, the same authorization may be used after all: it is claimed again and served.
     const funder = createWalletClient({ account: buyer, chain: devnetBaseSepolia(), transport: http(stack.chains['base-sepolia'].rpcUrl) });
-    const funded = await funder.writeContract({ address: stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [broke.address, PRICE] });
+    const funded = await funder.writeContract({
+      address: stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [broke.address, PRICE],
+    });
     expect((await waitForReceipt(h.chain, funded)).status).toBe('success');
     const retry = await fetch(chatUrl, { ...chatInit('hello'), headers: { 'content-type': 'application/json', 'X-PAYMENT': sent[0]! } });
     expect(retry.status).toBe(200);
@@ -296,7 +337,10 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     expect(refunded.refundTx).toMatch(/^0x[0-9a-f]{64}$/);
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
     // The same X-PAYMENT again is not served either.
-    const replay = await fetch(chatUrl, { ...chatInit('are you there?'), headers: { 'content-type': 'application/json', 'X-PAYMENT': sentPayments.at(-1)! } });
+    const replay = await fetch(chatUrl, {
+      ...chatInit('are you there?'),
+      headers: { 'content-type': 'application/json', 'X-PAYMENT': sentPayments.at(-1)! },
+    });
     expect(replay.status).toBe(402);
   });
 
@@ -310,7 +354,10 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const reader = res.body!.getReader();
     await reader.read(); // the first event arrived
     abort.abort();
-    const expected = doubleReply('24B', [{ role: 'system', content: LOGICAL }, { role: 'user', content: question }]);
+    const expected = doubleReply('24B', [
+      { role: 'system', content: LOGICAL },
+      { role: 'user', content: question },
+    ]);
     const record = await waitUntil(
       'the double to see the stream aborted',
       async () => (await doubleStreams()).find((s) => s.prompt === question && s.state === 'aborted'),
@@ -349,11 +396,16 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const id = chargeOf(sentPayments.at(-1)!);
     const { data, errors } = parseSse(await res.text());
     expect(data).not.toContain('[DONE]');
-    const expected = doubleReply('24B', [{ role: 'system', content: LOGICAL }, { role: 'user', content: question }]);
+    const expected = doubleReply('24B', [
+      { role: 'system', content: LOGICAL },
+      { role: 'user', content: question },
+    ]);
     const partial = contentOf(data);
     expect(partial.length).toBeGreaterThan(0);
     expect(expected.startsWith(partial) && partial !== expected).toBe(true);
-    expect(errors).toEqual([{ error: 'provider_failed', message: expect.stringContaining('modelserver'), chargeId: id, refund: 'pending' }]);
+    expect(errors).toEqual([
+      { error: 'provider_failed', message: expect.stringContaining('modelserver'), chargeId: id, refund: 'pending' },
+    ]);
     await waitForCharge(id, 'refunded');
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
   });
@@ -364,7 +416,15 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const port = await findFreePort();
     const url = `http://127.0.0.1:${port}`;
     const api = spawnManaged('api', process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'api', 'main.ts')], {
-      env: { ...process.env, ...h.env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_URL: url, LOG_LEVEL: 'warn', INFERENCE_GUARD_DELAY_MS: '6000' },
+      env: {
+        ...process.env,
+        ...h.env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        PUBLIC_URL: url,
+        LOG_LEVEL: 'warn',
+        INFERENCE_GUARD_DELAY_MS: '6000',
+      },
       cwd: join(__dirname, '..', '..'),
       log: () => undefined,
     });
@@ -404,7 +464,10 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const refundsBefore = (await transfers(revenue, buyer.address)).length;
     const sent = sentPayments.length;
     const pending = payingFetch(chatUrl, chatInit('#first-byte-delay=3000 #fail-before-first-byte'));
-    const id = await waitUntil('the payment', async () => (sentPayments.length > sent ? chargeOf(sentPayments.at(-1)!) : undefined), { timeoutMs: 30_000, intervalMs: 20 });
+    const id = await waitUntil('the payment', async () => (sentPayments.length > sent ? chargeOf(sentPayments.at(-1)!) : undefined), {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
     await waitForCharge(id, 'charged');
     // The settlement is mined; from now on the chain holds transactions in the mempool.
     await rpc(rpcUrl, 'evm_setAutomine', [false]);
@@ -413,10 +476,18 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     expect(res.status).toBe(502);
 
     const txId = relayerTxId(refundWorkflowId(id), 'refund');
-    const recorded = await waitUntil('the refund transfer to be recorded', () => h.tdb.db.em.fork().findOne(RelayerTransaction, { id: txId }).then((r) => r ?? undefined), {
-      timeoutMs: 30_000,
-      intervalMs: 50,
-    });
+    const recorded = await waitUntil(
+      'the refund transfer to be recorded',
+      () =>
+        h.tdb.db.em
+          .fork()
+          .findOne(RelayerTransaction, { id: txId })
+          .then((r) => r ?? undefined),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+      },
+    );
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
     expect(() => process.kill(killed, 0)).toThrow();

@@ -36,7 +36,10 @@ describe('media job durability (sqlite)', () => {
   const startVideo = async (prompt: string, idempotencyKey: string) => {
     const xPayment = await h.xPayment(buyer, VIDEO_PRICE);
     const nonce = JSON.parse(Buffer.from(xPayment, 'base64').toString('utf8')).payload.authorization.nonce as Hex;
-    const res = await request('POST', `${h.api.baseUrl}${MEDIA}/video`, { json: { prompt }, headers: { 'Idempotency-Key': idempotencyKey, 'X-PAYMENT': xPayment } });
+    const res = await request('POST', `${h.api.baseUrl}${MEDIA}/video`, {
+      json: { prompt },
+      headers: { 'Idempotency-Key': idempotencyKey, 'X-PAYMENT': xPayment },
+    });
     expect(res.status).toBe(202);
     return { jobId: res.body.jobId as string, nonce };
   };
@@ -86,6 +89,10 @@ describe('media job durability (sqlite)', () => {
     const again = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${jobId}`);
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('job_finished');
-    await waitUntil('no second refund', async () => ((await transfers(revenue, buyer.address)).length === refundsBefore + 1 ? true : undefined), { timeoutMs: 2000, intervalMs: 200 });
+    await waitUntil(
+      'no second refund',
+      async () => ((await transfers(revenue, buyer.address)).length === refundsBefore + 1 ? true : undefined),
+      { timeoutMs: 2000, intervalMs: 200 },
+    );
   });
 });

@@ -8,7 +8,15 @@ import { mediaWorkflowId } from '../../src/media/types';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request, startApi, type RunningApi } from '../support/http';
-import { IMAGE_PRICE, MEDIA, MUSIC_PRICE, startMediaHarness, startPurgeRecorder, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
+import {
+  IMAGE_PRICE,
+  MEDIA,
+  MUSIC_PRICE,
+  startMediaHarness,
+  startPurgeRecorder,
+  VIDEO_PRICE,
+  type MediaHarness,
+} from '../support/media-harness';
 import { fingerprintOf } from '../../src/media/requests';
 import { readStackInfo } from '../support/stack-info';
 
@@ -54,7 +62,8 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
       headers: { 'content-type': 'application/json', ...(idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}) },
       body: JSON.stringify(body),
     });
-  const mediaCharges = (payer: string) => h.tdb.db.em.fork().find(InferenceCharge, { payer: payer.toLowerCase(), id: { $like: 'media:%' } });
+  const mediaCharges = (payer: string) =>
+    h.tdb.db.em.fork().find(InferenceCharge, { payer: payer.toLowerCase(), id: { $like: 'media:%' } });
   const refundsTo = async (to: Address) => {
     const logs = await h.chain.getLogs({ address: stack.usdc, fromBlock: 0n, toBlock: 'latest' });
     return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
@@ -66,7 +75,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     const post = (headers: Record<string, string>, json: unknown) => request('POST', imagesUrl(), { json, headers });
     const noKey = await post({}, { prompt: 'a lighthouse' });
     expect(noKey.status).toBe(400);
-    expect(noKey.body).toEqual({ error: 'idempotency_key_required', message: 'send an Idempotency-Key header: the same key returns the same result and is charged once' });
+    expect(noKey.body).toEqual({
+      error: 'idempotency_key_required',
+      message: 'send an Idempotency-Key header: the same key returns the same result and is charged once',
+    });
     const badKey = await post({ 'Idempotency-Key': 'has spaces' }, { prompt: 'a lighthouse' });
     expect(badKey.status).toBe(400);
     expect(badKey.body.error).toBe('invalid_idempotency_key');
@@ -111,7 +123,12 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     const first = await postImages(k, { prompt: 'a lighthouse at dusk', n: 2 });
     expect(first.status).toBe(200);
     const paid = JSON.parse(Buffer.from(first.headers.get('x-payment-response')!, 'base64').toString('utf8'));
-    expect(paid).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address.toLowerCase() });
+    expect(paid).toEqual({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: buyer.address.toLowerCase(),
+    });
     const body = (await first.json()) as any;
     expect(body.assets).toHaveLength(2);
     for (const a of body.assets) {
@@ -149,7 +166,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(charge).toMatchObject({ state: 'delivered', amount: (2n * IMAGE_PRICE).toString(), settlementTx: paid.transaction });
 
     // The same key with another request is refused (409), before any payment is settled.
-    const other = await request('POST', imagesUrl(), { json: { prompt: 'a different picture' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+    const other = await request('POST', imagesUrl(), {
+      json: { prompt: 'a different picture' },
+      headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) },
+    });
     expect(other.status).toBe(409);
     expect(other.body).toEqual({ error: 'idempotency_key_reused', message: 'this Idempotency-Key was used for a different request' });
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2n * IMAGE_PRICE);
@@ -159,7 +179,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     const k = key('race');
     const buyerBefore = await h.balanceOf(buyer.address);
     const send = async () =>
-      request('POST', imagesUrl(), { json: { prompt: 'two at once' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+      request('POST', imagesUrl(), {
+        json: { prompt: 'two at once' },
+        headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) },
+      });
     const [a, b] = await Promise.all([send(), send()]);
     expect([a.status, b.status].sort()).toEqual(expect.arrayContaining([200]));
     for (const r of [a, b]) expect([200, 202]).toContain(r.status);
@@ -173,7 +196,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
   test('an image the provider refuses after payment: 502 generation_failed, refunded in full', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
     const k = key('refused');
-    const res = await request('POST', imagesUrl(), { json: { prompt: 'something forbidden #reject' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+    const res = await request('POST', imagesUrl(), {
+      json: { prompt: 'something forbidden #reject' },
+      headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) },
+    });
     expect(res.status).toBe(502);
     expect(res.body).toEqual({
       error: 'generation_failed',
@@ -185,14 +211,17 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(job).toMatchObject({ state: 'failed', assets: [] });
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
     // The key's answer stays the same, and the refund is not repeated.
-    const again = await request('POST', imagesUrl(), { json: { prompt: 'something forbidden #reject' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) } });
+    const again = await request('POST', imagesUrl(), {
+      json: { prompt: 'something forbidden #reject' },
+      headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, IMAGE_PRICE) },
+    });
     expect(again.status).toBe(502);
     expect(again.body).toMatchObject({ error: 'generation_failed', jobId: res.body.jobId, refund: 'refunded' });
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
   });
 
   test('image edits: a PNG in, a stored PNG out', async () => {
-    const source = await fetch((await (await postImages(key('src'), { prompt: 'a cat' })).json() as any).assets[0].url);
+    const source = await fetch(((await (await postImages(key('src'), { prompt: 'a cat' })).json()) as any).assets[0].url);
     const image = Buffer.from(await source.arrayBuffer()).toString('base64');
     const res = await payingFetch(`${h.api.baseUrl}${MEDIA}/images/edits`, {
       method: 'POST',
@@ -204,7 +233,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(assets).toHaveLength(1);
     const bytes = Buffer.from(await (await fetch(assets[0].url)).arrayBuffer());
     expect(bytes.subarray(0, 8)).toEqual(PNG_SIGNATURE);
-    const notPng = await request('POST', `${h.api.baseUrl}${MEDIA}/images/edits`, { json: { prompt: 'x', image: 'aGVsbG8=' }, headers: { 'Idempotency-Key': 'e1' } });
+    const notPng = await request('POST', `${h.api.baseUrl}${MEDIA}/images/edits`, {
+      json: { prompt: 'x', image: 'aGVsbG8=' },
+      headers: { 'Idempotency-Key': 'e1' },
+    });
     expect(notPng.status).toBe(400);
     expect(notPng.body).toEqual({ error: 'invalid_request', message: 'image: image must be a base64 PNG' });
   });
@@ -216,12 +248,29 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
       headers: { 'Idempotency-Key': key('waves'), 'X-PAYMENT': await h.xPayment(buyer, VIDEO_PRICE) },
     });
     expect(res.status).toBe(202);
-    expect(res.body).toEqual({ jobId: expect.stringMatching(/^[0-9a-f-]{36}$/), kind: 'video', state: expect.stringMatching(/^(submitted|running)$/), statusUrl: `${h.api.baseUrl}${MEDIA}/jobs/${res.body.jobId}` });
+    expect(res.body).toEqual({
+      jobId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      kind: 'video',
+      state: expect.stringMatching(/^(submitted|running)$/),
+      statusUrl: `${h.api.baseUrl}${MEDIA}/jobs/${res.body.jobId}`,
+    });
     expect(res.headers.get('x-payment-response')).toBeTruthy();
     const job = await h.waitForJob(buyer, res.body.jobId, (j) => j.state === 'succeeded');
-    expect(job).toMatchObject({ jobId: res.body.jobId, kind: 'video', model: 'motion-1', progress: 100, costUsdc: VIDEO_PRICE.toString(), payment: { state: 'delivered', network: 'base-sepolia', refundTx: null } });
+    expect(job).toMatchObject({
+      jobId: res.body.jobId,
+      kind: 'video',
+      model: 'motion-1',
+      progress: 100,
+      costUsdc: VIDEO_PRICE.toString(),
+      payment: { state: 'delivered', network: 'base-sepolia', refundTx: null },
+    });
     expect(job.assets).toHaveLength(1);
-    expect(job.assets[0]).toMatchObject({ kind: 'video', contentType: 'video/mp4', costUsdc: VIDEO_PRICE.toString(), url: `${h.api.baseUrl}/media/${res.body.jobId}/0.mp4` });
+    expect(job.assets[0]).toMatchObject({
+      kind: 'video',
+      contentType: 'video/mp4',
+      costUsdc: VIDEO_PRICE.toString(),
+      url: `${h.api.baseUrl}/media/${res.body.jobId}/0.mp4`,
+    });
     const obj = await fetch(job.assets[0].url);
     expect(obj.headers.get('content-type')).toBe('video/mp4');
     expect((await obj.text()).startsWith('MP4 devnet artifact')).toBe(true);
@@ -237,7 +286,12 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     });
     expect(res.status).toBe(202);
     const job = await h.waitForJob(buyer, res.body.jobId, (j) => j.payment.state === 'refunded');
-    expect(job).toMatchObject({ state: 'failed', error: 'the renderer crashed', assets: [], payment: { refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/) } });
+    expect(job).toMatchObject({
+      state: 'failed',
+      error: 'the renderer crashed',
+      assets: [],
+      payment: { refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/) },
+    });
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
     expect((await refundsTo(buyer.address)).length).toBe(refundsBefore + 1);
     const cancel = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${res.body.jobId}`);
@@ -253,15 +307,23 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(res.status).toBe(202);
     expect(res.body.kind).toBe('music');
     const job = await h.waitForJob(buyer, res.body.jobId, (j) => j.state === 'succeeded');
-    expect(job.assets).toEqual([expect.objectContaining({ kind: 'music', model: 'tone-1', contentType: 'audio/mpeg', costUsdc: MUSIC_PRICE.toString() })]);
+    expect(job.assets).toEqual([
+      expect.objectContaining({ kind: 'music', model: 'tone-1', contentType: 'audio/mpeg', costUsdc: MUSIC_PRICE.toString() }),
+    ]);
     expect((await (await fetch(job.assets[0].url)).text()).startsWith('MP3 devnet artifact')).toBe(true);
     // A wrong amount is refused by the settlement; the same key may then be paid correctly.
     const k = key('underpaid');
-    const under = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, { json: { prompt: 'a march' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE - 1n) } });
+    const under = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, {
+      json: { prompt: 'a march' },
+      headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE - 1n) },
+    });
     expect(under.status).toBe(402);
     expect(under.body.error).toEqual(expect.any(String));
     expect(under.body.accepts[0].maxAmountRequired).toBe(MUSIC_PRICE.toString());
-    const paid = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, { json: { prompt: 'a march' }, headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE) } });
+    const paid = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, {
+      json: { prompt: 'a march' },
+      headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE) },
+    });
     expect(paid.status).toBe(202);
     expect(paid.body.jobId).toBe(under.headers.get('x-media-job-id'));
     await h.waitForJob(buyer, paid.body.jobId, (j) => j.state === 'succeeded');
@@ -312,7 +374,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     const videos = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=video`);
     expect(videos.body.data.map((a: any) => a.kind)).toEqual(['video']);
     expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=music`)).body.data).toHaveLength(2);
-    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=podcast`)).body).toEqual({ error: 'invalid_request', message: 'kind must be one of image, video, music' });
+    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=podcast`)).body).toEqual({
+      error: 'invalid_request',
+      message: 'kind must be one of image, video, music',
+    });
     expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?cursor=nope!`)).status).toBe(400);
     expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=0`)).status).toBe(400);
     // Another buyer's library is their own (empty).
@@ -337,14 +402,20 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(replay.status).toBe(401);
     expect(replay.body).toEqual({ error: 'buyer_nonce_reused', message: 'this nonce was already used' });
 
-    const otherPath = await request('GET', `${h.api.baseUrl}${MEDIA}/library`, { headers: await buyerAuthHeaders(buyer, { method: 'GET', url }) });
+    const otherPath = await request('GET', `${h.api.baseUrl}${MEDIA}/library`, {
+      headers: await buyerAuthHeaders(buyer, { method: 'GET', url }),
+    });
     expect(otherPath.status).toBe(401);
     expect(otherPath.body.error).toBe('invalid_buyer_signature');
     const otherMethod = await request('DELETE', url, { headers: await buyerAuthHeaders(buyer, { method: 'GET', url }) });
     expect(otherMethod.body.error).toBe('invalid_buyer_signature');
-    const otherDomain = await request('GET', url, { headers: await buyerAuthHeaders(buyer, { method: 'GET', url, domain: 'evil.example' }) });
+    const otherDomain = await request('GET', url, {
+      headers: await buyerAuthHeaders(buyer, { method: 'GET', url, domain: 'evil.example' }),
+    });
     expect(otherDomain.body.error).toBe('invalid_buyer_signature');
-    const expired = await request('GET', url, { headers: await buyerAuthHeaders(buyer, { method: 'GET', url, now: Math.floor(Date.now() / 1000) - 200, ttlSeconds: 60 }) });
+    const expired = await request('GET', url, {
+      headers: await buyerAuthHeaders(buyer, { method: 'GET', url, now: Math.floor(Date.now() / 1000) - 200, ttlSeconds: 60 }),
+    });
     expect(expired.body).toEqual({ error: 'buyer_auth_expired', message: 'the signature has expired' });
     const tooLong = await request('GET', url, { headers: await buyerAuthHeaders(buyer, { method: 'GET', url, ttlSeconds: 3600 }) });
     expect(tooLong.body.error).toBe('invalid_buyer_auth');
@@ -378,11 +449,22 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
       const config = { ...h.tdb.config, env: { ...h.tdb.config.env, MEDIA_CAPABILITIES: 'image' } };
       gated = await startApi({ db: h.tdb.db, config, temporal: h.temporal });
       for (const route of ['video', 'music']) {
-        const res = await request('POST', `${gated.baseUrl}${MEDIA}/${route}`, { json: { prompt: 'x' }, headers: { 'Idempotency-Key': 'g1' } });
+        const res = await request('POST', `${gated.baseUrl}${MEDIA}/${route}`, {
+          json: { prompt: 'x' },
+          headers: { 'Idempotency-Key': 'g1' },
+        });
         expect(res.status).toBe(503);
-        expect(res.body).toEqual({ error: 'capability_unavailable', message: `${route} generation is switched off`, kind: route, available: ['image'] });
+        expect(res.body).toEqual({
+          error: 'capability_unavailable',
+          message: `${route} generation is switched off`,
+          kind: route,
+          available: ['image'],
+        });
       }
-      const images = await request('POST', `${gated.baseUrl}${MEDIA}/images`, { json: { prompt: 'x' }, headers: { 'Idempotency-Key': 'g1' } });
+      const images = await request('POST', `${gated.baseUrl}${MEDIA}/images`, {
+        json: { prompt: 'x' },
+        headers: { 'Idempotency-Key': 'g1' },
+      });
       expect(images.status).toBe(402);
     } finally {
       await gated?.close();

@@ -16,19 +16,37 @@ import { readStackInfo } from '../support/stack-info';
  */
 describe('MerchantBalances (devnet base chain)', () => {
   const stack = readStackInfo();
-  const chain = defineChain({ id: 8453, name: 'base (anvil)', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [stack.chains.base.rpcUrl] } } });
+  const chain = defineChain({
+    id: 8453,
+    name: 'base (anvil)',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [stack.chains.base.rpcUrl] } },
+  });
   const client = createPublicClient({ chain, transport: http() });
   const owner = privateKeyToAccount(DEVNET_TOPUP_DEPLOYER_KEY);
   // A relayer of its own: allowed by the owner below, funded by a test buyer.
   const relayer = privateKeyToAccount(generatePrivateKey());
   const as = (account: typeof owner) => createWalletClient({ account, chain, transport: http() });
-  const read = <T>(functionName: string, args: unknown[] = []) => client.readContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: functionName as any, args: args as any }) as Promise<T>;
+  const read = <T>(functionName: string, args: unknown[] = []) =>
+    client.readContract({
+      address: DEVNET_MERCHANT_ADDRESS,
+      abi: merchantAbi,
+      functionName: functionName as any,
+      args: args as any,
+    }) as Promise<T>;
   const send = async (account: typeof owner, address: Address, abi: Abi, functionName: string, args: unknown[]) => {
     const hash = await as(account).writeContract({ address, abi, functionName, args } as any);
     const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
   };
-  const simulate = (functionName: string, args: unknown[]) => () => client.simulateContract({ account: relayer, address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: functionName as any, args: args as any });
+  const simulate = (functionName: string, args: unknown[]) => () =>
+    client.simulateContract({
+      account: relayer,
+      address: DEVNET_MERCHANT_ADDRESS,
+      abi: merchantAbi,
+      functionName: functionName as any,
+      args: args as any,
+    });
 
   beforeAll(async () => {
     await rpc(stack.chains.base.rpcUrl, 'anvil_setBalance', [relayer.address, numberToHex(10n ** 20n)]);
@@ -42,7 +60,13 @@ describe('MerchantBalances (devnet base chain)', () => {
     for (const item of merchantAbi) {
       const match = compiled.find((c) => c.type === item.type && 'name' in c && c.name === item.name);
       // Types decide the encoding (public mapping getters have unnamed inputs).
-      expect(match).toEqual(expect.objectContaining({ type: item.type, name: item.name, inputs: (item as any).inputs.map((i: any) => expect.objectContaining({ type: i.type })) }));
+      expect(match).toEqual(
+        expect.objectContaining({
+          type: item.type,
+          name: item.name,
+          inputs: (item as any).inputs.map((i: any) => expect.objectContaining({ type: i.type })),
+        }),
+      );
       if ('outputs' in item) expect((match as any).outputs.map((o: any) => o.type)).toEqual(item.outputs.map((o) => o.type));
     }
   });
@@ -55,18 +79,31 @@ describe('MerchantBalances (devnet base chain)', () => {
   test('deposit: minimum first deposit, then credit limit, both named reverts; a good deposit pulls from the relayer', async () => {
     const buyer = privateKeyToAccount(generatePrivateKey()).address;
     expect(await read<bigint>('minDepositOf', [buyer])).toBe(1_000_000n);
-    expect(await revertOf(simulate('deposit', [buyer, 999_999n]))).toEqual({ errorName: 'BelowMinimumDeposit', args: [buyer, 999_999n, 1_000_000n] });
+    expect(await revertOf(simulate('deposit', [buyer, 999_999n]))).toEqual({
+      errorName: 'BelowMinimumDeposit',
+      args: [buyer, 999_999n, 1_000_000n],
+    });
 
     await send(owner, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'setCreditLimit', [buyer, 3_000_000n]);
     expect(await read<bigint>('creditLimitOf', [buyer])).toBe(3_000_000n);
-    const relayerBefore = await client.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [relayer.address] });
+    const relayerBefore = await client.readContract({
+      address: stack.usdc,
+      abi: tokenAbi,
+      functionName: 'balanceOf',
+      args: [relayer.address],
+    });
     await send(relayer, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'deposit', [buyer, 2_000_000n]);
     expect(await read<bigint>('balanceOf', [buyer])).toBe(2_000_000n);
     expect(await read<bigint>('available', [buyer])).toBe(2_000_000n);
     expect(await read<bigint>('minDepositOf', [buyer])).toBe(0n);
-    expect(await client.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [relayer.address] })).toBe(relayerBefore - 2_000_000n);
+    expect(await client.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [relayer.address] })).toBe(
+      relayerBefore - 2_000_000n,
+    );
 
-    expect(await revertOf(simulate('deposit', [buyer, 1_000_001n]))).toEqual({ errorName: 'CreditLimitExceeded', args: [buyer, 2_000_000n, 1_000_001n, 3_000_000n] });
+    expect(await revertOf(simulate('deposit', [buyer, 1_000_001n]))).toEqual({
+      errorName: 'CreditLimitExceeded',
+      args: [buyer, 2_000_000n, 1_000_001n, 3_000_000n],
+    });
     await send(relayer, DEVNET_MERCHANT_ADDRESS, merchantAbi as Abi, 'deposit', [buyer, 1_000_000n]); // exactly up to the limit
     expect(await read<bigint>('balanceOf', [buyer])).toBe(3_000_000n);
   });
@@ -86,7 +123,13 @@ describe('MerchantBalances (devnet base chain)', () => {
   test('only allowed relayers deposit', async () => {
     const stranger = privateKeyToAccount(generatePrivateKey());
     await expect(
-      client.simulateContract({ account: stranger, address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'deposit', args: [stranger.address, 1_000_000n] }),
+      client.simulateContract({
+        account: stranger,
+        address: DEVNET_MERCHANT_ADDRESS,
+        abi: merchantAbi,
+        functionName: 'deposit',
+        args: [stranger.address, 1_000_000n],
+      }),
     ).rejects.toThrow(/NotRelayer/);
   });
 });

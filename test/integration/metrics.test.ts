@@ -50,7 +50,10 @@ describe('GET /metrics', () => {
   };
 
   beforeAll(async () => {
-    const env = { ...stackEnv({ taskQueue: `metrics-${randomBytes(4).toString('hex')}`, relayerKey: TEST_ACCOUNTS.relayerKeys[0] }), SETTLE_WAIT_MS: '300' };
+    const env = {
+      ...stackEnv({ taskQueue: `metrics-${randomBytes(4).toString('hex')}`, relayerKey: TEST_ACCOUNTS.relayerKeys[0] }),
+      SETTLE_WAIT_MS: '300',
+    };
     tdb = await openTestDatabase('sqlite', env);
     temporal = await connectTestTemporal();
     const sink = new Writable({
@@ -67,7 +70,11 @@ describe('GET /metrics', () => {
   });
   afterAll(async () => {
     // Nothing runs this file's task queue: end the settlements it started.
-    for (const id of started) await temporal.workflow.getHandle(id).terminate('test over').catch(() => undefined);
+    for (const id of started)
+      await temporal.workflow
+        .getHandle(id)
+        .terminate('test over')
+        .catch(() => undefined);
     await api?.close();
     await temporal?.connection.close();
     await tdb?.close();
@@ -131,7 +138,9 @@ describe('GET /metrics', () => {
     expect(delta('x402_settle_duration_seconds_count', { route: 'eip3009', network: 'base-sepolia', result: 'pending' })).toBe(2);
     expect(delta('x402_settle_duration_seconds_count', { route: 'unknown', network: 'unknown', result: 'failure' })).toBe(1);
     // Pending answers waited SETTLE_WAIT_MS (300 ms): nothing below the 0.25 s bucket.
-    expect(delta('x402_settle_duration_seconds_bucket', { route: 'eip3009', network: 'base-sepolia', result: 'pending', le: '0.25' })).toBe(0);
+    expect(delta('x402_settle_duration_seconds_bucket', { route: 'eip3009', network: 'base-sepolia', result: 'pending', le: '0.25' })).toBe(
+      0,
+    );
     expect(delta('x402_http_requests_total', { method: 'POST', route: '/v1/settle', status: '202' })).toBe(2);
 
     // Each start is logged with the request id, so the request can be followed to the workflow.

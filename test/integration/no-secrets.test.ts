@@ -93,7 +93,9 @@ describe('no secret in logs or workflow history (sqlite)', () => {
 
     // Usual mistakes, answered and logged without the secret.
     expect((await request('POST', `${base}/v1/settle`, { json: {}, headers: { authorization: `Bearer ${secretKey}` } })).status).toBe(401);
-    expect((await request('GET', `${base}/v1/api_keys`, { cookie: `${SESSION_COOKIE}=${session}; ${SESSION_COOKIE}.sig=forged` })).status).toBe(401);
+    expect(
+      (await request('GET', `${base}/v1/api_keys`, { cookie: `${SESSION_COOKIE}=${session}; ${SESSION_COOKIE}.sig=forged` })).status,
+    ).toBe(401);
     expect((await request('GET', `${base}/v1/api_keys?key=${secretKey}`, { cookie })).status).toBe(200);
 
     // A real settlement with the new key.

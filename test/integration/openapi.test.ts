@@ -60,7 +60,11 @@ describe('OpenAPI document of the running app', () => {
     const op = doc.paths[path]?.[method.toLowerCase()];
     expect({ operation: `${method} ${path}`, documented: Boolean(op) }).toEqual({ operation: `${method} ${path}`, documented: true });
     const documented = op.responses[String(res.status)];
-    expect({ operation: `${method} ${path}`, status: res.status, documented: Object.keys(op.responses).includes(String(res.status)) }).toEqual({
+    expect({
+      operation: `${method} ${path}`,
+      status: res.status,
+      documented: Object.keys(op.responses).includes(String(res.status)),
+    }).toEqual({
       operation: `${method} ${path}`,
       status: res.status,
       documented: true,
@@ -71,7 +75,9 @@ describe('OpenAPI document of the running app', () => {
       return;
     }
     const type = res.headers.get('content-type') ?? '';
-    const key = Object.keys(documented.content).find((k) => k === type || (k === 'application/json' && type.startsWith('application/json')));
+    const key = Object.keys(documented.content).find(
+      (k) => k === type || (k === 'application/json' && type.startsWith('application/json')),
+    );
     expect({ operation: `${method} ${path}`, contentType: type, documented: Boolean(key) }).toEqual({
       operation: `${method} ${path}`,
       contentType: type,
@@ -123,7 +129,9 @@ describe('OpenAPI document of the running app', () => {
     await call('GET', '/v1/supported');
     await call('GET', '/v1/auth/session', { cookie: '' }); // 401 envelope
     await call('GET', '/v1/auth/nonce');
-    const verify = await call('POST', '/v1/auth/verify', { json: await signedVerifyBody(api.baseUrl, privateKeyToAccount(generatePrivateKey())) });
+    const verify = await call('POST', '/v1/auth/verify', {
+      json: await signedVerifyBody(api.baseUrl, privateKeyToAccount(generatePrivateKey())),
+    });
     expect(verify.status).toBe(200);
     expect(verify.headers.getSetCookie().join()).toContain('siwe-session=');
     await call('POST', '/v1/auth/verify', { json: { message: 'hello', signature: '0x12' } }); // 400
@@ -186,7 +194,9 @@ describe('OpenAPI document of the running app', () => {
     const html = await page.text();
     expect(html).toContain('<title>x402 durable facilitator: API docs</title>');
     const assets = [...html.matchAll(/(?:href|src)="\.\/([^"]+)"/g)].map((m) => m[1]);
-    expect(assets).toEqual(expect.arrayContaining(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'swagger-initializer.js']));
+    expect(assets).toEqual(
+      expect.arrayContaining(['swagger-ui.css', 'swagger-ui-bundle.js', 'swagger-ui-standalone-preset.js', 'swagger-initializer.js']),
+    );
     for (const asset of assets) {
       const res = await fetch(new URL(asset, page.url));
       expect({ asset, status: res.status }).toEqual({ asset, status: 200 });
@@ -200,7 +210,11 @@ describe('OpenAPI document of the running app', () => {
     // Only the listed assets: no other file of the package, nothing outside it.
     for (const path of ['/docs/package.json', '/docs/..%2F..%2Fpackage.json', '/docs/index.html', '/docs/constructor', '/docs/__proto__']) {
       const res = await request('GET', `${api.baseUrl}${path}`);
-      expect({ path, status: res.status, body: res.body }).toEqual({ path, status: 404, body: { type: 'api_error', code: 404, message: 'not found' } });
+      expect({ path, status: res.status, body: res.body }).toEqual({
+        path,
+        status: 404,
+        body: { type: 'api_error', code: 404, message: 'not found' },
+      });
     }
   });
 });

@@ -43,7 +43,12 @@ function permitKit(get: () => SettleHarness) {
   const kit = {
     nonceOf: (who: Address) => get().chain.readContract({ address: get().stack.usdc, abi: tokenAbi, functionName: 'nonces', args: [who] }),
     allowanceOf: (who: Address) =>
-      get().chain.readContract({ address: get().stack.usdc, abi: tokenAbi, functionName: 'allowance', args: [who, get().stack.facilitator] }),
+      get().chain.readContract({
+        address: get().stack.usdc,
+        abi: tokenAbi,
+        functionName: 'allowance',
+        args: [who, get().stack.facilitator],
+      }),
     relayerTxCount: () => get().chain.getTransactionCount({ address: relayer.address }),
     /** PermitTransfer events of the facilitator for (owner, recipient), over the whole chain. */
     async permitTransfers(from: Address, to: Address): Promise<bigint[]> {
@@ -116,7 +121,11 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
   describe('a good permit', () => {
     test('v/r/s: 200, the tokens move once, the allowance is used, the nonce is spent, recorded; a repeat gets the same answer', async () => {
       const p = await kit.sign({ value: 2_500_000n });
-      const [ownerBefore, nonceBefore, relayerTxs] = await Promise.all([h.balanceOf(owner.address), kit.nonceOf(owner.address), kit.relayerTxCount()]);
+      const [ownerBefore, nonceBefore, relayerTxs] = await Promise.all([
+        h.balanceOf(owner.address),
+        kit.nonceOf(owner.address),
+        kit.relayerTxCount(),
+      ]);
 
       const res = await permit(p.body);
 
@@ -189,7 +198,10 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
     test('the session cookie is accepted instead of an API key; a bad Authorization header never falls back to it', async () => {
       const p = await kit.sign({ value: 11n });
       const bad = await permit(p.body, { cookie: h.cookie, authorization: 'Bearer nope' });
-      expect({ status: bad.status, body: bad.body }).toEqual({ status: 401, body: { type: 'api_error', code: 401, message: expect.any(String) } });
+      expect({ status: bad.status, body: bad.body }).toEqual({
+        status: 401,
+        body: { type: 'api_error', code: 401, message: expect.any(String) },
+      });
       const res = await permit(p.body, { cookie: h.cookie });
       expect(res.status).toBe(200);
       expect(res.body.success).toBe(true);
@@ -227,12 +239,20 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
 
     test.each([
       ['a missing recipient', (b: Record<string, unknown>) => ({ ...b, recipient: undefined }), /recipient: is required/],
-      ['a malformed owner', (b: Record<string, unknown>) => ({ ...b, owner: '0x1234' }), /owner: must be a 0x-prefixed 20-byte hex address/],
+      [
+        'a malformed owner',
+        (b: Record<string, unknown>) => ({ ...b, owner: '0x1234' }),
+        /owner: must be a 0x-prefixed 20-byte hex address/,
+      ],
       ['a value that is not a whole number', (b: Record<string, unknown>) => ({ ...b, value: '1.5' }), /value: must match/],
       ['v 300', (b: Record<string, unknown>) => ({ ...b, v: 300 }), /v: must be/],
       ['both v/r/s and signature', (b: Record<string, unknown>) => ({ ...b, signature: `0x${'11'.repeat(65)}` }), /not both/],
       ['no signature at all', (b: Record<string, unknown>) => ({ ...b, v: 0, r: undefined, s: undefined }), /a signature is required/],
-      ['a 64-byte signature', (b: Record<string, unknown>) => ({ ...b, v: undefined, r: undefined, s: undefined, signature: `0x${'11'.repeat(64)}` }), /65 bytes/],
+      [
+        'a 64-byte signature',
+        (b: Record<string, unknown>) => ({ ...b, v: undefined, r: undefined, s: undefined, signature: `0x${'11'.repeat(64)}` }),
+        /65 bytes/,
+      ],
     ])('%s -> 400 invalid_request', async (_, patch, message) => {
       const p = await kit.sign();
       await expectRejected(patch(p.body), 400, failed('invalid_request'), message);
@@ -250,7 +270,10 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
 
     test('malformed JSON and a non-object body -> 400 invalid_request with network ""', async () => {
       const raw = (body: string) =>
-        request('POST', `${h.api.baseUrl}/v1/permit`, { body, headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': 'application/json' } });
+        request('POST', `${h.api.baseUrl}/v1/permit`, {
+          body,
+          headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': 'application/json' },
+        });
       const res = await raw('{"network": "base-sepolia", ');
       expect({ status: res.status, body: res.body }).toEqual({ status: 400, body: failed('invalid_request', '') });
       const arr = await raw('[]');
@@ -262,10 +285,13 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
       await expectRejected({ ...p.body, network }, 400, failed('unsupported_network', network));
     });
 
-    test.each(['arc-testnet', 'fluent-testnet'])('network %s (known, not configured here) -> 400 network_not_configured', async (network) => {
-      const p = await kit.sign();
-      await expectRejected({ ...p.body, network }, 400, failed('network_not_configured', network));
-    });
+    test.each(['arc-testnet', 'fluent-testnet'])(
+      'network %s (known, not configured here) -> 400 network_not_configured',
+      async (network) => {
+        const p = await kit.sign();
+        await expectRejected({ ...p.body, network }, 400, failed('network_not_configured', network));
+      },
+    );
 
     test('v other than 27/28 -> 400 invalid_signature', async () => {
       const p = await kit.sign();
@@ -281,7 +307,12 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
     test('signed by someone else, or for a stale nonce -> 400 invalid_signature', async () => {
       await expectRejected((await kit.sign({ signer: stranger })).body, 400, failed('invalid_signature'), /not the owner's permit/);
       const nonce = await kit.nonceOf(owner.address);
-      await expectRejected((await kit.sign({ nonce: nonce + 1n })).body, 400, failed('invalid_signature'), new RegExp(`current nonce ${nonce}`));
+      await expectRejected(
+        (await kit.sign({ nonce: nonce + 1n })).body,
+        400,
+        failed('invalid_signature'),
+        new RegExp(`current nonce ${nonce}`),
+      );
     });
 
     test('signed for a spender other than the facilitator -> 400 invalid_signature naming the facilitator', async () => {
@@ -307,8 +338,18 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
     test('tokenAddress without code, or a contract that is no EIP-2612 token -> 500 permit_execution_failed', async () => {
       const p = await kit.sign();
       const nowhere = freshAddress();
-      await expectRejected({ ...p.body, tokenAddress: nowhere }, 500, failed('permit_execution_failed'), /is not a contract on base-sepolia/);
-      await expectRejected({ ...p.body, tokenAddress: h.stack.facilitator }, 500, failed('permit_execution_failed'), /is not an EIP-2612 token/);
+      await expectRejected(
+        { ...p.body, tokenAddress: nowhere },
+        500,
+        failed('permit_execution_failed'),
+        /is not a contract on base-sepolia/,
+      );
+      await expectRejected(
+        { ...p.body, tokenAddress: h.stack.facilitator },
+        500,
+        failed('permit_execution_failed'),
+        /is not an EIP-2612 token/,
+      );
     });
 
     test('a transfer that would revert (owner without funds) -> 500 permit_execution_failed, nothing signed', async () => {
@@ -328,7 +369,13 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
       expect((await permit(p.body)).status).toBe(500);
       // Fund the owner; the very same permit then executes.
       const wallet = createWalletClient({ account: owner, transport: http(h.stack.chains['base-sepolia'].rpcUrl) });
-      const hash = await wallet.writeContract({ chain: null, address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [poor.address, 10n] });
+      const hash = await wallet.writeContract({
+        chain: null,
+        address: h.stack.usdc,
+        abi: tokenAbi,
+        functionName: 'transfer',
+        args: [poor.address, 10n],
+      });
       await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
       const res = await permit(p.body);
       expect(res.status).toBe(200);
@@ -338,7 +385,10 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
     describe('authentication (generic envelope)', () => {
       test('no credentials -> 401', async () => {
         const res = await permit((await kit.sign()).body, {});
-        expect({ status: res.status, body: res.body }).toEqual({ status: 401, body: { type: 'api_error', code: 401, message: expect.any(String) } });
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 401,
+          body: { type: 'api_error', code: 401, message: expect.any(String) },
+        });
       });
 
       test('a test key on a mainnet and a live key on a testnet -> 403', async () => {

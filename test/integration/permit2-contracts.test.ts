@@ -71,7 +71,6 @@ function walletOf(account: PrivateKeyAccount, url = rpcUrl) {
   return createWalletClient({ chain, account, transport: http(url, { retryCount: 0 }) });
 }
 
-
 const balanceOf = (account: Address): Promise<bigint> =>
   client.readContract({ address: usdc, abi: tokenAbi, functionName: 'balanceOf', args: [account] });
 
@@ -84,13 +83,11 @@ function randomNonce(): bigint {
   return BigInt(generatePrivateKey());
 }
 
-
 interface Permit {
   permitted: { token: Address; amount: bigint };
   nonce: bigint;
   deadline: bigint;
 }
-
 
 function permitDomain() {
   return { name: 'Permit2', chainId: CHAIN_ID, verifyingContract: permit2 } as const;
@@ -150,7 +147,13 @@ async function signUpto(
 
 const simulateExact = (permit: Permit, owner: Address, witness: { to: Address; validAfter: bigint }, signature: Hex, account = stranger) =>
   revertOf(() =>
-    client.simulateContract({ account, address: exactProxy, abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permit, owner, witness, signature] }),
+    client.simulateContract({
+      account,
+      address: exactProxy,
+      abi: exactPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [permit, owner, witness, signature],
+    }),
   );
 
 const simulateUpto = (
@@ -162,7 +165,13 @@ const simulateUpto = (
   account = relayer,
 ) =>
   revertOf(() =>
-    client.simulateContract({ account, address: uptoProxy, abi: uptoPermit2ProxyAbi, functionName: 'settle', args: [permit, amount, owner, witness, signature] }),
+    client.simulateContract({
+      account,
+      address: uptoProxy,
+      abi: uptoPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [permit, amount, owner, witness, signature],
+    }),
   );
 
 const isNonceUsed = async (owner: Address, nonce: bigint): Promise<boolean> => {
@@ -186,7 +195,12 @@ beforeAll(async () => {
 
   // The one-time step of a Permit2 buyer: approve Permit2 on the token.
   // (tokenAbi is the service's slice and has no `approve`; a buyer's wallet uses the token's ABI.)
-  const hash = await walletOf(buyer).writeContract({ address: usdc, abi: getContract('TestUSDC').abi, functionName: 'approve', args: [permit2, maxUint256] });
+  const hash = await walletOf(buyer).writeContract({
+    address: usdc,
+    abi: getContract('TestUSDC').abi,
+    functionName: 'approve',
+    args: [permit2, maxUint256],
+  });
   expect((await waitForReceipt(client, hash)).status).toBe('success');
 });
 
@@ -198,8 +212,15 @@ describe('Permit2 devnet contracts', () => {
   test('are deployed at the deterministic deployer nonces 2..4, wired to Permit2 and the facilitator', async () => {
     const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY).address;
     expect([permit2, exactProxy, uptoProxy]).toEqual([2n, 3n, 4n].map((nonce) => getContractAddress({ from: deployer, nonce })));
-    expect([permit2, exactProxy, uptoProxy]).toEqual([DEVNET_PERMIT2_ADDRESS, DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS]);
-    for (const [proxy, abi] of [[exactProxy, exactPermit2ProxyAbi], [uptoProxy, uptoPermit2ProxyAbi]] as const) {
+    expect([permit2, exactProxy, uptoProxy]).toEqual([
+      DEVNET_PERMIT2_ADDRESS,
+      DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+      DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+    ]);
+    for (const [proxy, abi] of [
+      [exactProxy, exactPermit2ProxyAbi],
+      [uptoProxy, uptoPermit2ProxyAbi],
+    ] as const) {
       expect(await client.readContract({ address: proxy, abi, functionName: 'PERMIT2' })).toBe(permit2);
       expect(await client.readContract({ address: proxy, abi, functionName: 'FACILITATOR' })).toBe(facilitator);
     }
@@ -244,7 +265,9 @@ describe('Permit2 devnet contracts', () => {
     const transfers = parseEventLogs({ abi: tokenAbi, logs: receipt.logs, eventName: 'Transfer' });
     expect(transfers.map((l) => l.args)).toEqual([{ from: buyer.address, to: facilitator, value: USDC(2.5) }]);
     const settled = parseEventLogs({ abi: exactPermit2ProxyAbi, logs: receipt.logs, eventName: 'Settled' });
-    expect(settled.map((l) => l.args)).toEqual([{ token: usdc, owner: buyer.address, to: facilitator, amount: USDC(2.5), nonce: permit.nonce }]);
+    expect(settled.map((l) => l.args)).toEqual([
+      { token: usdc, owner: buyer.address, to: facilitator, amount: USDC(2.5), nonce: permit.nonce },
+    ]);
 
     expect(await simulateExact(permit, buyer.address, witness, signature)).toEqual({ errorName: 'InvalidNonce' });
     const replay = await walletOf(stranger).writeContract({
@@ -272,10 +295,12 @@ describe('Permit2 devnet contracts', () => {
       args: [elsewhere, facilitator],
     });
     // ... and a relayer cannot swap the signed witness for the facilitator one either.
-    expect(await simulateExact(permitA, buyer.address, { to: facilitator, validAfter: 0n }, await signExact(permitA, toElsewhere))).toEqual({
-      errorName: 'InvalidSigner',
-      args: undefined,
-    });
+    expect(await simulateExact(permitA, buyer.address, { to: facilitator, validAfter: 0n }, await signExact(permitA, toElsewhere))).toEqual(
+      {
+        errorName: 'InvalidSigner',
+        args: undefined,
+      },
+    );
 
     // Signed for the upto proxy (wrong spender): Permit2 binds spender = msg.sender.
     const permitB = await newPermit();
@@ -318,7 +343,12 @@ describe('Permit2 devnet contracts', () => {
 
     // The valid one still goes through afterwards (nothing above consumed its nonce).
     expect(await isNonceUsed(buyer.address, permitD.nonce)).toBe(false);
-    const hash = await walletOf(stranger).writeContract({ address: exactProxy, abi: exactPermit2ProxyAbi, functionName: 'settle', args: [permitD, buyer.address, witness, good] });
+    const hash = await walletOf(stranger).writeContract({
+      address: exactProxy,
+      abi: exactPermit2ProxyAbi,
+      functionName: 'settle',
+      args: [permitD, buyer.address, witness, good],
+    });
     expect((await waitForReceipt(client, hash)).status).toBe('success');
     expect(await balanceOf(buyer.address)).toBe(buyerBefore - permitD.permitted.amount);
   });
@@ -334,7 +364,10 @@ describe('Permit2 devnet contracts', () => {
       errorName: 'UnauthorizedCaller',
       args: [stranger.address],
     });
-    expect(await simulateUpto(permit, 0n, buyer.address, witness, signature)).toEqual({ errorName: 'InvalidSettleAmount', args: [0n, USDC(5)] });
+    expect(await simulateUpto(permit, 0n, buyer.address, witness, signature)).toEqual({
+      errorName: 'InvalidSettleAmount',
+      args: [0n, USDC(5)],
+    });
     expect(await simulateUpto(permit, USDC(5) + 1n, buyer.address, witness, signature)).toEqual({
       errorName: 'InvalidSettleAmount',
       args: [USDC(5) + 1n, USDC(5)],
@@ -394,7 +427,13 @@ describe('Permit2 devnet contracts', () => {
       args: undefined,
     });
     expect(
-      await simulateUpto(permit, amount, buyer.address, good, await signExact(permit, { to: facilitator, validAfter: 0n }, { spender: uptoProxy })),
+      await simulateUpto(
+        permit,
+        amount,
+        buyer.address,
+        good,
+        await signExact(permit, { to: facilitator, validAfter: 0n }, { spender: uptoProxy }),
+      ),
     ).toEqual({ errorName: 'InvalidSigner' });
 
     const expired = await newPermit({ deadline: now - 1n });
@@ -431,16 +470,25 @@ describe('Permit2 devnet contracts', () => {
     // Invalidate nonces 256*7 + {3, 200}: the word at position 7 gets those bits.
     const nonce = 7n * 256n + 200n;
     const mask = (1n << 3n) | (1n << 200n);
-    const hash = await walletOf(buyer).writeContract({ address: permit2, abi: permit2Abi, functionName: 'invalidateUnorderedNonces', args: [7n, mask] });
+    const hash = await walletOf(buyer).writeContract({
+      address: permit2,
+      abi: permit2Abi,
+      functionName: 'invalidateUnorderedNonces',
+      args: [7n, mask],
+    });
     const receipt = await waitForReceipt(client, hash);
     expect(receipt.status).toBe('success');
     expect(parseEventLogs({ abi: permit2Abi, logs: receipt.logs, eventName: 'UnorderedNonceInvalidation' }).map((l) => l.args)).toEqual([
       { owner: buyer.address, word: 7n, mask },
     ]);
-    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(mask);
+    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(
+      mask,
+    );
     const invalidated = await newPermit({ nonce });
     const witness = { to: facilitator, validAfter: 0n };
-    expect(await simulateExact(invalidated, buyer.address, witness, await signExact(invalidated, witness))).toEqual({ errorName: 'InvalidNonce' });
+    expect(await simulateExact(invalidated, buyer.address, witness, await signExact(invalidated, witness))).toEqual({
+      errorName: 'InvalidNonce',
+    });
     // Neighbouring nonces in the same word are still usable.
     const neighbour = await newPermit({ nonce: nonce + 1n, permitted: { token: usdc, amount: 1n } });
     const ok = await walletOf(stranger).writeContract({
@@ -450,7 +498,9 @@ describe('Permit2 devnet contracts', () => {
       args: [neighbour, buyer.address, witness, await signExact(neighbour, witness)],
     });
     expect((await waitForReceipt(client, ok)).status).toBe('success');
-    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(mask | (1n << 201n));
+    expect(await client.readContract({ address: permit2, abi: permit2Abi, functionName: 'nonceBitmap', args: [buyer.address, 7n] })).toBe(
+      mask | (1n << 201n),
+    );
   });
 
   test('without a Permit2 approval the token refuses, with its own error', async () => {
@@ -472,18 +522,33 @@ describe('Permit2 devnet contracts', () => {
     const wallet = walletOf(deployer, old.rpcUrl);
     const token = getContract('TestUSDC');
     const fac = getContract('X402Facilitator');
-    await waitForReceipt(old.client, await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['USDC', 'USDC', '2'], nonce: 0 }));
-    await waitForReceipt(old.client, await wallet.deployContract({ abi: fac.abi, bytecode: fac.bytecode, args: [deployer.address], nonce: 1 }));
     await waitForReceipt(
       old.client,
-      await wallet.writeContract({ address: facilitator, abi: facilitatorAbi, functionName: 'setRelayer', args: [relayer.address, true], nonce: 2 }),
+      await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['USDC', 'USDC', '2'], nonce: 0 }),
+    );
+    await waitForReceipt(
+      old.client,
+      await wallet.deployContract({ abi: fac.abi, bytecode: fac.bytecode, args: [deployer.address], nonce: 1 }),
+    );
+    await waitForReceipt(
+      old.client,
+      await wallet.writeContract({
+        address: facilitator,
+        abi: facilitatorAbi,
+        functionName: 'setRelayer',
+        args: [relayer.address, true],
+        nonce: 2,
+      }),
     );
     expect(await old.client.getCode({ address: permit2 })).toBeUndefined();
 
     const deployment = await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
     expect(deployment).toEqual({ ...devnetAddresses(), chainId: CHAIN_ID });
     expect(await old.client.getTransactionCount({ address: deployer.address })).toBe(5); // exact and upto proxy CREATEs
-    for (const [proxy, abi] of [[exactProxy, exactPermit2ProxyAbi], [uptoProxy, uptoPermit2ProxyAbi]] as const) {
+    for (const [proxy, abi] of [
+      [exactProxy, exactPermit2ProxyAbi],
+      [uptoProxy, uptoPermit2ProxyAbi],
+    ] as const) {
       expect(await old.client.readContract({ address: proxy, abi, functionName: 'PERMIT2' })).toBe(permit2);
       expect(await old.client.readContract({ address: proxy, abi, functionName: 'FACILITATOR' })).toBe(facilitator);
     }
@@ -535,7 +600,9 @@ describe('X402Facilitator Permit2 settlement', () => {
       ps.map((p) => ({ name: p.name, type: p.type, indexed: p.indexed ?? false, components: p.components ? norm(p.components) : null }));
     for (const item of ours) {
       const match = compiled.find((c) => c.type === item.type && 'name' in c && 'name' in item && c.name === item.name);
-      expect(match ? norm((match as unknown as { inputs: Param[] }).inputs) : 'missing').toEqual(norm((item as unknown as { inputs: Param[] }).inputs));
+      expect(match ? norm((match as unknown as { inputs: Param[] }).inputs) : 'missing').toEqual(
+        norm((item as unknown as { inputs: Param[] }).inputs),
+      );
     }
   });
 
@@ -608,7 +675,9 @@ describe('X402Facilitator Permit2 settlement', () => {
     const permit = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
     const signature = await signExact(permit, { to: facilitator, validAfter: 0n });
     // An account without code as "proxy": the call succeeds and moves nothing.
-    expect(await simulate('settlePermit2Exact', [paymentOf(stranger.address, permit, buyer.address, 0n, signature), NO_2612, out(0n)])).toEqual({
+    expect(
+      await simulate('settlePermit2Exact', [paymentOf(stranger.address, permit, buyer.address, 0n, signature), NO_2612, out(0n)]),
+    ).toEqual({
       errorName: 'Permit2AmountNotReceived',
       args: [USDC(1), 0n],
     });
@@ -616,7 +685,12 @@ describe('X402Facilitator Permit2 settlement', () => {
 
   test("permit2612: the token's EIP-2612 permit for Permit2 is applied in the same transaction, and skipped once the allowance is there", async () => {
     const owner = privateKeyToAccount(generatePrivateKey());
-    const fund = await walletOf(buyer).writeContract({ address: usdc, abi: getContract('TestUSDC').abi, functionName: 'transfer', args: [owner.address, USDC(3)] });
+    const fund = await walletOf(buyer).writeContract({
+      address: usdc,
+      abi: getContract('TestUSDC').abi,
+      functionName: 'transfer',
+      args: [owner.address, USDC(3)],
+    });
     expect((await waitForReceipt(client, fund)).status).toBe('success');
     const deadline = (await latestTimestamp()) + 3600n;
     const permitSig = parseSignature(
@@ -632,20 +706,28 @@ describe('X402Facilitator Permit2 settlement', () => {
     const first = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
     const firstSig = await signExact(first, { to: facilitator, validAfter: 0n }, { signer: owner });
     // Without the permit the token refuses: no allowance for Permit2.
-    expect(await simulate('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), NO_2612, out(0n)])).toMatchObject({
+    expect(
+      await simulate('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), NO_2612, out(0n)]),
+    ).toMatchObject({
       errorName: 'InsufficientAllowance',
     });
-    expect((await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), eip2612, out(0n)])).status).toBe('success');
-    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [owner.address, permit2] })).toBe(USDC(9));
+    expect(
+      (await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), eip2612, out(0n)])).status,
+    ).toBe('success');
+    expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'allowance', args: [owner.address, permit2] })).toBe(
+      USDC(9),
+    );
 
     // The permit's nonce is spent; carrying it again is harmless because the allowance suffices.
     const second = await newPermit({ permitted: { token: usdc, amount: USDC(2) } });
     const secondSig = await signExact(second, { to: facilitator, validAfter: 0n }, { signer: owner });
-    expect((await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, second, owner.address, 0n, secondSig), eip2612, out(0n)])).status).toBe('success');
+    expect(
+      (await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, second, owner.address, 0n, secondSig), eip2612, out(0n)])).status,
+    ).toBe('success');
     expect(await balanceOf(owner.address)).toBe(0n);
   });
 
-  test('deployDevnet brings a resumed chain\'s facilitator code up to date, keeping its owner and relayers', async () => {
+  test("deployDevnet brings a resumed chain's facilitator code up to date, keeping its owner and relayers", async () => {
     const old = await startChain();
     anvils.push(old.anvil);
     await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
@@ -655,8 +737,12 @@ describe('X402Facilitator Permit2 settlement', () => {
 
     await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
     expect(await old.client.getCode({ address: facilitator })).toBe(await client.getCode({ address: facilitator }));
-    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'owner' })).toBe(privateKeyToAccount(DEVNET_DEPLOYER_KEY).address);
-    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer.address] })).toBe(true);
+    expect(await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'owner' })).toBe(
+      privateKeyToAccount(DEVNET_DEPLOYER_KEY).address,
+    );
+    expect(
+      await old.client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'isRelayer', args: [relayer.address] }),
+    ).toBe(true);
     await old.anvil.stop();
   });
 });

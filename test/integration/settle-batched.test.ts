@@ -15,7 +15,9 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
 
 // The real x402 v1 client (x402-fetch's signer); its subpath types need another moduleResolution.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
-const { createPaymentHeader } = require('x402/client') as { createPaymentHeader(signer: unknown, version: number, requirements: unknown): Promise<string> };
+const { createPaymentHeader } = require('x402/client') as {
+  createPaymentHeader(signer: unknown, version: number, requirements: unknown): Promise<string>;
+};
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { createSigner } = require('x402/types') as { createSigner(network: string, privateKey: Hex): Promise<unknown> };
 
@@ -71,7 +73,11 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
       },
       { timeoutMs: 20_000, intervalMs: 100 },
     );
-  const api = { get baseUrl() { return h.api.baseUrl; } };
+  const api = {
+    get baseUrl() {
+      return h.api.baseUrl;
+    },
+  };
 
   /** Another API on the same database with some configuration changed. */
   async function apiWith(config: Partial<SettleHarness['tdb']['config']>): Promise<RunningApi> {
@@ -108,7 +114,13 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
 
     const a = body.paymentPayload.payload.authorization;
     const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: batchedWorkflowId('base-sepolia', buyer.address, a.nonce) });
-    expect(row).toMatchObject({ route: 'batched', state: 'accepted', transaction: res.body.transaction, amount: '1250', recipient: seller.toLowerCase() });
+    expect(row).toMatchObject({
+      route: 'batched',
+      state: 'accepted',
+      transaction: res.body.transaction,
+      amount: '1250',
+      recipient: seller.toLowerCase(),
+    });
     expect(await settledEvents(buyer.address, a.nonce)).toBe(1);
 
     // The same authorization again is the same transfer, and nothing moves twice.
@@ -127,7 +139,13 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     const paymentPayload = JSON.parse(Buffer.from(header, 'base64').toString('utf8'));
     const res = await post(api.baseUrl, '/v1/settle', { paymentPayload, paymentRequirements });
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ success: true, payer: buyer.address, settlementMethod: 'batched', network: 'base-sepolia', testnet: true });
+    expect(res.body).toMatchObject({
+      success: true,
+      payer: buyer.address,
+      settlementMethod: 'batched',
+      network: 'base-sepolia',
+      testnet: true,
+    });
     expect((await untilCompleted(res.body.transaction)).value).toBe('321');
   });
 
@@ -149,7 +167,12 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     const forged = await g.batchedPayment({ buyer, payTo: seller, value: 10n, signer: TEST_ACCOUNTS.buyers[0] });
     const bad = await post(api.baseUrl, '/v1/settle', forged);
     expect(bad.status).toBe(400);
-    expect(bad.body).toMatchObject({ success: false, errorReason: 'invalid_signature', settlementMethod: 'batched', network: 'base-sepolia' });
+    expect(bad.body).toMatchObject({
+      success: false,
+      errorReason: 'invalid_signature',
+      settlementMethod: 'batched',
+      network: 'base-sepolia',
+    });
     expect(bad.body.authContext).toBeUndefined();
   });
 
@@ -254,7 +277,13 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     const forged = await g.batchedPayment({ buyer, payTo: seller, value: 10n, signer: TEST_ACCOUNTS.buyers[0] });
     const bad = await post(api.baseUrl, '/v1/verify', forged);
     expect(bad.status).toBe(200);
-    expect(bad.body).toEqual({ isValid: false, invalidReason: 'invalid_signature', payer: buyer.address, verificationMethod: 'batched', testnet: true });
+    expect(bad.body).toEqual({
+      isValid: false,
+      invalidReason: 'invalid_signature',
+      payer: buyer.address,
+      verificationMethod: 'batched',
+      testnet: true,
+    });
 
     const down = await apiWith({ GATEWAY_API_URL_TESTNET: 'http://127.0.0.1:9' });
     const err = await post(down.baseUrl, '/v1/verify', body);

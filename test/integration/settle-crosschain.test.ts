@@ -2,7 +2,12 @@ import { createPublicClient, http, keccak256, parseEventLogs, recoverAddress, ty
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { waitUntil } from '../../devnet/process';
-import { DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
+import {
+  DEVNET_BRIDGE_ATTESTER_ADDRESS,
+  DEVNET_BRIDGE_FEE_COLLECTOR,
+  DEVNET_BRIDGE_MESSENGER_ADDRESS,
+  DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+} from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { bridgeMessengerAbi, bridgeTransmitterAbi, decodeBurnMessage, facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
@@ -35,10 +40,17 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     const stack = (await import('../support/stack-info')).readStackInfo();
     // This file's own attester double, so it can withhold attestations (the stack's one never does).
     attester = await startBridgeAttester({
-      chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl }),
+      chains: attesterChainsFrom({
+        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
+        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
+      }),
       held: true,
     });
-    h = await startSettleHarness(kind, { relayerIndex: 3, platformFeeBps: 100, env: { BRIDGE_ATTESTATION_URL: attester.url, SETTLE_WAIT_MS: '5000' } });
+    h = await startSettleHarness(kind, {
+      relayerIndex: 3,
+      platformFeeBps: 100,
+      env: { BRIDGE_ATTESTATION_URL: attester.url, SETTLE_WAIT_MS: '5000' },
+    });
     dest = createPublicClient({ transport: http(stack.chains['optimism-sepolia'].rpcUrl) });
   });
   afterAll(async () => {
@@ -54,11 +66,15 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
   /** Deliveries of (base-sepolia domain 6, nonce) on the destination's transmitter. */
   const mints = async (nonce: bigint) => {
     const logs = await dest.getLogs({ address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: bridgeTransmitterAbi, logs, eventName: 'MintAndWithdraw' }).filter((l) => l.args.sourceDomain === 6 && l.args.nonce === nonce);
+    return parseEventLogs({ abi: bridgeTransmitterAbi, logs, eventName: 'MintAndWithdraw' }).filter(
+      (l) => l.args.sourceDomain === 6 && l.args.nonce === nonce,
+    );
   };
   const payouts = async (nonce: bigint) => {
     const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter((l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === nonce);
+    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+      (l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === nonce,
+    );
   };
   /** The burn message the source transaction emitted. */
   const burnOf = async (hash: Hex) => {
@@ -71,10 +87,14 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
   };
   const bridgeRow = (settlementId: string) => h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId });
   const delivered = (settlementId: string) =>
-    waitUntil('the bridge leg to be delivered', async () => {
-      const row = await bridgeRow(settlementId);
-      return row?.state === 'delivered' ? row : undefined;
-    }, { timeoutMs: 60_000, intervalMs: 200 });
+    waitUntil(
+      'the bridge leg to be delivered',
+      async () => {
+        const row = await bridgeRow(settlementId);
+        return row?.state === 'delivered' ? row : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
 
   test('answers with the source transaction before the mint, then mints and pays out exactly once', async () => {
     const body = await pay();
@@ -89,7 +109,12 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
 
     const res = await h.settle(body);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    expect(res.body).toEqual({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
     const hash = res.body.transaction as Hex;
 
     // The source transaction pulled the buyer's authorization and burned it toward domain 2.
@@ -101,7 +126,11 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(await mints(burn.nonce)).toHaveLength(0);
     expect(await destBalance(h.payout)).toBe(payoutBefore);
     const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: workflowId });
-    expect({ route: row.route, state: row.state, transaction: row.transaction }).toEqual({ route: 'eip3009-crosschain', state: 'bridging', transaction: hash });
+    expect({ route: row.route, state: row.state, transaction: row.transaction }).toEqual({
+      route: 'eip3009-crosschain',
+      state: 'bridging',
+      transaction: hash,
+    });
 
     // A repeat while bridging answers the same.
     const repeat = await h.settle(body);
@@ -133,10 +162,14 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(await destBalance(DEVNET_BRIDGE_FEE_COLLECTOR)).toBe(bridgeFeeBefore + BRIDGE_FEE);
     expect(await destBalance(h.stack.facilitator)).toBe(0n); // nothing left behind on the destination
 
-    await waitUntil('the settlement to be final', async () => (await h.tdb.db.em.fork().findOne(Settlement, { id: workflowId }))?.state === 'settled', {
-      timeoutMs: 30_000,
-      intervalMs: 100,
-    });
+    await waitUntil(
+      'the settlement to be final',
+      async () => (await h.tdb.db.em.fork().findOne(Settlement, { id: workflowId }))?.state === 'settled',
+      {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      },
+    );
     const after = await h.settle(body);
     expect(after.status).toBe(200);
     expect(after.body).toEqual(res.body);
@@ -154,7 +187,9 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(answers[2]!.body).toEqual(answers[0]!.body);
     const burn = await burnOf(answers[0]!.body.transaction as Hex);
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    expect(parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce)).toHaveLength(1);
+    expect(
+      parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce),
+    ).toHaveLength(1);
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VALUE);
 
     attester.release();
@@ -177,10 +212,17 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(ok.status).toBe(200);
     expect(ok.body.messages).toHaveLength(1);
     const [m] = ok.body.messages;
-    expect(m).toMatchObject({ eventNonce: burn.nonce.toString(), status: 'complete', attestation: expect.stringMatching(/^0x[0-9a-f]{130}$/) });
+    expect(m).toMatchObject({
+      eventNonce: burn.nonce.toString(),
+      status: 'complete',
+      attestation: expect.stringMatching(/^0x[0-9a-f]{130}$/),
+    });
     expect(decodeBurnMessage(m.message)).toEqual(burn);
     expect(await recoverAddress({ hash: keccak256(m.message), signature: m.attestation })).toBe(DEVNET_BRIDGE_ATTESTER_ADDRESS);
-    expect(await get(`/v2/messages/6?transactionHash=0x${'00'.repeat(32)}`)).toEqual({ status: 404, body: { error: 'Message hash not found' } });
+    expect(await get(`/v2/messages/6?transactionHash=0x${'00'.repeat(32)}`)).toEqual({
+      status: 404,
+      body: { error: 'Message hash not found' },
+    });
     expect(await get(`/v2/messages/6?transactionHash=0x1234`)).toEqual({ status: 400, body: { error: 'invalid transactionHash' } });
     expect(await get(`/v2/messages/99?transactionHash=${hash}`)).toEqual({ status: 400, body: { error: 'unsupported source domain 99' } });
     await delivered(settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce));
@@ -190,24 +232,52 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     const body = await pay({ name: 'USDC', version: '2', destinationChainId: 5042002 }); // arc-testnet
     const res = await h.settle(body);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, errorReason: 'cross_chain_not_supported', transaction: '', network: 'base-sepolia', payer: buyer.address });
+    expect(res.body).toEqual({
+      success: false,
+      errorReason: 'cross_chain_not_supported',
+      transaction: '',
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
   });
 
   test('an unknown destination chain is refused', async () => {
     const body = await pay({ name: 'USDC', version: '2', destinationChainId: 999_999 });
     const res = await h.settle(body);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, errorReason: 'unsupported_destination_chain', transaction: '', network: 'base-sepolia', payer: buyer.address });
+    expect(res.body).toEqual({
+      success: false,
+      errorReason: 'unsupported_destination_chain',
+      transaction: '',
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
   });
 
   test('a payment refused before broadcast answers its reason, and a corrected retry runs again', async () => {
-    const forged = await h.pay(buyer, { value: VALUE, signer: TEST_ACCOUNTS.buyers[0], extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA } });
+    const forged = await h.pay(buyer, {
+      value: VALUE,
+      signer: TEST_ACCOUNTS.buyers[0],
+      extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA },
+    });
     const res = await h.settle(forged);
     expect(res.status).toBe(400);
-    expect(res.body).toEqual({ success: false, errorReason: 'invalid_exact_evm_payload_signature', transaction: '', network: 'base-sepolia', payer: buyer.address });
+    expect(res.body).toEqual({
+      success: false,
+      errorReason: 'invalid_exact_evm_payload_signature',
+      transaction: '',
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
 
     // The same authorization (nonce), now properly signed: the failed run does not block it.
-    const good = await h.pay(buyer, { value: VALUE, nonce: forged.paymentPayload.payload.authorization.nonce as Hex, validBefore: BigInt(forged.paymentPayload.payload.authorization.validBefore), validAfter: BigInt(forged.paymentPayload.payload.authorization.validAfter), extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA } });
+    const good = await h.pay(buyer, {
+      value: VALUE,
+      nonce: forged.paymentPayload.payload.authorization.nonce as Hex,
+      validBefore: BigInt(forged.paymentPayload.payload.authorization.validBefore),
+      validAfter: BigInt(forged.paymentPayload.payload.authorization.validAfter),
+      extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA },
+    });
     attester.release();
     const ok = await h.settle(good);
     expect(ok.status).toBe(200);
@@ -227,7 +297,13 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
       await rpc(srcRpc, 'evm_setAutomine', [true]);
     }
     expect(pending.status).toBe(202);
-    expect(pending.body).toEqual({ success: false, errorReason: 'settlement_pending', transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    expect(pending.body).toEqual({
+      success: false,
+      errorReason: 'settlement_pending',
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
     const final = await h.settleUntilFinal(body);
     expect(final.status).toBe(200);
     expect(final.body).toEqual({ success: true, transaction: pending.body.transaction, network: 'base-sepolia', payer: buyer.address });
@@ -239,7 +315,9 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     const body = await pay({ name: 'USDC', version: '2', destinationChainId: 84532 });
     const res = await h.settleUntilFinal(body);
     expect(res.status).toBe(200);
-    const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce) });
+    const row = await h.tdb.db.em
+      .fork()
+      .findOneOrFail(Settlement, { id: settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce) });
     expect(row.route).toBe('eip3009');
     expect(await h.settledEvents(buyer.address, body.paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
   });
@@ -256,7 +334,10 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     const hash = res.body.transaction as Hex;
     const burn = await burnOf(hash);
     // The bridge leg is running and waiting for the attestation.
-    await waitUntil('the bridge leg to wait for its attestation', async () => (await bridgeRow(workflowId))?.state === 'burned', { timeoutMs: 30_000, intervalMs: 100 });
+    await waitUntil('the bridge leg to wait for its attestation', async () => (await bridgeRow(workflowId))?.state === 'burned', {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+    });
 
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
@@ -291,10 +372,14 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
 
     await rpc(destRpc, 'evm_setAutomine', [false]);
     attester.release();
-    const minting = await waitUntil('the mint to be broadcast', async () => {
-      const row = await bridgeRow(workflowId);
-      return row?.state === 'minting' && row.mintTx ? row : undefined;
-    }, { timeoutMs: 30_000, intervalMs: 100 });
+    const minting = await waitUntil(
+      'the mint to be broadcast',
+      async () => {
+        const row = await bridgeRow(workflowId);
+        return row?.state === 'minting' && row.mintTx ? row : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
     expect((await dest.getTransaction({ hash: minting.mintTx as Hex })).blockNumber).toBeNull();
 
     await h.restartWorker({ kill: true });

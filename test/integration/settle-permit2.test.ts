@@ -2,7 +2,11 @@ import { createWalletClient, defineChain, http, maxUint256, parseEventLogs, type
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { getContract } from '../../devnet/contracts';
-import { DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, DEVNET_PERMIT2_ADDRESS, DEVNET_UPTO_PERMIT2_PROXY_ADDRESS } from '../../src/chains/devnet-addresses';
+import {
+  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  DEVNET_PERMIT2_ADDRESS,
+  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+} from '../../src/chains/devnet-addresses';
 import { permit2Abi, tokenAbi } from '../../src/chains/evm/abi';
 import { facilitatorPermit2Abi } from '../../src/chains/evm/permit2-settle-abi';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
@@ -24,7 +28,12 @@ const usdcAbi = getContract('TestUSDC').abi;
 
 function walletFor(h: SettleHarness, account: LocalAccount) {
   const { rpcUrl, chainId } = h.stack.chains['base-sepolia'];
-  const chain = defineChain({ id: chainId, name: 'base-sepolia', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const chain = defineChain({
+    id: chainId,
+    name: 'base-sepolia',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
   return createWalletClient({ account, chain, transport: http(rpcUrl) });
 }
 
@@ -74,7 +83,8 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
 
   const pay = (o: Partial<Permit2PaymentOptions> = {}) => payWith(h, buyer, o);
   const nonceOf = (body: Awaited<ReturnType<typeof pay>>) => BigInt(body.paymentPayload.payload.permit.nonce);
-  const balances = () => Promise.all([h.balanceOf(buyer.address), h.balanceOf(h.payout), h.balanceOf(h.feeRecipient), h.balanceOf(h.stack.facilitator)]);
+  const balances = () =>
+    Promise.all([h.balanceOf(buyer.address), h.balanceOf(h.payout), h.balanceOf(h.feeRecipient), h.balanceOf(h.stack.facilitator)]);
 
   test('exact: settles the signed amount, pays out minus the platform fee in one transaction, records it; a repeat moves nothing', async () => {
     const body = await pay({ amount: 2_000_000n });
@@ -84,14 +94,27 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
     const res = await h.settle(body);
 
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    expect(res.body).toEqual({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
     const receipt = await h.chain.getTransactionReceipt({ hash: res.body.transaction });
     expect(receipt.status).toBe('success');
     expect(receipt.to?.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
     expect(await balances()).toEqual([buyerBefore - 2_000_000n, payoutBefore + 1_950_000n, feeBefore + 50_000n, facilitatorBefore]);
     const events = await permit2SettledEvents(h, buyer.address, nonce);
     expect(events.map((e) => e.args)).toEqual([
-      { token: h.stack.usdc, owner: buyer.address, nonce, proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS, payout: expect.any(String), amount: 2_000_000n, fee: 50_000n },
+      {
+        token: h.stack.usdc,
+        owner: buyer.address,
+        nonce,
+        proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+        payout: expect.any(String),
+        amount: 2_000_000n,
+        fee: 50_000n,
+      },
     ]);
     expect(events[0]!.args.payout.toLowerCase()).toBe(h.payout.toLowerCase());
 
@@ -135,8 +158,12 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
     const [buyerAfter, payoutAfter, feeAfter] = await balances();
     expect([buyerAfter, payoutAfter, feeAfter]).toEqual([buyerBefore - 1_200_000n, payoutBefore + 1_170_000n, feeBefore + 30_000n]);
     const events = await permit2SettledEvents(h, buyer.address, nonceOf(body));
-    expect(events.map((e) => [e.args.proxy, e.args.amount, e.args.fee])).toEqual([[DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, 1_200_000n, 30_000n]]);
-    const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: permit2SettleWorkflowId('base-sepolia', buyer.address, nonceOf(body).toString()) });
+    expect(events.map((e) => [e.args.proxy, e.args.amount, e.args.fee])).toEqual([
+      [DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, 1_200_000n, 30_000n],
+    ]);
+    const row = await h.tdb.db.em
+      .fork()
+      .findOneOrFail(Settlement, { id: permit2SettleWorkflowId('base-sepolia', buyer.address, nonceOf(body).toString()) });
     expect(row).toMatchObject({ route: 'permit2', amount: '1200000', fee: '30000', state: 'settled' });
   });
 
@@ -195,7 +222,12 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
     const payoutBefore = await h.balanceOf(h.payout);
     const res = await h.settle(body);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: fresh.address });
+    expect(res.body).toEqual({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: fresh.address,
+    });
     expect(await h.balanceOf(fresh.address)).toBe(1_000_000n);
     expect(await h.balanceOf(h.payout)).toBe(payoutBefore + 1_950_000n);
     expect(await allowanceOf(h, fresh.address)).toBe(8_000_000n); // the permit's 10 USDC minus this payment
@@ -211,14 +243,22 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
     type Case = [string, number, () => Promise<{ body: unknown; payer: Address }>];
     const as = (body: Promise<unknown>, payer: Address = buyer.address) => body.then((b) => ({ body: b, payer }));
     const cases: Case[] = [
-      ['invalid_network', 400, () => as(pay().then((b) => ({ ...b, paymentRequirements: { ...b.paymentRequirements, network: 'optimism-sepolia' } })))],
+      [
+        'invalid_network',
+        400,
+        () => as(pay().then((b) => ({ ...b, paymentRequirements: { ...b.paymentRequirements, network: 'optimism-sepolia' } }))),
+      ],
       ['invalid_scheme', 400, () => as(pay().then((b) => ({ ...b, paymentRequirements: { ...b.paymentRequirements, scheme: 'upto' } })))],
       ['invalid_permit2_recipient_mismatch', 400, () => as(pay({ witnessTo: stranger.address }))],
       ['invalid_permit2_recipient_mismatch', 400, () => as(pay({ payTo: stranger.address }))],
       ['upto_facilitator_mismatch', 400, () => as(pay({ scheme: 'upto', witnessFacilitator: stranger.address }))],
       ['permit2_token_mismatch', 400, () => as(pay({ asset: stranger.address }))],
       ['invalid_exact_evm_payload_amount_mismatch', 400, () => as(pay({ amount: 1_000_000n, maxAmountRequired: 2_000_000n }))],
-      ['invalid_upto_evm_payload_settlement_exceeds_amount', 400, () => as(pay({ scheme: 'upto', amount: 1_000_000n, settleAmount: 1_000_001n }))],
+      [
+        'invalid_upto_evm_payload_settlement_exceeds_amount',
+        400,
+        () => as(pay({ scheme: 'upto', amount: 1_000_000n, settleAmount: 1_000_001n })),
+      ],
       ['invalid_payment_requirements', 400, () => as(pay({ scheme: 'upto', settleAmount: 0n }))],
       ['invalid_payment_requirements', 400, () => as(pay({ scheme: 'exact', settleAmount: 500n }))],
       ['invalid_permit2_spender', 400, () => as(pay({ scheme: 'exact', spender: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS }))],
@@ -232,7 +272,12 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
         409,
         async () => {
           const nonce = randomPermit2Nonce();
-          await send(h, buyer, { address: permit2, abi: permit2Abi, functionName: 'invalidateUnorderedNonces', args: [nonce >> 8n, 1n << (nonce & 255n)] } as never);
+          await send(h, buyer, {
+            address: permit2,
+            abi: permit2Abi,
+            functionName: 'invalidateUnorderedNonces',
+            args: [nonce >> 8n, 1n << (nonce & 255n)],
+          } as never);
           return as(pay({ nonce }));
         },
       ],

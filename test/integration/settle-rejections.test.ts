@@ -50,7 +50,11 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
   });
 
   test('an asset other than the network USDC -> invalid_exact_evm_payload_asset_mismatch', async () => {
-    await expectRejected(await pay({ asset: '0x000000000000000000000000000000000000bEEF' }), 400, rejected('invalid_exact_evm_payload_asset_mismatch'));
+    await expectRejected(
+      await pay({ asset: '0x000000000000000000000000000000000000bEEF' }),
+      400,
+      rejected('invalid_exact_evm_payload_asset_mismatch'),
+    );
   });
 
   test('signed by someone else -> invalid_exact_evm_payload_signature', async () => {
@@ -145,7 +149,13 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
     expect(first.body).toEqual(rejected('insufficient_funds', 'base-sepolia', poorBuyer.address));
     // Fund the buyer, then the very same authorization settles.
     const funder = createWalletClient({ account: buyer, transport: http(h.stack.chains['base-sepolia'].rpcUrl) });
-    const hash = await funder.writeContract({ chain: null, address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [poorBuyer.address, 5n] });
+    const hash = await funder.writeContract({
+      chain: null,
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [poorBuyer.address, 5n],
+    });
     await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     const second = await h.settle(body);
     expect(second.status).toBe(200);
@@ -155,7 +165,10 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
 
   describe('bodies', () => {
     const raw = (body: string, contentType = 'application/json') =>
-      request('POST', `${h.api.baseUrl}/v1/settle`, { body, headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': contentType } });
+      request('POST', `${h.api.baseUrl}/v1/settle`, {
+        body,
+        headers: { authorization: `Bearer ${h.apiKey}`, 'content-type': contentType },
+      });
 
     test('malformed JSON -> 400 in the settle shape', async () => {
       const res = await raw('{"paymentPayload": ');
@@ -184,11 +197,17 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
     });
 
     test('a revoked key -> 403 envelope', async () => {
-      const created = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie: h.cookie, json: { name: 'to revoke', test_net: true } });
+      const created = await request('POST', `${h.api.baseUrl}/v1/api_keys`, {
+        cookie: h.cookie,
+        json: { name: 'to revoke', test_net: true },
+      });
       const del = await request('DELETE', `${h.api.baseUrl}/v1/api_keys/${created.body.id}`, { cookie: h.cookie });
       expect(del.status).toBe(200);
       const res = await h.settle(await pay(), { authorization: `Bearer ${created.body.api_key}` });
-      expect({ status: res.status, body: res.body }).toEqual({ status: 403, body: { type: 'api_error', code: 403, message: 'API key revoked' } });
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 403,
+        body: { type: 'api_error', code: 403, message: 'API key revoked' },
+      });
     });
 
     test('a test key on a mainnet network and a live key on a testnet -> 403 envelope', async () => {

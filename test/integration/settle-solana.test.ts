@@ -2,6 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Connection, Keypair, PublicKey, VersionedTransaction } from '@solana/web3.js';
 // x402-fetch's types are reachable only through its exports map, which our `node` module resolution ignores.
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- see the line above
 const { createSigner, decodeXPaymentResponse, wrapFetchWithPayment } = require('x402-fetch') as typeof import('x402-fetch/dist/cjs/index');
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { base58Encode } from '../../src/chains/solana/base58';
@@ -39,7 +40,12 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     conn = new Connection(rpcUrl, 'confirmed');
     const supported = await request('GET', `${h.api.baseUrl}/v1/supported`);
     const kindSvm = supported.body.kinds.find((k: { network: string }) => k.network === 'solana-devnet');
-    expect(kindSvm).toEqual({ x402Version: 1, scheme: 'exact', network: 'solana-devnet', extra: { feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey.toBase58() } });
+    expect(kindSvm).toEqual({
+      x402Version: 1,
+      scheme: 'exact',
+      network: 'solana-devnet',
+      extra: { feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey.toBase58() },
+    });
     feePayer = new PublicKey(kindSvm.extra.feePayer);
     payTo = Keypair.generate().publicKey;
     await solanaRpcCall(rpcUrl, 'devnet_fundToken', [payTo.toBase58(), 0]); // the seller's USDC account exists
@@ -120,7 +126,16 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
 
     const workflowId = solanaSettleWorkflowId('solana-devnet', buyer.publicKey.toBase58(), base58Encode(tx.signatures[1]));
     const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: workflowId });
-    expect(row).toMatchObject({ route: 'solana', network: 'solana-devnet', state: 'settled', transaction: signature, payer: buyer.publicKey.toBase58(), recipient: payTo.toBase58(), amount: AMOUNT.toString(), fee: '0' });
+    expect(row).toMatchObject({
+      route: 'solana',
+      network: 'solana-devnet',
+      state: 'settled',
+      transaction: signature,
+      payer: buyer.publicKey.toBase58(),
+      recipient: payTo.toBase58(),
+      amount: AMOUNT.toString(),
+      fee: '0',
+    });
   });
 
   test('the same payment sent 5 times at once settles once', async () => {
@@ -128,7 +143,10 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     const tx = await buildTx(buyer);
     const [buyerBefore, feeBefore] = [await usdcOf(buyer.publicKey), await conn.getBalance(feePayer)];
     const answers = await Promise.all(Array.from({ length: 5 }, () => h.settleUntilFinal(bodyOf(tx))));
-    const expected = { status: 200, body: { success: true, transaction: expectedSignature(tx), network: 'solana-devnet', payer: buyer.publicKey.toBase58() } };
+    const expected = {
+      status: 200,
+      body: { success: true, transaction: expectedSignature(tx), network: 'solana-devnet', payer: buyer.publicKey.toBase58() },
+    };
     expect(answers.map((a) => ({ status: a.status, body: a.body }))).toEqual(Array(5).fill(expected));
     expect(await usdcOf(buyer.publicKey)).toBe(buyerBefore! - AMOUNT);
     expect(await conn.getBalance(feePayer)).toBe(feeBefore - FEE);
@@ -160,7 +178,12 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
       expect(res.status).toBe(200);
       expect(await res.json()).toEqual({ weather: 'sunny' });
       const receipt = decodeXPaymentResponse(res.headers.get('x-payment-response')!);
-      expect(receipt).toEqual({ success: true, transaction: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/), network: 'solana-devnet', payer: buyer.publicKey.toBase58() });
+      expect(receipt).toEqual({
+        success: true,
+        transaction: expect.stringMatching(/^[1-9A-HJ-NP-Za-km-z]{64,88}$/),
+        network: 'solana-devnet',
+        payer: buyer.publicKey.toBase58(),
+      });
       expect((await conn.getSignatureStatuses([receipt.transaction])).value[0]).toMatchObject({ err: null });
       expect(await usdcOf(buyer.publicKey)).toBe(buyerBefore! - AMOUNT);
       expect(await usdcOf(payTo)).toBe(payToBefore! + AMOUNT);
@@ -181,34 +204,99 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
       ...(p ? { payer: p } : {}),
     });
     const cases: [string, () => Promise<unknown>, number, unknown][] = [
-      ['amount', async () => bodyOf(await buildTx(buyer, { amount: AMOUNT - 1n })), 400, fail('invalid_exact_svm_payload_transaction_amount_mismatch')],
-      ['fee payer', async () => bodyOf(await buildTx(buyer, { feePayer: Keypair.generate().publicKey })), 400, fail('invalid_exact_svm_payload_fee_payer_mismatch')],
-      ['extra.feePayer', async () => bodyOf(await buildTx(buyer), requirements({ extra: { feePayer: Keypair.generate().publicKey.toBase58() } })), 400, fail('invalid_exact_svm_payload_fee_payer_mismatch', null)],
+      [
+        'amount',
+        async () => bodyOf(await buildTx(buyer, { amount: AMOUNT - 1n })),
+        400,
+        fail('invalid_exact_svm_payload_transaction_amount_mismatch'),
+      ],
+      [
+        'fee payer',
+        async () => bodyOf(await buildTx(buyer, { feePayer: Keypair.generate().publicKey })),
+        400,
+        fail('invalid_exact_svm_payload_fee_payer_mismatch'),
+      ],
+      [
+        'extra.feePayer',
+        async () => bodyOf(await buildTx(buyer), requirements({ extra: { feePayer: Keypair.generate().publicKey.toBase58() } })),
+        400,
+        fail('invalid_exact_svm_payload_fee_payer_mismatch', null),
+      ],
       ['unsigned', async () => bodyOf(await buildTx(buyer, { signers: [] })), 400, fail('invalid_exact_svm_payload_signature_invalid')],
-      ['garbage', async () => ({ ...bodyOf(await buildTx(buyer)), paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: 'AAAA' } } }), 400, fail('invalid_exact_svm_payload_transaction', null)],
-      ['other asset', async () => bodyOf(await buildTx(buyer), requirements({ asset: Keypair.generate().publicKey.toBase58() })), 400, fail('invalid_payment_requirements', null)],
-      ['cross-chain', async () => bodyOf(await buildTx(buyer), requirements({ network: 'base-sepolia' })), 400, fail('invalid_network', null)],
+      [
+        'garbage',
+        async () => ({
+          ...bodyOf(await buildTx(buyer)),
+          paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: 'AAAA' } },
+        }),
+        400,
+        fail('invalid_exact_svm_payload_transaction', null),
+      ],
+      [
+        'other asset',
+        async () => bodyOf(await buildTx(buyer), requirements({ asset: Keypair.generate().publicKey.toBase58() })),
+        400,
+        fail('invalid_payment_requirements', null),
+      ],
+      [
+        'cross-chain',
+        async () => bodyOf(await buildTx(buyer), requirements({ network: 'base-sepolia' })),
+        400,
+        fail('invalid_network', null),
+      ],
       ['upto', async () => bodyOf(await buildTx(buyer), requirements({ scheme: 'upto' })), 400, fail('unsupported_scheme', null)],
-      ['no payload', async () => ({ paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: {} }, paymentRequirements: requirements() }), 400, fail('invalid_payload', null)],
-      ['evm payTo', async () => bodyOf(await buildTx(buyer), requirements({ payTo: '0x0000000000000000000000000000000000000001' })), 400, fail('invalid_payment_requirements', null)],
+      [
+        'no payload',
+        async () => ({
+          paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: {} },
+          paymentRequirements: requirements(),
+        }),
+        400,
+        fail('invalid_payload', null),
+      ],
+      [
+        'evm payTo',
+        async () => bodyOf(await buildTx(buyer), requirements({ payTo: '0x0000000000000000000000000000000000000001' })),
+        400,
+        fail('invalid_payment_requirements', null),
+      ],
       // Rules the cluster answers, from the workflow's verification.
-      ['no receiver ATA', async () => {
-        const other = Keypair.generate().publicKey;
-        return bodyOf(await buildTx(buyer, { payTo: other }), requirements({ payTo: other.toBase58() }));
-      }, 400, fail('invalid_exact_svm_payload_transaction_receiver_ata_not_found')],
+      [
+        'no receiver ATA',
+        async () => {
+          const other = Keypair.generate().publicKey;
+          return bodyOf(await buildTx(buyer, { payTo: other }), requirements({ payTo: other.toBase58() }));
+        },
+        400,
+        fail('invalid_exact_svm_payload_transaction_receiver_ata_not_found'),
+      ],
       ['poor buyer', async () => bodyOf(await buildTx(await newBuyer(AMOUNT - 1n))), 402, 'insufficient_funds'],
-      ['decimals', async () => bodyOf(await buildTx(buyer, { decimals: 2 })), 400, fail('invalid_exact_svm_payload_transaction_simulation_failed')],
+      [
+        'decimals',
+        async () => bodyOf(await buildTx(buyer, { decimals: 2 })),
+        400,
+        fail('invalid_exact_svm_payload_transaction_simulation_failed'),
+      ],
     ];
     for (const [name, build, status, expected] of cases) {
       const res = await h.settle(await build());
-      const want = typeof expected === 'string' ? { success: false, errorReason: expected, transaction: '', network: 'solana-devnet', payer: expect.any(String) } : expected;
+      const want =
+        typeof expected === 'string'
+          ? { success: false, errorReason: expected, transaction: '', network: 'solana-devnet', payer: expect.any(String) }
+          : expected;
       expect({ name, status: res.status, body: res.body }).toEqual({ name, status, body: want });
     }
     expect(await usdcOf(buyer.publicKey)).toBe(before);
 
     // Mainnet with a test key: 403 before anything else is said about the network.
-    const main = await h.settle({ ...bodyOf(await buildTx(buyer), requirements({ network: 'solana' })), paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana', payload: { transaction: 'AAAA' } } });
-    expect({ status: main.status, body: main.body }).toEqual({ status: 403, body: { type: 'api_error', code: 403, message: expect.any(String) } });
+    const main = await h.settle({
+      ...bodyOf(await buildTx(buyer), requirements({ network: 'solana' })),
+      paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana', payload: { transaction: 'AAAA' } },
+    });
+    expect({ status: main.status, body: main.body }).toEqual({
+      status: 403,
+      body: { type: 'api_error', code: 403, message: expect.any(String) },
+    });
   });
 
   test('a blockhash that expired before settle is refused; one that expires unlanded after broadcast ends failed', async () => {
@@ -219,7 +307,13 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     const refused = await h.settle(bodyOf(stale));
     expect({ status: refused.status, body: refused.body }).toEqual({
       status: 400,
-      body: { success: false, errorReason: 'settle_exact_svm_block_height_exceeded', transaction: '', network: 'solana-devnet', payer: buyer.publicKey.toBase58() },
+      body: {
+        success: false,
+        errorReason: 'settle_exact_svm_block_height_exceeded',
+        transaction: '',
+        network: 'solana-devnet',
+        payer: buyer.publicKey.toBase58(),
+      },
     });
 
     const tx = await buildTx(buyer);
@@ -231,7 +325,13 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     const final = await h.settleUntilFinal(bodyOf(tx));
     expect({ status: final.status, body: final.body }).toEqual({
       status: 400,
-      body: { success: false, errorReason: 'settle_exact_svm_block_height_exceeded', transaction: '', network: 'solana-devnet', payer: buyer.publicKey.toBase58() },
+      body: {
+        success: false,
+        errorReason: 'settle_exact_svm_block_height_exceeded',
+        transaction: '',
+        network: 'solana-devnet',
+        payer: buyer.publicKey.toBase58(),
+      },
     });
     expect(await usdcOf(buyer.publicKey)).toBe(before);
     expect((await conn.getSignatureStatuses([expectedSignature(tx)])).value[0]).toBeNull();
@@ -248,7 +348,13 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     const pending = await h.settleUntilBroadcast(body);
     expect({ status: pending.status, body: pending.body }).toEqual({
       status: 202,
-      body: { success: false, errorReason: 'settlement_pending', transaction: signature, network: 'solana-devnet', payer: buyer.publicKey.toBase58() },
+      body: {
+        success: false,
+        errorReason: 'settlement_pending',
+        transaction: signature,
+        network: 'solana-devnet',
+        payer: buyer.publicKey.toBase58(),
+      },
     });
     expect((await conn.getSignatureStatuses([signature])).value[0]).toBeNull(); // broadcast, not landed
 

@@ -34,7 +34,12 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
     const res = await h.settle(body);
 
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({ success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: buyer.address });
+    expect(res.body).toEqual({
+      success: true,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
     const receipt = await h.chain.getTransactionReceipt({ hash: res.body.transaction });
     expect(receipt.status).toBe('success');
     expect(receipt.to?.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
@@ -60,10 +65,14 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
     // Operators find it in Temporal by our search attributes; the request id is in the memo.
     const workflowId = row.id;
     const query = `WorkflowId="${workflowId}" AND X402Kind="settle" AND X402State="settled" AND X402Network="base-sepolia" AND X402Payer="${buyer.address.toLowerCase()}"`;
-    const found = await waitUntil('the workflow to be visible by its search attributes', async () => {
-      for await (const wf of h.temporal.workflow.list({ query })) return wf;
-      return undefined;
-    }, { timeoutMs: 15_000, intervalMs: 200 });
+    const found = await waitUntil(
+      'the workflow to be visible by its search attributes',
+      async () => {
+        for await (const wf of h.temporal.workflow.list({ query })) return wf;
+        return undefined;
+      },
+      { timeoutMs: 15_000, intervalMs: 200 },
+    );
     expect(found.workflowId).toBe(workflowId);
     expect(found.memo).toEqual({ requestId: res.headers.get('x-request-id') });
 
@@ -90,7 +99,7 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(before - 1_234_567n);
   });
 
-  test("another organization cannot claim an authorization settled for this one", async () => {
+  test('another organization cannot claim an authorization settled for this one', async () => {
     const body = await pay({ value: 10n });
     const ours = await h.settle(body);
     expect(ours.status).toBe(200);
@@ -111,6 +120,12 @@ describe.each(DB_KINDS)('POST /v1/settle, EIP-3009 same-chain (%s)', (kind) => {
     const body = await h.pay(poor);
     const res = await h.settle(body);
     expect(res.status).toBe(402);
-    expect(res.body).toEqual({ success: false, errorReason: 'insufficient_funds', transaction: '', network: 'base-sepolia', payer: poor.address });
+    expect(res.body).toEqual({
+      success: false,
+      errorReason: 'insufficient_funds',
+      transaction: '',
+      network: 'base-sepolia',
+      payer: poor.address,
+    });
   });
 });

@@ -49,7 +49,9 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   beforeAll(async () => {
     const stack = (await import('../support/stack-info')).readStackInfo();
     const chains = mainnetDevnetEnv(stack.chains.base.rpcUrl, stack.chains.optimism.rpcUrl);
-    attester = await startBridgeAttester({ chains: attesterChainsFrom({ ...chains, RPC_URLS_BASE_SEPOLIA: 'none', RPC_URLS_OPTIMISM_SEPOLIA: 'none' }) });
+    attester = await startBridgeAttester({
+      chains: attesterChainsFrom({ ...chains, RPC_URLS_BASE_SEPOLIA: 'none', RPC_URLS_OPTIMISM_SEPOLIA: 'none' }),
+    });
     h = await startTopupHarness(kind, {
       relayerIndex: 2,
       env: {
@@ -62,7 +64,12 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       },
     });
     op = createPublicClient({ transport: http(stack.chains.optimism.rpcUrl) }) as PublicClient;
-    const opChain = { id: 10, name: 'optimism-devnet', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [stack.chains.optimism.rpcUrl] } } } as const;
+    const opChain = {
+      id: 10,
+      name: 'optimism-devnet',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [stack.chains.optimism.rpcUrl] } },
+    } as const;
     opWallet = (a) => createWalletClient({ account: a, chain: opChain, transport: http(stack.chains.optimism.rpcUrl) });
   });
   afterAll(async () => {
@@ -74,25 +81,46 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   /** A fresh payer holding `usdc` on optimism (and nothing on base). */
   const opPayer = async (usdc = 20_000_000n) => {
     const payer = privateKeyToAccount(generatePrivateKey());
-    const hash = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [payer.address, usdc], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
+    const hash = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [payer.address, usdc],
+      chain: undefined,
+      account: TEST_ACCOUNTS.buyers[0],
+    });
     await waitForReceipt(op, hash);
     return payer;
   };
   const opUsdc = (who: Address) => op.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
   const opPayment = async (payer: LocalAccount, value: bigint) => {
-    const body = await exactPayment({ buyer: payer, network: 'optimism', chainId: 10, usdc: h.stack.usdc, facilitator: h.stack.facilitator, value, extra: { name: 'USDC', version: '2', destinationChainId: 8453 } });
+    const body = await exactPayment({
+      buyer: payer,
+      network: 'optimism',
+      chainId: 10,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+      value,
+      extra: { name: 'USDC', version: '2', destinationChainId: 8453 },
+    });
     return Buffer.from(JSON.stringify(body.paymentPayload)).toString('base64');
   };
   /** BridgePayout events of optimism burns on base (each is one mint + payout). */
   const payoutsOn = async (bridgeNonce: string) => {
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter((l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === BigInt(bridgeNonce));
+    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+      (l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === BigInt(bridgeNonce),
+    );
   };
   const poll = (id: string, state: string, timeoutMs = 60_000) =>
-    waitUntil(`top-up ${state}`, async () => {
-      const res = await h.get(`/v1/demo-merchant/topups/${id}`);
-      return res.body.state === state ? res : undefined;
-    }, { timeoutMs, intervalMs: 250 });
+    waitUntil(
+      `top-up ${state}`,
+      async () => {
+        const res = await h.get(`/v1/demo-merchant/topups/${id}`);
+        return res.body.state === state ? res : undefined;
+      },
+      { timeoutMs, intervalMs: 250 },
+    );
 
   test('quote and challenge: optimism is a source with the buffered bridge fee in its minimum; ink is not (no CCTP domain)', async () => {
     const buyer = (await opPayer(0n)).address;
@@ -131,7 +159,10 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     expect(await q('network=optimism&amount=1073218')).toMatchObject({ status: 400, body: { errorReason: 'amount_too_low' } });
     expect((await q('network=optimism&amount=1073219')).status).toBe(200);
     expect(await q('network=optimism&amount=1003019058')).toMatchObject({ status: 409, body: { errorReason: 'credit_limit_reached' } });
-    expect(await q('network=ink')).toMatchObject({ status: 400, body: { errorReason: 'wrong_network', error: 'network ink is not a top-up source here' } });
+    expect(await q('network=ink')).toMatchObject({
+      status: 400,
+      body: { errorReason: 'wrong_network', error: 'network ink is not a top-up source here' },
+    });
 
     const challenge = await h.post({ buyer, amount: '5000000' });
     expect(challenge.status).toBe(402);
@@ -177,18 +208,28 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     const repeat = await h.post({}, header);
     expect(repeat.status).toBe(503);
     expect(repeat.headers.get('retry-after')).toBe('2');
-    expect(repeat.body).toMatchObject({ topupId, state: 'bridging', errorReason: 'bridging', settlementTx: bridging.body.settlementTx, fillTx: null });
+    expect(repeat.body).toMatchObject({
+      topupId,
+      state: 'bridging',
+      errorReason: 'bridging',
+      settlementTx: bridging.body.settlementTx,
+      fillTx: null,
+    });
 
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
     expect(() => process.kill(killed, 0)).toThrow();
     attester.release();
 
-    const done = await waitUntil('the repeated payment to answer 200', async () => {
-      const res = await h.post({}, header);
-      if (res.status !== 200) expect(res.status).toBe(503);
-      return res.status === 200 ? res : undefined;
-    }, { timeoutMs: 90_000, intervalMs: 300 });
+    const done = await waitUntil(
+      'the repeated payment to answer 200',
+      async () => {
+        const res = await h.post({}, header);
+        if (res.status !== 200) expect(res.status).toBe(503);
+        return res.status === 200 ? res : undefined;
+      },
+      { timeoutMs: 90_000, intervalMs: 300 },
+    );
     expect(done.body).toMatchObject({
       success: true,
       topupId,
@@ -200,7 +241,10 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       depositTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
     });
     expect(JSON.parse(Buffer.from(done.headers.get('x-payment-response')!, 'base64').toString())).toEqual({
-      success: true, transaction: bridging.body.settlementTx, network: 'optimism', payer: payer.address,
+      success: true,
+      transaction: bridging.body.settlementTx,
+      network: 'optimism',
+      payer: payer.address,
     });
     expect((await h.get(`/v1/demo-merchant/topups/${topupId}`)).body).toEqual(done.body);
 
@@ -214,10 +258,26 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     expect({ fee: row.fee, bridgeFee: row.bridgeFee, net: row.netAmount }).toEqual({ fee: '25000', bridgeFee: '5000', net: '4970000' });
 
     // One mint (the fill) and one deposit, both on base.
-    const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId: settleWorkflowId('optimism', payer.address, JSON.parse(Buffer.from(header, 'base64').toString()).payload.authorization.nonce) }))!;
-    expect(bridge).toMatchObject({ state: 'delivered', mintTx: done.body.fillTx, sourceTx: done.body.settlementTx, recipient: h.relayer.address.toLowerCase(), bridgeFee: '5000', fee: '25000', payoutAmount: net.toString() });
+    const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, {
+      settlementId: settleWorkflowId(
+        'optimism',
+        payer.address,
+        JSON.parse(Buffer.from(header, 'base64').toString()).payload.authorization.nonce,
+      ),
+    }))!;
+    expect(bridge).toMatchObject({
+      state: 'delivered',
+      mintTx: done.body.fillTx,
+      sourceTx: done.body.settlementTx,
+      recipient: h.relayer.address.toLowerCase(),
+      bridgeFee: '5000',
+      fee: '25000',
+      payoutAmount: net.toString(),
+    });
     const payouts = await payoutsOn(bridge.bridgeNonce);
-    expect(payouts.map((p) => [p.transactionHash, p.args.payout, p.args.received, p.args.fee])).toEqual([[done.body.fillTx, h.relayer.address, gross - bridgeFee(gross), fee(gross)]]);
+    expect(payouts.map((p) => [p.transactionHash, p.args.payout, p.args.received, p.args.fee])).toEqual([
+      [done.body.fillTx, h.relayer.address, gross - bridgeFee(gross), fee(gross)],
+    ]);
     const fill = await h.chain.getTransactionReceipt({ hash: done.body.fillTx });
     expect(fill.status).toBe('success');
     const deposits = await h.tdb.db.em.fork().find(RelayerTransaction, { id: `${topupId}:deposit` });
@@ -245,12 +305,17 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       const payer = await opPayer();
       const header = await opPayment(payer, 3_000_000n);
       attester.hold();
-      const post = (): Promise<JsonResponse> => request('POST', `${url}/v1/demo-merchant/topups`, { json: {}, headers: { 'x-payment': header } });
+      const post = (): Promise<JsonResponse> =>
+        request('POST', `${url}/v1/demo-merchant/topups`, { json: {}, headers: { 'x-payment': header } });
       expect((await post()).status).toBe(503);
-      const final = await waitUntil('needs_review', async () => {
-        const res = await post();
-        return res.status === 500 ? res : undefined;
-      }, { timeoutMs: 60_000, intervalMs: 300 });
+      const final = await waitUntil(
+        'needs_review',
+        async () => {
+          const res = await post();
+          return res.status === 500 ? res : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 300 },
+      );
       expect(final.body).toMatchObject({
         success: false,
         state: 'needs_review',
@@ -261,15 +326,23 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
         error: 'bridge transfer needs review: no attestation within the time budget',
       });
       const id: string = final.body.topupId;
-      expect((await h.get(`/v1/demo-merchant/topups/${id}`))).toMatchObject({ status: 200, body: { state: 'needs_review', errorReason: 'needs_review' } });
+      expect(await h.get(`/v1/demo-merchant/topups/${id}`)).toMatchObject({
+        status: 200,
+        body: { state: 'needs_review', errorReason: 'needs_review' },
+      });
       const described = await h.temporal.workflow.getHandle(id).describe();
       expect(described.typedSearchAttributes.get(X402State)).toBe('needs_review');
       const listed: string[] = [];
-      await waitUntil('the visibility index', async () => {
-        listed.length = 0;
-        for await (const w of h.temporal.workflow.list({ query: `X402Kind = 'topup' AND X402State = 'needs_review'` })) listed.push(w.workflowId);
-        return listed.includes(id);
-      }, { timeoutMs: 15_000, intervalMs: 300 });
+      await waitUntil(
+        'the visibility index',
+        async () => {
+          listed.length = 0;
+          for await (const w of h.temporal.workflow.list({ query: `X402Kind = 'topup' AND X402State = 'needs_review'` }))
+            listed.push(w.workflowId);
+          return listed.includes(id);
+        },
+        { timeoutMs: 15_000, intervalMs: 300 },
+      );
       expect(await h.depositedEvents(payer.address)).toEqual([]);
       expect(await h.merchantBalance(payer.address)).toBe(0n);
     } finally {
@@ -285,17 +358,32 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     const opBefore = await opUsdc(payer.address);
     attester.attestWith(generatePrivateKey());
     try {
-      const final = await waitUntil('needs_review', async () => {
-        const res = await h.post({}, header);
-        if (res.status !== 500) expect(res.status).toBe(503);
-        return res.status === 500 ? res : undefined;
-      }, { timeoutMs: 60_000, intervalMs: 300 });
-      expect(final.body).toMatchObject({ success: false, state: 'needs_review', errorReason: 'needs_review', fillTx: null, depositTx: null, error: expect.stringMatching(/^bridge transfer needs review: mint would revert/) });
+      const final = await waitUntil(
+        'needs_review',
+        async () => {
+          const res = await h.post({}, header);
+          if (res.status !== 500) expect(res.status).toBe(503);
+          return res.status === 500 ? res : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 300 },
+      );
+      expect(final.body).toMatchObject({
+        success: false,
+        state: 'needs_review',
+        errorReason: 'needs_review',
+        fillTx: null,
+        depositTx: null,
+        error: expect.stringMatching(/^bridge transfer needs review: mint would revert/),
+      });
       const id: string = final.body.topupId;
       expect((await h.temporal.workflow.getHandle(id).describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');
       // Burned on optimism (safe in the bridge, deliverable by an operator), nothing minted or credited on base.
       expect(await opUsdc(payer.address)).toBe(opBefore - 2_000_000n);
-      const settlementId = settleWorkflowId('optimism', payer.address, JSON.parse(Buffer.from(header, 'base64').toString()).payload.authorization.nonce);
+      const settlementId = settleWorkflowId(
+        'optimism',
+        payer.address,
+        JSON.parse(Buffer.from(header, 'base64').toString()).payload.authorization.nonce,
+      );
       const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId }))!;
       expect(bridge).toMatchObject({ state: 'needs_review', mintTx: null, sourceTx: final.body.settlementTx });
       expect(await payoutsOn(bridge.bridgeNonce)).toEqual([]);
@@ -330,7 +418,11 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       const quote = await request('GET', `${url}/v1/demo-merchant/topups/quote?buyer=${payer.address}&network=optimism`);
       expect(quote.status).toBe(503);
       expect(quote.headers.get('retry-after')).toBe('2');
-      expect(quote.body).toEqual({ success: false, errorReason: 'source_unavailable', error: expect.stringMatching(/^the optimism RPC did not answer/) });
+      expect(quote.body).toEqual({
+        success: false,
+        errorReason: 'source_unavailable',
+        error: expect.stringMatching(/^the optimism RPC did not answer/),
+      });
       const header = await opPayment(payer, 5_000_000n);
       const paid = await request('POST', `${url}/v1/demo-merchant/topups`, { json: {}, headers: { 'x-payment': header } });
       expect(paid).toMatchObject({ status: 503, body: { success: false, errorReason: 'source_unavailable' } });
@@ -345,20 +437,51 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   test('@x402/fetch with a viem account pays the v1 challenge: same-chain base (200) and cross-chain optimism (503 while bridging, then deposited)', async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     // Funds on both chains.
-    const fund = await h.walletOf(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
+    const fund = await h.walletOf(TEST_ACCOUNTS.buyers[0]).writeContract({
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [account.address, 10_000_000n],
+      chain: undefined,
+      account: TEST_ACCOUNTS.buyers[0],
+    });
     await waitForReceipt(h.chain, fund);
-    const opFund = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [account.address, 10_000_000n], chain: undefined, account: TEST_ACCOUNTS.buyers[0] });
+    const opFund = await opWallet(TEST_ACCOUNTS.buyers[0]).writeContract({
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [account.address, 10_000_000n],
+      chain: undefined,
+      account: TEST_ACCOUNTS.buyers[0],
+    });
     await waitForReceipt(op, opFund);
     const url = `${h.url}/v1/demo-merchant/topups`;
-    const body = (amount: string) => ({ method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ amount }) });
+    const body = (amount: string) => ({
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount }),
+    });
 
     // Same-chain: the client picks the first entry (base).
     const baseClient = v1ExactPayer(account, 'base', 8453, h.stack.usdc);
     const sameChain = await wrapFetchWithPayment(fetch, baseClient)(url, body('2000000'));
     expect(sameChain.status).toBe(200);
     const record = (await sameChain.json()) as any;
-    expect(record).toMatchObject({ success: true, state: 'deposited', network: 'base', payer: account.address, buyer: account.address, grossAmount: '2000000', netAmount: (2_000_000n - fee(2_000_000n)).toString(), fillTx: null });
-    expect(decodePaymentResponseHeader(sameChain.headers.get('x-payment-response')!)).toMatchObject({ success: true, transaction: record.settlementTx, network: 'base' });
+    expect(record).toMatchObject({
+      success: true,
+      state: 'deposited',
+      network: 'base',
+      payer: account.address,
+      buyer: account.address,
+      grossAmount: '2000000',
+      netAmount: (2_000_000n - fee(2_000_000n)).toString(),
+      fillTx: null,
+    });
+    expect(decodePaymentResponseHeader(sameChain.headers.get('x-payment-response')!)).toMatchObject({
+      success: true,
+      transaction: record.settlementTx,
+      network: 'base',
+    });
 
     // Cross-chain: a client that only pays on optimism picks the optimism entry (@x402/evm's v1
     // table lacks optimism: devnet/x402-v2-client.ts signs the same authorization for chain id 10).
@@ -374,7 +497,12 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     attester.release();
     const final = await poll(pending.topupId, 'deposited');
     const net = 3_000_000n - fee(3_000_000n) - bridgeFee(3_000_000n);
-    expect(final.body).toMatchObject({ success: true, grossAmount: '3000000', netAmount: net.toString(), fillTx: expect.stringMatching(/^0x[0-9a-f]{64}$/) });
+    expect(final.body).toMatchObject({
+      success: true,
+      grossAmount: '3000000',
+      netAmount: net.toString(),
+      fillTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
     expect(await opUsdc(account.address)).toBe(opBefore - 3_000_000n);
     expect(await h.merchantBalance(account.address)).toBe(2_000_000n - fee(2_000_000n) + net);
     expect(await h.depositedEvents(account.address)).toEqual([2_000_000n - fee(2_000_000n), net]);

@@ -14,7 +14,10 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
   let h: TopupHarness;
   let rpcUrl: string;
   beforeAll(async () => {
-    h = await startTopupHarness(kind, { relayerIndex: 1, env: { TOPUP_WAIT_MS: '1000', TOPUP_RETRY_AFTER_SECONDS: '3', RECEIPT_WAIT_MS: '3000' } });
+    h = await startTopupHarness(kind, {
+      relayerIndex: 1,
+      env: { TOPUP_WAIT_MS: '1000', TOPUP_RETRY_AFTER_SECONDS: '3', RECEIPT_WAIT_MS: '3000' },
+    });
     rpcUrl = h.stack.chains.base.rpcUrl;
   });
   afterAll(async () => {
@@ -32,7 +35,12 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     expect(first.status).toBe(503);
     expect(first.headers.get('retry-after')).toBe('3');
     // (the record may not be written yet on a loaded machine; the id and state are always there)
-    expect(first.body).toMatchObject({ success: false, state: 'settling', errorReason: 'settlement_pending', topupId: expect.stringMatching(/^topup:demo-merchant:/) });
+    expect(first.body).toMatchObject({
+      success: false,
+      state: 'settling',
+      errorReason: 'settlement_pending',
+      topupId: expect.stringMatching(/^topup:demo-merchant:/),
+    });
     expect(first.body.depositTx ?? null).toBeNull();
     const topupId: string = first.body.topupId;
     const depositTxId = `${topupId}:deposit`;
@@ -69,7 +77,13 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
       },
       { timeoutMs: 90_000, intervalMs: 300 },
     );
-    expect(final.body).toMatchObject({ topupId, state: 'deposited', grossAmount: '5000000', netAmount: '4975000', settlementTx: midway.body.settlementTx });
+    expect(final.body).toMatchObject({
+      topupId,
+      state: 'deposited',
+      grossAmount: '5000000',
+      netAmount: '4975000',
+      settlementTx: midway.body.settlementTx,
+    });
     expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
     expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
     expect(await h.usdcOf(payer.address)).toBe(before - 5_000_000n);

@@ -31,7 +31,8 @@ describe('TopUpWorkflow orchestration', () => {
     },
     async verifyExactPayment(input: any) {
       calls.push('verify');
-      if (scenario.settleRejects) return { isValid: false, invalidReason: scenario.settleRejects, payer: input.paymentPayload.payload.authorization.from };
+      if (scenario.settleRejects)
+        return { isValid: false, invalidReason: scenario.settleRejects, payer: input.paymentPayload.payload.authorization.from };
       return { isValid: true, payer: input.paymentPayload.payload.authorization.from };
     },
     async submitSettlement() {
@@ -39,7 +40,12 @@ describe('TopUpWorkflow orchestration', () => {
       return { submitted: true, hash: '0x' + '11'.repeat(32) };
     },
     async awaitSettlementReceipt(input: any) {
-      return { success: true, transaction: '0x' + '11'.repeat(32), network: input.network, payer: input.paymentPayload.payload.authorization.from };
+      return {
+        success: true,
+        transaction: '0x' + '11'.repeat(32),
+        network: input.network,
+        payer: input.paymentPayload.payload.authorization.from,
+      };
     },
     async ensureMerchantAllowance() {
       calls.push('ensureMerchantAllowance');
@@ -99,7 +105,15 @@ describe('TopUpWorkflow orchestration', () => {
         apiKeyId: '',
         route: 'eip3009',
         network: network as any,
-        paymentPayload: { x402Version: 1, scheme: 'exact', network, payload: { signature: '0x00', authorization: { from: payer, to: payer, value: '5000000', validAfter: '0', validBefore: '9999999999', nonce } } },
+        paymentPayload: {
+          x402Version: 1,
+          scheme: 'exact',
+          network,
+          payload: {
+            signature: '0x00',
+            authorization: { from: payer, to: payer, value: '5000000', validAfter: '0', validBefore: '9999999999', nonce },
+          },
+        },
         paymentRequirements: {} as any,
         payout: '0x' + '66'.repeat(20),
         fee: '25000',

@@ -69,7 +69,14 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
   test('GET /healthz says which dependency is down: 503 degraded', async () => {
     // The same gateway with its destination RPC pointing at a closed port.
     const env = { ...h.tdb.config.env, RPC_URLS_BASE: 'http://127.0.0.1:1' };
-    const app = createTopupApp({ config: h.tdb.config, topup: h.topup, db: h.tdb.db, networks: buildNetworkTable(env), temporal: h.temporal, logger: createLogger('silent', 'test') });
+    const app = createTopupApp({
+      config: h.tdb.config,
+      topup: h.topup,
+      db: h.tdb.db,
+      networks: buildNetworkTable(env),
+      temporal: h.temporal,
+      logger: createLogger('silent', 'test'),
+    });
     const server = app.listen(0, '127.0.0.1');
     await new Promise((r) => server.once('listening', r));
     try {
@@ -77,7 +84,12 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
       expect(res.status).toBe(503);
       expect(res.body).toMatchObject({
         status: 'degraded',
-        checks: { temporal: { ok: true }, database: { ok: true }, rpc: { ok: false, error: expect.any(String) }, merchantContract: { ok: false } },
+        checks: {
+          temporal: { ok: true },
+          database: { ok: true },
+          rpc: { ok: false, error: expect.any(String) },
+          merchantContract: { ok: false },
+        },
       });
     } finally {
       server.close();
@@ -107,7 +119,11 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     await h.setCreditLimit(buyer, 999_999n); // below the 1 USDC minimum first deposit: nothing fits
     const quote = await h.get(`/v1/demo-merchant/topups/quote?buyer=${buyer}`);
     expect(quote.status).toBe(409);
-    expect(quote.body).toEqual({ success: false, errorReason: 'credit_limit_reached', error: "the amount would exceed the buyer's credit limit on the merchant contract" });
+    expect(quote.body).toEqual({
+      success: false,
+      errorReason: 'credit_limit_reached',
+      error: "the amount would exceed the buyer's credit limit on the merchant contract",
+    });
     const post = await h.post({ buyer });
     expect(post.status).toBe(409);
     expect(post.body).toEqual(quote.body);
@@ -146,9 +162,17 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     expect((await q('amount=1003019057')).status).toBe(200);
     for (const network of ['solana', 'base-sepolia', 'nowhere', 'optimism']) {
       // optimism is a cross-chain source, not in this gateway's TOPUP_SOURCES (topup-crosschain.test.ts serves it).
-      expect(await q(`network=${network}`)).toEqual(expect.objectContaining({ status: 400, body: { success: false, errorReason: 'wrong_network', error: `network ${network} is not a top-up source here` } }));
+      expect(await q(`network=${network}`)).toEqual(
+        expect.objectContaining({
+          status: 400,
+          body: { success: false, errorReason: 'wrong_network', error: `network ${network} is not a top-up source here` },
+        }),
+      );
     }
-    expect(await h.get('/v1/demo-merchant/topups/quote')).toMatchObject({ status: 400, body: { success: false, errorReason: 'invalid_request' } });
+    expect(await h.get('/v1/demo-merchant/topups/quote')).toMatchObject({
+      status: 400,
+      body: { success: false, errorReason: 'invalid_request' },
+    });
   });
 
   test('POST without payment: 402 with one requirement per source and the topup object', async () => {
@@ -182,7 +206,12 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     const payer = await h.freshPayer(10_000_000n);
     const gross = 5_000_000n;
     const pay = await h.xPayment(payer, { value: gross });
-    const before = { payer: await h.usdcOf(payer.address), merchant: await h.usdcOf(DEVNET_MERCHANT_ADDRESS), fee: await h.usdcOf(h.feeRecipient), relayer: await h.usdcOf(h.relayer.address) };
+    const before = {
+      payer: await h.usdcOf(payer.address),
+      merchant: await h.usdcOf(DEVNET_MERCHANT_ADDRESS),
+      fee: await h.usdcOf(h.feeRecipient),
+      relayer: await h.usdcOf(h.relayer.address),
+    };
     const started = Date.now();
     const res = await h.post({ amount: gross.toString() }, pay.header);
     expect(res.status).toBe(200);
@@ -252,10 +281,18 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     test('buyer_mismatch: another buyer without a payer-commitment-v1 nonce', async () => {
       const other = TEST_ACCOUNTS.buyers[2].address;
       const pay = await h.xPayment(payer, { value: 5_000_000n });
-      await expectRejected(await h.post({ buyer: other }, pay.header), 400, 'buyer_mismatch', 'buyer must equal authorization.from unless the nonce is a valid payer-commitment-v1 binding');
+      await expectRejected(
+        await h.post({ buyer: other }, pay.header),
+        400,
+        'buyer_mismatch',
+        'buyer must equal authorization.from unless the nonce is a valid payer-commitment-v1 binding',
+      );
       // A commitment whose salt does not derive this nonce is no binding either.
       await expectRejected(
-        await h.post({ buyer: other, payerCommitment: { version: 'payer-commitment-v1', salt: `0x${randomBytes(32).toString('hex')}` } }, pay.header),
+        await h.post(
+          { buyer: other, payerCommitment: { version: 'payer-commitment-v1', salt: `0x${randomBytes(32).toString('hex')}` } },
+          pay.header,
+        ),
         400,
         'buyer_mismatch',
         /payer-commitment-v1/,
@@ -269,12 +306,22 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
 
     test('wrong_recipient: authorization.to is not the facilitator', async () => {
       const pay = await h.xPayment(payer, { value: 5_000_000n, to: TEST_ACCOUNTS.payout.address });
-      await expectRejected(await h.post({}, pay.header), 400, 'wrong_recipient', `authorization.to must be the facilitator contract ${h.stack.facilitator}`);
+      await expectRejected(
+        await h.post({}, pay.header),
+        400,
+        'wrong_recipient',
+        `authorization.to must be the facilitator contract ${h.stack.facilitator}`,
+      );
     });
 
     test('invalid_signature: signed by someone else', async () => {
       const pay = await h.xPayment(payer, { value: 5_000_000n, signer: TEST_ACCOUNTS.buyers[3] });
-      await expectRejected(await h.post({}, pay.header), 400, 'invalid_signature', 'the EIP-3009 signature does not recover to authorization.from');
+      await expectRejected(
+        await h.post({}, pay.header),
+        400,
+        'invalid_signature',
+        'the EIP-3009 signature does not recover to authorization.from',
+      );
     });
 
     test('authorization_expired: validBefore has passed', async () => {
@@ -284,18 +331,35 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
 
     test('amount_mismatch: body amount differs from authorization.value', async () => {
       const pay = await h.xPayment(payer, { value: 5_000_000n });
-      await expectRejected(await h.post({ amount: '4000000' }, pay.header), 400, 'amount_mismatch', 'amount 4000000 differs from authorization.value 5000000');
+      await expectRejected(
+        await h.post({ amount: '4000000' }, pay.header),
+        400,
+        'amount_mismatch',
+        'amount 4000000 differs from authorization.value 5000000',
+      );
     });
 
     test('amount_too_low / amount_too_high: outside the source bounds', async () => {
       const low = await h.xPayment(payer, { value: 1_013_038n });
       const res = await h.post({}, low.header);
       expect(res.status).toBe(400);
-      expect(res.body).toEqual({ success: false, errorReason: 'amount_too_low', error: 'amount is below the minimum of this source', minAmount: '1013039', maxAmount: '1003019057' });
+      expect(res.body).toEqual({
+        success: false,
+        errorReason: 'amount_too_low',
+        error: 'amount is below the minimum of this source',
+        minAmount: '1013039',
+        maxAmount: '1003019057',
+      });
       const high = await h.xPayment(payer, { value: 10_000_000_001n });
       const res2 = await h.post({}, high.header);
       expect(res2.status).toBe(400);
-      expect(res2.body).toEqual({ success: false, errorReason: 'amount_too_high', error: 'amount is above the maximum of a top-up', minAmount: '1013039', maxAmount: '1003019057' });
+      expect(res2.body).toEqual({
+        success: false,
+        errorReason: 'amount_too_high',
+        error: 'amount is above the maximum of a top-up',
+        minAmount: '1013039',
+        maxAmount: '1003019057',
+      });
     });
 
     test('credit_limit_reached: the net would exceed the buyer credit limit', async () => {
@@ -336,15 +400,25 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     test('no valid X-PAYMENT: 402 with a fresh challenge', async () => {
       const res = await h.post({}, Buffer.from('{"x402Version":1}').toString('base64'));
       expect(res.status).toBe(402);
-      expect(res.body).toMatchObject({ x402Version: 1, error: 'X-PAYMENT is not a base64 x402 v1 exact EVM payment payload', accepts: [requirement('1003019057')] });
+      expect(res.body).toMatchObject({
+        x402Version: 1,
+        error: 'X-PAYMENT is not a base64 x402 v1 exact EVM payment payload',
+        accepts: [requirement('1003019057')],
+      });
     });
 
     test('malformed body: 400 invalid_request in the top-up shape', async () => {
       const bad = await h.post({ buyer: 'nope' });
       expect(bad.status).toBe(400);
       expect(bad.body).toEqual({ success: false, errorReason: 'invalid_request', error: expect.stringMatching(/^invalid body: buyer/) });
-      const notJson = await request('POST', `${h.url}/v1/demo-merchant/topups`, { body: '{', headers: { 'content-type': 'application/json' } });
-      expect(notJson).toMatchObject({ status: 400, body: { success: false, errorReason: 'invalid_request', error: 'malformed JSON body' } });
+      const notJson = await request('POST', `${h.url}/v1/demo-merchant/topups`, {
+        body: '{',
+        headers: { 'content-type': 'application/json' },
+      });
+      expect(notJson).toMatchObject({
+        status: 400,
+        body: { success: false, errorReason: 'invalid_request', error: 'malformed JSON body' },
+      });
     });
   });
 
@@ -382,7 +456,13 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     const pay = await h.xPayment(payer, { value: 3_000_000n, nonce });
     const res = await h.post({ buyer, payerCommitment: { version: 'payer-commitment-v1', salt } }, pay.header);
     expect(res.status).toBe(200);
-    expect(res.body).toMatchObject({ state: 'deposited', buyer, payer: payer.address, grossAmount: '3000000', netAmount: net(3_000_000n).toString() });
+    expect(res.body).toMatchObject({
+      state: 'deposited',
+      buyer,
+      payer: payer.address,
+      grossAmount: '3000000',
+      netAmount: net(3_000_000n).toString(),
+    });
     expect(await h.merchantBalance(buyer)).toBe(net(3_000_000n));
     expect(await h.merchantBalance(payer.address)).toBe(0n);
   });
@@ -405,7 +485,9 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     const settled = parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'Settled' }).filter((l) => l.args.nonce === pay.nonce);
     expect(settled).toHaveLength(1);
     // One settle and one deposit transaction (the relayer's first top-up also approves the merchant once).
-    const ids = (await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `%${pay.nonce}%` } })).map((r) => r.id.replace(/^.*:/, ''));
+    const ids = (await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `%${pay.nonce}%` } })).map((r) =>
+      r.id.replace(/^.*:/, ''),
+    );
     expect(ids.filter((id) => id !== 'approve').sort()).toEqual(['deposit', 'settle']);
     expect(await h.tdb.db.em.fork().count(TopUp, { payer: payer.address.toLowerCase() })).toBe(1);
   });
@@ -446,7 +528,9 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
       fillTx: null,
       depositTx: null,
       refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
-      error: expect.stringMatching(/^deposit failed \((CreditLimitExceeded|deposit 0x[0-9a-f]{64} reverted)\); the delivered amount was refunded to the payer$/),
+      error: expect.stringMatching(
+        /^deposit failed \((CreditLimitExceeded|deposit 0x[0-9a-f]{64} reverted)\); the delivered amount was refunded to the payer$/,
+      ),
       createdAt: expect.any(Number),
       updatedAt: expect.any(Number),
       errorReason: 'deposit_failed',
@@ -465,7 +549,12 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
   test('x402-fetch (v1 client) pays the 402 challenge with a viem account and gets the deposited top-up', async () => {
     const payer = await h.freshPayer(10_000_000n);
     // Chain id 8453: the client derives it from the requirement's network name `base`.
-    const chain = { id: 8453, name: 'Base', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [h.stack.chains.base.rpcUrl] } } } as const;
+    const chain = {
+      id: 8453,
+      name: 'Base',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [h.stack.chains.base.rpcUrl] } },
+    } as const;
     const wallet = createWalletClient({ account: payer, chain, transport: http(h.stack.chains.base.rpcUrl) });
     const fetchWithPay = wrapFetchWithPayment(fetch, wallet, 3_000_000n);
     const res = await fetchWithPay(`${h.url}/v1/demo-merchant/topups`, {
@@ -475,8 +564,20 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     });
     expect(res.status).toBe(200);
     const body = (await res.json()) as any;
-    expect(body).toMatchObject({ success: true, state: 'deposited', buyer: payer.address, payer: payer.address, grossAmount: '2500000', netAmount: net(2_500_000n).toString() });
-    expect(decodeXPaymentResponse(res.headers.get('x-payment-response')!)).toEqual({ success: true, transaction: body.settlementTx, network: 'base', payer: payer.address });
+    expect(body).toMatchObject({
+      success: true,
+      state: 'deposited',
+      buyer: payer.address,
+      payer: payer.address,
+      grossAmount: '2500000',
+      netAmount: net(2_500_000n).toString(),
+    });
+    expect(decodeXPaymentResponse(res.headers.get('x-payment-response')!)).toEqual({
+      success: true,
+      transaction: body.settlementTx,
+      network: 'base',
+      payer: payer.address,
+    });
     expect(await h.merchantBalance(payer.address)).toBe(net(2_500_000n));
   });
 });

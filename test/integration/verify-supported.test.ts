@@ -20,7 +20,11 @@ describe('POST /v1/verify and GET /v1/supported', () => {
   const pay = (o: Partial<ExactPaymentOptions> = {}) => h.pay(buyer, o);
   const verify = (body: unknown, headers: Record<string, string> = {}) =>
     request('POST', `${h.api.baseUrl}/v1/verify`, { json: body, headers: { authorization: `Bearer ${h.apiKey}`, ...headers } });
-  const authContext = { organizationId: expect.stringMatching(/^[0-9a-f-]{36}$/), authMethod: 'organization_specific', timestamp: expect.any(String) };
+  const authContext = {
+    organizationId: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    authMethod: 'organization_specific',
+    timestamp: expect.any(String),
+  };
 
   test('a valid payment: isValid true, with authContext and deprecation headers; nothing moves', async () => {
     const before = await h.balanceOf(buyer.address);

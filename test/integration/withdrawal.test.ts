@@ -156,7 +156,11 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
     const available = await g.view('availableBalance', relayer.address);
     const tooMuch = await withdraw({ network: 'base-sepolia', amount: (available + 1n).toString() });
     expect(tooMuch.status).toBe(400);
-    expect(tooMuch.body).toEqual({ type: 'api_error', code: 400, message: `amount: exceeds the available balance ${available} in the gateway wallet` });
+    expect(tooMuch.body).toEqual({
+      type: 'api_error',
+      code: 400,
+      message: `amount: exceeds the available balance ${available} in the gateway wallet`,
+    });
     const zero = await withdraw({ network: 'base-sepolia', amount: '0' });
     expect(zero.status).toBe(400);
     expect(zero.body.message).toMatch(/^amount: /);

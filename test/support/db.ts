@@ -26,6 +26,7 @@ interface PgClient {
   query(sql: string): Promise<unknown>;
   end(): Promise<void>;
 }
+// eslint-disable-next-line @typescript-eslint/no-require-imports -- pg ships no types here; only this narrow shape is used
 const { Client: PgClientCtor } = require('pg') as { Client: new (opts: { connectionString: string }) => PgClient };
 
 async function adminQuery(sql: string): Promise<void> {
@@ -43,7 +44,12 @@ async function adminQuery(sql: string): Promise<void> {
  * (on top of process.env); SESSION_SECRET is random per database unless given.
  */
 export async function openTestDatabase(kind: DbKind, env: Record<string, string | undefined> = {}): Promise<TestDatabase> {
-  const base = { ...process.env, NODE_ENV: 'test', LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent', SESSION_SECRET: randomBytes(32).toString('hex') };
+  const base = {
+    ...process.env,
+    NODE_ENV: 'test',
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
+    SESSION_SECRET: randomBytes(32).toString('hex'),
+  };
   if (kind === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'x402-test-'));
     const config = loadConfig({ ...base, DATABASE_URL: undefined, SQLITE_PATH: join(dir, 'facilitator.sqlite'), ...env });

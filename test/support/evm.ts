@@ -1,4 +1,11 @@
-import { BaseError, ContractFunctionRevertedError, TransactionReceiptNotFoundError, type Hash, type PublicClient, type TransactionReceipt } from 'viem';
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  TransactionReceiptNotFoundError,
+  type Hash,
+  type PublicClient,
+  type TransactionReceipt,
+} from 'viem';
 
 /** EIP-2612 `Permit` typed-data types, as an owner signs them. */
 export const EIP2612_PERMIT_TYPES = {

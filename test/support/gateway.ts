@@ -1,5 +1,15 @@
 import { randomBytes } from 'node:crypto';
-import { createPublicClient, createWalletClient, defineChain, erc20Abi, http, type Address, type Hex, type LocalAccount, type PublicClient } from 'viem';
+import {
+  createPublicClient,
+  createWalletClient,
+  defineChain,
+  erc20Abi,
+  http,
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from 'viem';
 import { transferWithAuthorizationTypedData } from '../../src/chains/evm/eip3009';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { tokenAbi } from '../../src/chains/evm/abi';
@@ -10,7 +20,12 @@ import { readStackInfo } from './stack-info';
 export function gatewayHelpers() {
   const stack = readStackInfo();
   const { rpcUrl, chainId } = stack.chains['base-sepolia'];
-  const chain = defineChain({ id: chainId, name: 'base-sepolia', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [rpcUrl] } } });
+  const chain = defineChain({
+    id: chainId,
+    name: 'base-sepolia',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
   const client = createPublicClient({ chain, transport: http(rpcUrl) }) as PublicClient;
   const wallet = stack.gatewayWallet;
   const view = (fn: 'availableBalance' | 'withdrawingBalance' | 'withdrawableBalance' | 'totalBalance' | 'withdrawalBlock', who: Address) =>
@@ -24,10 +39,18 @@ export function gatewayHelpers() {
     /** `payer` approves and deposits `amount` USDC into `depositor`'s gateway balance (default: itself). */
     async deposit(payer: LocalAccount, amount: bigint, depositor: Address = payer.address) {
       const w = createWalletClient({ chain, transport: http(rpcUrl), account: payer });
-      await waitForReceipt(client, await w.writeContract({ address: stack.usdc, abi: erc20Abi, functionName: 'approve', args: [wallet, amount] }));
       await waitForReceipt(
         client,
-        await w.writeContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'depositFor', args: [stack.usdc, depositor, amount] }),
+        await w.writeContract({ address: stack.usdc, abi: erc20Abi, functionName: 'approve', args: [wallet, amount] }),
+      );
+      await waitForReceipt(
+        client,
+        await w.writeContract({
+          address: wallet,
+          abi: gatewayWalletAbi,
+          functionName: 'depositFor',
+          args: [stack.usdc, depositor, amount],
+        }),
       );
     },
     /** A batched settle/verify body, signed as an x402 v1 client signs it from the requirements' `extra`. */
@@ -54,7 +77,12 @@ export function gatewayHelpers() {
         nonce: o.nonce ?? (`0x${randomBytes(32).toString('hex')}` as Hex),
       };
       const typed = transferWithAuthorizationTypedData(
-        { name: requirements.extra.name, version: requirements.extra.version, chainId, verifyingContract: requirements.extra.verifyingContract },
+        {
+          name: requirements.extra.name,
+          version: requirements.extra.version,
+          chainId,
+          verifyingContract: requirements.extra.verifyingContract,
+        },
         authorization,
       );
       const signature = await (o.signer ?? o.buyer).signTypedData(typed);

@@ -32,7 +32,10 @@ export default async function globalSetup(): Promise<void> {
     startAnvil({ chainId: 10, log: quiet }), // `optimism`: the top-up gateway's cross-chain source
   ]);
   // The litesvm-backed Solana devnet node (in this process; tests reach it over HTTP like the service).
-  const solana = await startSolanaDevnet({ usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc, feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
+  const solana = await startSolanaDevnet({
+    usdcMint: buildSolanaNetworkTable({}).get('solana-devnet')!.usdc,
+    feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey],
+  });
   const inference = await startDevnetInferenceProviders();
   const media = await startMediaProvider();
   (globalThis as any).__X402_STACK__ = [temporal, base, optimism, baseMainnet, optimismMainnet, solana, inference, media];
@@ -49,10 +52,21 @@ export default async function globalSetup(): Promise<void> {
   ]);
 
   // The bridge attestation double over both chains (cross-chain settlement); stopped by the teardown.
-  const attester = await startBridgeAttester({ chains: attesterChainsFrom({ RPC_URLS_BASE_SEPOLIA: base.rpcUrl, RPC_URLS_OPTIMISM_SEPOLIA: optimism.rpcUrl, ...mainnetDevnetEnv(baseMainnet.rpcUrl, optimismMainnet.rpcUrl) }) });
+  const attester = await startBridgeAttester({
+    chains: attesterChainsFrom({
+      RPC_URLS_BASE_SEPOLIA: base.rpcUrl,
+      RPC_URLS_OPTIMISM_SEPOLIA: optimism.rpcUrl,
+      ...mainnetDevnetEnv(baseMainnet.rpcUrl, optimismMainnet.rpcUrl),
+    }),
+  });
   (globalThis as any).__X402_STACK__.push(attester);
   // Batched payments: GatewayWallet on both chains and the upstream gateway double (batches every 300 ms).
-  const gateway = await startDevnetGateway({ chains: [base, optimism].map((a, i) => ({ network: ['base-sepolia', 'optimism-sepolia'][i]!, chainId: a.chainId, rpcUrl: a.rpcUrl })), usdc: deployed.usdc, withdrawalDelayBlocks: 5, batchIntervalMs: 300 });
+  const gateway = await startDevnetGateway({
+    chains: [base, optimism].map((a, i) => ({ network: ['base-sepolia', 'optimism-sepolia'][i]!, chainId: a.chainId, rpcUrl: a.rpcUrl })),
+    usdc: deployed.usdc,
+    withdrawalDelayBlocks: 5,
+    batchIntervalMs: 300,
+  });
   (globalThis as any).__X402_STACK__.push(gateway);
 
   const infoPath = stackInfoPath();

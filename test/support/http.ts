@@ -26,10 +26,7 @@ export interface RunningApi {
   close(): Promise<void>;
 }
 
-export async function startApi(
-  given: Partial<ApiDeps> & Pick<ApiDeps, 'db' | 'config'>,
-  opts: StartApiOptions = {},
-): Promise<RunningApi> {
+export async function startApi(given: Partial<ApiDeps> & Pick<ApiDeps, 'db' | 'config'>, opts: StartApiOptions = {}): Promise<RunningApi> {
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;

@@ -57,7 +57,9 @@ export async function startMediaHarness(kind: DbKind, opts: { relayerIndex: numb
   const m = h as MediaHarness;
   m.storeDir = storeDir;
   m.asBuyer = async (buyer, method, path, headers) =>
-    request(method, `${h.api.baseUrl}${path}`, { headers: headers ?? (await buyerAuthHeaders(buyer, { method, url: `${h.api.baseUrl}${path}` })) });
+    request(method, `${h.api.baseUrl}${path}`, {
+      headers: headers ?? (await buyerAuthHeaders(buyer, { method, url: `${h.api.baseUrl}${path}` })),
+    });
   m.xPayment = async (buyer, value) => {
     const { paymentPayload } = await h.pay(buyer, { value });
     return Buffer.from(JSON.stringify(paymentPayload)).toString('base64');

@@ -94,10 +94,7 @@ export async function permit2Payment(o: Permit2PaymentOptions) {
           primaryType: 'PermitWitnessTransferFrom',
           message: { permitted, spender, nonce, deadline, witness: { to, facilitator, validAfter } },
         });
-  const witness =
-    o.scheme === 'exact'
-      ? { to, validAfter: validAfter.toString() }
-      : { to, facilitator, validAfter: validAfter.toString() };
+  const witness = o.scheme === 'exact' ? { to, validAfter: validAfter.toString() } : { to, facilitator, validAfter: validAfter.toString() };
   const extra: Record<string, unknown> = { name: 'USDC', version: '2' };
   if (o.settleAmount !== undefined) extra.settleAmount = o.settleAmount.toString();
   return {

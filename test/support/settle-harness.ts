@@ -60,7 +60,10 @@ export async function startSettleHarness(
   // A fresh payout wallet per harness, so balance deltas are exact.
   const payout = privateKeyToAccount(generatePrivateKey()).address;
   const env = {
-    ...stackEnv({ taskQueue: `settle-${kind}-${randomBytes(4).toString('hex')}`, relayerKey: TEST_ACCOUNTS.relayerKeys[opts.relayerIndex] }),
+    ...stackEnv({
+      taskQueue: `settle-${kind}-${randomBytes(4).toString('hex')}`,
+      relayerKey: TEST_ACCOUNTS.relayerKeys[opts.relayerIndex],
+    }),
     PLATFORM_FEE_RECIPIENT: feeRecipient,
     ...opts.env,
   };

@@ -1,7 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPublicClient, createWalletClient, http, parseEventLogs, type Address, type Hex, type LocalAccount, type PublicClient } from 'viem';
+import {
+  createPublicClient,
+  createWalletClient,
+  http,
+  parseEventLogs,
+  type Address,
+  type Hex,
+  type LocalAccount,
+  type PublicClient,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Client } from '@temporalio/client';
 import type { ManagedProcess } from '../../devnet/process';
@@ -96,7 +105,12 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
   let worker = await startWorker(workerEnv);
 
   const chain = createPublicClient({ transport: http(stack.chains.base.rpcUrl) }) as PublicClient;
-  const chainDef = { id: stack.chains.base.chainId, name: 'base-devnet', nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 }, rpcUrls: { default: { http: [stack.chains.base.rpcUrl] } } } as const;
+  const chainDef = {
+    id: stack.chains.base.chainId,
+    name: 'base-devnet',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [stack.chains.base.rpcUrl] } },
+  } as const;
   const wallet = (account: LocalAccount) => createWalletClient({ account, chain: chainDef, transport: http(stack.chains.base.rpcUrl) });
   const funder = TEST_ACCOUNTS.buyers[0];
   const owner = privateKeyToAccount(DEVNET_TOPUP_DEPLOYER_KEY);
@@ -116,12 +130,24 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     feeRecipient,
     async freshPayer(usdc = 100_000_000n) {
       const payer = privateKeyToAccount(generatePrivateKey());
-      const hash = await wallet(funder).writeContract({ address: stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [payer.address, usdc] });
+      const hash = await wallet(funder).writeContract({
+        address: stack.usdc,
+        abi: tokenAbi,
+        functionName: 'transfer',
+        args: [payer.address, usdc],
+      });
       await waitForReceipt(chain, hash);
       return payer;
     },
     async xPayment(payer, o = {}) {
-      const body = await exactPayment({ buyer: payer, network: 'base', chainId: stack.chains.base.chainId, usdc: stack.usdc, facilitator: stack.facilitator, ...o });
+      const body = await exactPayment({
+        buyer: payer,
+        network: 'base',
+        chainId: stack.chains.base.chainId,
+        usdc: stack.usdc,
+        facilitator: stack.facilitator,
+        ...o,
+      });
       const header = Buffer.from(JSON.stringify(body.paymentPayload)).toString('base64');
       return { header, nonce: body.paymentPayload.payload.authorization.nonce as Hex, payload: body.paymentPayload };
     },
@@ -129,9 +155,15 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
       request('POST', `${url}/v1/${merchant}/topups`, { json: body, headers: xPayment ? { 'x-payment': xPayment } : {} }),
     get: (path) => request('GET', `${url}${path}`),
     usdcOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),
-    merchantBalance: (buyer) => chain.readContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'balanceOf', args: [buyer] }),
+    merchantBalance: (buyer) =>
+      chain.readContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'balanceOf', args: [buyer] }),
     async setCreditLimit(buyer, limit) {
-      const hash = await wallet(owner).writeContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'setCreditLimit', args: [buyer, limit] });
+      const hash = await wallet(owner).writeContract({
+        address: DEVNET_MERCHANT_ADDRESS,
+        abi: merchantAbi,
+        functionName: 'setCreditLimit',
+        args: [buyer, limit],
+      });
       await waitForReceipt(chain, hash);
     },
     async depositedEvents(buyer) {

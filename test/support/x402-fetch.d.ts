@@ -10,5 +10,11 @@ declare module 'x402-fetch' {
     maxValue?: bigint,
   ): (input: any, init?: any) => Promise<Response>;
   /** The JSON of a base64 X-PAYMENT-RESPONSE header. */
-  export function decodeXPaymentResponse(header: string): { success: boolean; transaction: string; network: string; payer: string; errorReason?: string };
+  export function decodeXPaymentResponse(header: string): {
+    success: boolean;
+    transaction: string;
+    network: string;
+    payer: string;
+    errorReason?: string;
+  };
 }

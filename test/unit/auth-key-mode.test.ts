@@ -15,12 +15,18 @@ const thrown = (fn: () => void) => {
 describe('assertKeyModeAllows', () => {
   test('test keys settle testnets only', () => {
     expect(thrown(() => assertKeyModeAllows(key(true), { testnet: true }))).toBeUndefined();
-    expect(thrown(() => assertKeyModeAllows(key(true), { testnet: false }))).toEqual({ status: 403, message: 'test keys settle testnets only' });
+    expect(thrown(() => assertKeyModeAllows(key(true), { testnet: false }))).toEqual({
+      status: 403,
+      message: 'test keys settle testnets only',
+    });
   });
 
   test('live keys settle mainnets only', () => {
     expect(thrown(() => assertKeyModeAllows(key(false), { testnet: false }))).toBeUndefined();
-    expect(thrown(() => assertKeyModeAllows(key(false), { testnet: true }))).toEqual({ status: 403, message: 'live keys settle mainnets only' });
+    expect(thrown(() => assertKeyModeAllows(key(false), { testnet: true }))).toEqual({
+      status: 403,
+      message: 'live keys settle mainnets only',
+    });
   });
 
   test('sessions carry no key mode and are not restricted', () => {

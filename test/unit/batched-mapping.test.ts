@@ -35,7 +35,14 @@ describe('batched settle mapping', () => {
     const upstream = { success: false, errorReason: 'insufficient_balance', transaction: '', network: 'eip155:10', authContext: { x: 1 } };
     expect(batchedSettleReply(upstream, 'optimism', false, auth, now)).toEqual({
       status: 400,
-      body: { success: false, errorReason: 'insufficient_balance', transaction: '', network: 'optimism', settlementMethod: 'batched', testnet: false },
+      body: {
+        success: false,
+        errorReason: 'insufficient_balance',
+        transaction: '',
+        network: 'optimism',
+        settlementMethod: 'batched',
+        testnet: false,
+      },
     });
     // Anything but success === true is a failure.
     expect(batchedSettleReply({ success: 'true' }, 'base', false, auth, now).status).toBe(400);
@@ -71,7 +78,13 @@ describe('batched verify mapping', () => {
   });
 
   test('testnet on the verify path: arc-testnet, base-sepolia, optimism-sepolia only', () => {
-    expect(['arc-testnet', 'base-sepolia', 'optimism-sepolia', 'fluent-testnet', 'base'].map(verifyTestnetFlag)).toEqual([true, true, true, false, false]);
+    expect(['arc-testnet', 'base-sepolia', 'optimism-sepolia', 'fluent-testnet', 'base'].map(verifyTestnetFlag)).toEqual([
+      true,
+      true,
+      true,
+      false,
+      false,
+    ]);
   });
 });
 

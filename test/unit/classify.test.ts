@@ -106,7 +106,12 @@ describe('settleRouteOf (the raw request body)', () => {
   });
 
   test('Solana is decided by the payload network alone, even with base58 requirements the EVM schema refuses', () => {
-    const solanaReqs = { ...requirements(), network: 'solana-devnet', payTo: 'So11111111111111111111111111111111111111112', asset: 'So11111111111111111111111111111111111111112' };
+    const solanaReqs = {
+      ...requirements(),
+      network: 'solana-devnet',
+      payTo: 'So11111111111111111111111111111111111111112',
+      asset: 'So11111111111111111111111111111111111111112',
+    };
     expect(settleRouteOf(body('solana-devnet', { transaction: 'AQ==' }, solanaReqs))).toBe('solana');
   });
 

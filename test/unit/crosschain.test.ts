@@ -50,7 +50,10 @@ describe('fee arithmetic (exact input)', () => {
 });
 
 describe('crossChainRouteOf', () => {
-  const networks = buildNetworkTable({ RPC_URLS_ARC_TESTNET: 'http://127.0.0.1:1', USDC_ADDRESS_ARC_TESTNET: '0x0000000000000000000000000000000000000005' });
+  const networks = buildNetworkTable({
+    RPC_URLS_ARC_TESTNET: 'http://127.0.0.1:1',
+    USDC_ADDRESS_ARC_TESTNET: '0x0000000000000000000000000000000000000005',
+  });
   const net = (id: Parameters<typeof networks.get>[0]) => networks.get(id)!;
   const route = (src: Parameters<typeof networks.get>[0], dest: number | undefined, mainnetsEnabled = false) =>
     crossChainRouteOf(net(src), dest, networks, { mainnetsEnabled });
@@ -72,7 +75,10 @@ describe('crossChainRouteOf', () => {
   test('same-chain-only networks refuse either end', () => {
     expect(route('arc-testnet', 84532)).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
     expect(route('base-sepolia', 5042002)).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
-    expect(crossChainRouteOf(net('base-sepolia'), 43114, buildNetworkTable({}), { mainnetsEnabled: true })).toEqual({ kind: 'reject', reason: 'cross_chain_not_supported' });
+    expect(crossChainRouteOf(net('base-sepolia'), 43114, buildNetworkTable({}), { mainnetsEnabled: true })).toEqual({
+      kind: 'reject',
+      reason: 'cross_chain_not_supported',
+    });
   });
 
   test('unknown, disabled or other-mode destinations are unsupported', () => {

@@ -28,7 +28,9 @@ describe('settleStatusFor', () => {
   });
 
   test('the table has exactly the reasons above', () => {
-    expect(Object.keys(SETTLE_REASON_STATUS).filter((r) => !r.includes('_svm_'))).toHaveLength(19 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length); // Solana: verify-exact-svm.test.ts
+    expect(Object.keys(SETTLE_REASON_STATUS).filter((r) => !r.includes('_svm_'))).toHaveLength(
+      19 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length,
+    ); // Solana: verify-exact-svm.test.ts
   });
 
   test('unknown reasons answer 400', () => {

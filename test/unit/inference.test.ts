@@ -21,7 +21,15 @@ async function serve(handler: (path: string, res: import('node:http').ServerResp
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-  return { url, hits, close: () => new Promise<void>((r) => { server.closeAllConnections(); server.close(() => r()); }) };
+  return {
+    url,
+    hits,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
 
 describe('inference config', () => {
@@ -39,14 +47,18 @@ describe('inference config', () => {
       maxStreamMs: 600_000,
     });
     // The guard looks only after every bound of a request has passed.
-    expect(inferenceConfig({ env: {}, RELAYER_PRIVATE_KEY: RELAYER_KEY, SETTLE_WAIT_MS: 20_000 }).guardDelayMs).toBe(20_000 + 30_000 + 600_000 + 60_000);
+    expect(inferenceConfig({ env: {}, RELAYER_PRIVATE_KEY: RELAYER_KEY, SETTLE_WAIT_MS: 20_000 }).guardDelayMs).toBe(
+      20_000 + 30_000 + 600_000 + 60_000,
+    );
   });
 
   test('bad values name the variable', () => {
     const bad = (env: Record<string, string>) => () => inferenceConfig({ env, RELAYER_PRIVATE_KEY: RELAYER_KEY });
     expect(bad({ INFERENCE_PROVIDERS: 'not json' })).toThrow(/INFERENCE_PROVIDERS: must be a JSON array/);
     expect(bad({ INFERENCE_PROVIDERS: '[{"id":"Up","label":"x","baseUrl":"http://a/v1"}]' })).toThrow(ConfigError);
-    expect(bad({ INFERENCE_PROVIDERS: '[{"id":"a","label":"x","baseUrl":"http://a/v1"},{"id":"a","label":"y","baseUrl":"http://b/v1"}]' })).toThrow(/unique/);
+    expect(
+      bad({ INFERENCE_PROVIDERS: '[{"id":"a","label":"x","baseUrl":"http://a/v1"},{"id":"a","label":"y","baseUrl":"http://b/v1"}]' }),
+    ).toThrow(/unique/);
     expect(bad({ INFERENCE_CHAT_PRICE: '0' })).toThrow(/INFERENCE_CHAT_PRICE/);
     expect(bad({ INFERENCE_CHAT_NETWORK: 'mars' })).toThrow(/INFERENCE_CHAT_NETWORK/);
   });
@@ -59,7 +71,8 @@ describe('InferenceRegistry', () => {
       if (!up) return res.destroy();
       res.setHeader('content-type', 'application/json');
       if (path === '/v1/models') res.end(JSON.stringify({ object: 'list', data: [{ id: '24B', object: 'model' }] }));
-      else res.end(JSON.stringify({ data: [{ name: 'logical', label: 'Logical', prompt: 'p' }, { name: 'nameless' }, { label: 'no name' }] }));
+      else
+        res.end(JSON.stringify({ data: [{ name: 'logical', label: 'Logical', prompt: 'p' }, { name: 'nameless' }, { label: 'no name' }] }));
     });
     try {
       let now = 1_000_000;
@@ -70,7 +83,10 @@ describe('InferenceRegistry', () => {
         modelsTtlMs: 1000,
       };
       const r = new InferenceRegistry(c, () => now);
-      expect(await r.templateList()).toEqual([{ name: 'logical', label: 'Logical', prompt: 'p' }, { name: 'nameless', label: 'nameless' }]);
+      expect(await r.templateList()).toEqual([
+        { name: 'logical', label: 'Logical', prompt: 'p' },
+        { name: 'nameless', label: 'nameless' },
+      ]);
       now += 299_000;
       await r.templateList();
       expect(s.hits['/v1/templates']).toBe(1); // still cached just before 5 minutes
@@ -94,7 +110,8 @@ describe('InferenceRegistry', () => {
 
 describe('upstream SSE', () => {
   const provider = (url: string) => ({ id: 'p', label: 'P', baseUrl: `${url}/v1` });
-  const chunk = (content: string) => `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}`;
+  const chunk = (content: string) =>
+    `data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', model: 'm', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}`;
 
   test('events split across reads and CRLF line ends are parsed; [DONE] ends the stream', async () => {
     const body = `${chunk('Hel')}\r\n\r\n${chunk('lo')}\n\n: comment\n\ndata: [DONE]\n\n`;
@@ -107,7 +124,10 @@ describe('upstream SSE', () => {
       res.end();
     });
     try {
-      const stream = await openChatStream(provider(s.url), 'm', [{ role: 'user', content: 'x' }], { signal: new AbortController().signal, firstByteTimeoutMs: 5000 });
+      const stream = await openChatStream(provider(s.url), 'm', [{ role: 'user', content: 'x' }], {
+        signal: new AbortController().signal,
+        firstByteTimeoutMs: 5000,
+      });
       const all = [stream.first];
       for await (const c of stream.rest()) all.push(c);
       expect(all.map((c: any) => c.choices[0].delta.content).join('')).toBe('Hello');
@@ -136,7 +156,10 @@ describe('upstream SSE', () => {
       await expect(rest()).rejects.toMatchObject({ beforeFirstByte: false, message: expect.stringContaining('ended before [DONE]') });
 
       mode = 'error';
-      await expect(openChatStream(provider(s.url), 'm', [], opts)).rejects.toMatchObject({ beforeFirstByte: true, message: 'provider p answered HTTP 500: boom' });
+      await expect(openChatStream(provider(s.url), 'm', [], opts)).rejects.toMatchObject({
+        beforeFirstByte: true,
+        message: 'provider p answered HTTP 500: boom',
+      });
       mode = 'silent';
       const err = await openChatStream(provider(s.url), 'm', [], opts).catch((e) => e);
       expect(err).toBeInstanceOf(ProviderFailure);
@@ -149,7 +172,19 @@ describe('upstream SSE', () => {
 
 describe('chat wire pieces', () => {
   test('publicChunk keeps the spec chunk fields and names the public model', () => {
-    expect(publicChunk({ id: 'x', object: 'chat.completion.chunk', created: 1, model: '24B', system_fingerprint: 'f', choices: [{ index: 0, delta: { role: 'assistant', content: 'hi', tool_calls: [] }, finish_reason: null, logprobs: null }] }, 'ms:24B')).toEqual({
+    expect(
+      publicChunk(
+        {
+          id: 'x',
+          object: 'chat.completion.chunk',
+          created: 1,
+          model: '24B',
+          system_fingerprint: 'f',
+          choices: [{ index: 0, delta: { role: 'assistant', content: 'hi', tool_calls: [] }, finish_reason: null, logprobs: null }],
+        },
+        'ms:24B',
+      ),
+    ).toEqual({
       id: 'x',
       object: 'chat.completion.chunk',
       model: 'ms:24B',
@@ -160,6 +195,8 @@ describe('chat wire pieces', () => {
   test('X-PAYMENT decoding says what is wrong', () => {
     expect(decodePaymentHeader('***')).toEqual({ error: 'X-PAYMENT is not base64' });
     expect(decodePaymentHeader(Buffer.from('{nope').toString('base64'))).toEqual({ error: 'X-PAYMENT is not base64-encoded JSON' });
-    expect(decodePaymentHeader(Buffer.from('{"x402Version":2}').toString('base64')).error).toMatch(/^X-PAYMENT is not an x402 v1 exact EVM payment payload \(x402Version/);
+    expect(decodePaymentHeader(Buffer.from('{"x402Version":2}').toString('base64')).error).toMatch(
+      /^X-PAYMENT is not an x402 v1 exact EVM payment payload \(x402Version/,
+    );
   });
 });

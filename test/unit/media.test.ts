@@ -73,7 +73,15 @@ describe('buyer signature', () => {
 
   test('the message binds domain, buyer, method, exact path, nonce and window, one field a line', () => {
     expect(
-      buyerAuthMessage({ domain: 'api.example', buyer: '0xABCDEF0000000000000000000000000000000001', method: 'get', path: '/v1/inference/media/assets/1?x=1', nonce: 'n'.repeat(16), issuedAt: 100, expiresAt: 400 }),
+      buyerAuthMessage({
+        domain: 'api.example',
+        buyer: '0xABCDEF0000000000000000000000000000000001',
+        method: 'get',
+        path: '/v1/inference/media/assets/1?x=1',
+        nonce: 'n'.repeat(16),
+        issuedAt: 100,
+        expiresAt: 400,
+      }),
     ).toBe(
       [
         'x402 media request',
@@ -91,7 +99,13 @@ describe('buyer signature', () => {
   test('the client helper’s headers verify once; the nonce is then spent', async () => {
     const { em, seen } = nonceStore();
     const headers = await buyerAuthHeaders(account, { method: 'GET', url, domain });
-    expect(Object.keys(headers).sort()).toEqual(['X-Buyer-Address', 'X-Buyer-Expires-At', 'X-Buyer-Issued-At', 'X-Buyer-Nonce', 'X-Buyer-Signature']);
+    expect(Object.keys(headers).sort()).toEqual([
+      'X-Buyer-Address',
+      'X-Buyer-Expires-At',
+      'X-Buyer-Issued-At',
+      'X-Buyer-Nonce',
+      'X-Buyer-Signature',
+    ]);
     expect(await verify(em, headers)).toEqual({ ok: true, buyer: account.address.toLowerCase() });
     expect(seen.size).toBe(1);
     expect(await verify(em, headers)).toEqual({ ok: false, error: 'buyer_nonce_reused', message: 'this nonce was already used' });
@@ -111,9 +125,13 @@ describe('buyer signature', () => {
   test('window: expired, future, too long, malformed headers', async () => {
     const { em } = nonceStore();
     const now = 1_900_000_000;
-    const at = (issuedAt: number, ttlSeconds: number) => buyerAuthHeaders(account, { method: 'GET', url, domain, now: issuedAt, ttlSeconds });
+    const at = (issuedAt: number, ttlSeconds: number) =>
+      buyerAuthHeaders(account, { method: 'GET', url, domain, now: issuedAt, ttlSeconds });
     expect(await verify(em, await at(now - 400, 300), { now })).toMatchObject({ error: 'buyer_auth_expired' });
-    expect(await verify(em, await at(now + 120, 60), { now })).toMatchObject({ error: 'buyer_auth_expired', message: 'issued-at is in the future' });
+    expect(await verify(em, await at(now + 120, 60), { now })).toMatchObject({
+      error: 'buyer_auth_expired',
+      message: 'issued-at is in the future',
+    });
     expect(await verify(em, await at(now, 301), { now })).toMatchObject({ error: 'invalid_buyer_auth' });
     expect((await verify(em, await at(now - 10, 60), { now })).ok).toBe(true);
     const good = await at(now, 60);
@@ -199,7 +217,9 @@ describe('S3 store: request shaping against an S3-compatible endpoint', () => {
         if (!obj) {
           return res
             .writeHead(404, { 'content-type': 'application/xml' })
-            .end('<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>');
+            .end(
+              '<?xml version="1.0" encoding="UTF-8"?><Error><Code>NoSuchKey</Code><Message>The specified key does not exist.</Message></Error>',
+            );
         }
         res.writeHead(200, { 'content-type': obj.type, 'content-length': obj.body.length }).end(obj.body);
       });

@@ -33,7 +33,10 @@ function configError(env: Record<string, string | undefined>): ConfigError {
   throw new Error(`buildNetworkTable(${JSON.stringify(env)}) did not throw`);
 }
 const ids = (pred: (n: EvmNetwork) => boolean) =>
-  [...buildNetworkTable({}).values()].filter(pred).map((n) => n.id).sort();
+  [...buildNetworkTable({}).values()]
+    .filter(pred)
+    .map((n) => n.id)
+    .sort();
 
 describe('buildNetworkTable defaults', () => {
   const table = buildNetworkTable({});
@@ -42,9 +45,29 @@ describe('buildNetworkTable defaults', () => {
     expect([...table.keys()]).toEqual([...EVM_NETWORK_IDS]);
     expect([...EVM_NETWORK_IDS].sort()).toEqual(
       [
-        'base', 'base-sepolia', 'optimism', 'optimism-sepolia', 'arbitrum', 'avalanche', 'bsc', 'bot-chain',
-        'bot-chain-testnet', 'arc-testnet', 'polygon', 'unichain', 'ink', 'worldchain', 'sei', 'hyperevm',
-        'megaeth', 'tempo', 'monad', 'robinhood', 'fluent-testnet', 'ethereum', 'sonic',
+        'base',
+        'base-sepolia',
+        'optimism',
+        'optimism-sepolia',
+        'arbitrum',
+        'avalanche',
+        'bsc',
+        'bot-chain',
+        'bot-chain-testnet',
+        'arc-testnet',
+        'polygon',
+        'unichain',
+        'ink',
+        'worldchain',
+        'sei',
+        'hyperevm',
+        'megaeth',
+        'tempo',
+        'monad',
+        'robinhood',
+        'fluent-testnet',
+        'ethereum',
+        'sonic',
       ].sort(),
     );
   });
@@ -173,14 +196,24 @@ describe('buildNetworkTable env overrides', () => {
     expect(base.facilitator).toBe(MAINNET_FACILITATOR);
     expect(base.chainId).toBe(8453);
     // Only base gained an RPC: other mainnets stay disabled.
-    expect([...table.values()].filter((n) => n.enabled).map((n) => n.id).sort()).toEqual(['base', 'base-sepolia', 'optimism-sepolia']);
+    expect(
+      [...table.values()]
+        .filter((n) => n.enabled)
+        .map((n) => n.id)
+        .sort(),
+    ).toEqual(['base', 'base-sepolia', 'optimism-sepolia']);
     expect(table.get('optimism')!.facilitator).toBe(MAINNET_FACILITATOR);
     expect(table.get('optimism')!.enabled).toBe(false);
   });
 
   test('FACILITATOR_ADDRESS_MAINNET without an RPC enables nothing', () => {
     const table = buildNetworkTable({ FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR });
-    expect([...table.values()].filter((n) => n.enabled).map((n) => n.id).sort()).toEqual(['base-sepolia', 'optimism-sepolia']);
+    expect(
+      [...table.values()]
+        .filter((n) => n.enabled)
+        .map((n) => n.id)
+        .sort(),
+    ).toEqual(['base-sepolia', 'optimism-sepolia']);
   });
 
   test('RPC_URLS is a comma-separated, trimmed list', () => {
@@ -219,7 +252,9 @@ describe('buildNetworkTable env overrides', () => {
   });
 
   test('a network without chain id stays disabled even with RPC and facilitator', () => {
-    const tempo = buildNetworkTable({ RPC_URLS_TEMPO: 'https://tempo.example/rpc', FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR }).get('tempo')!;
+    const tempo = buildNetworkTable({ RPC_URLS_TEMPO: 'https://tempo.example/rpc', FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR }).get(
+      'tempo',
+    )!;
     expect(tempo.enabled).toBe(false);
   });
 

@@ -22,7 +22,8 @@ const pointer = (...parts: string[]) => parts.map((p) => p.replace(/~/g, '~0').r
 /** A validator of the JSON request body of an operation, refs resolved inside the document. */
 const requestBody = (method: string, path: string) =>
   ajv.compile({ $ref: `${DOC_ID}#/${pointer('paths', path, method, 'requestBody', 'content', 'application/json', 'schema')}` });
-const errorsOf = (v: ReturnType<typeof requestBody>, data: unknown) => (v(data) ? [] : v.errors!.map((e) => `${e.instancePath} ${e.message}`));
+const errorsOf = (v: ReturnType<typeof requestBody>, data: unknown) =>
+  v(data) ? [] : v.errors!.map((e) => `${e.instancePath} ${e.message}`);
 
 // Spec shapes ("PaymentPayload, EIP-3009", "PaymentRequirements", "API keys", "POST /v1/permit").
 const ADDR = (c: string) => `0x${c.repeat(40)}`;
@@ -102,7 +103,10 @@ describe('OpenAPI document', () => {
       return value;
     });
     for (const ref of refs) {
-      const target = ref.slice(2).split('/').reduce((node: any, part) => node?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
+      const target = ref
+        .slice(2)
+        .split('/')
+        .reduce((node: any, part) => node?.[part.replace(/~1/g, '/').replace(/~0/g, '~')], doc);
       expect({ ref, found: target !== undefined }).toEqual({ ref, found: true });
     }
   });
@@ -158,7 +162,8 @@ describe('OpenAPI document', () => {
     badAmount.paymentRequirements.maxAmountRequired = '1e6';
     for (const bad of [badNonce, badAmount]) {
       expect(settle(bad)).toBe(false);
-      const parsed = exactEvmPayloadSchema.safeParse(bad.paymentPayload).success && paymentRequirementsSchema.safeParse(bad.paymentRequirements).success;
+      const parsed =
+        exactEvmPayloadSchema.safeParse(bad.paymentPayload).success && paymentRequirementsSchema.safeParse(bad.paymentRequirements).success;
       expect(parsed).toBe(false);
     }
     const apiKeys = requestBody('post', '/v1/api_keys');
@@ -167,7 +172,11 @@ describe('OpenAPI document', () => {
       expect(createApiKeyBody.safeParse(bad).success).toBe(false);
     }
     const permit = requestBody('post', '/v1/permit');
-    for (const bad of [{ ...permitSample, owner: '0x12' }, { ...permitSample, value: '-1' }, { ...permitSample, v: 300 }]) {
+    for (const bad of [
+      { ...permitSample, owner: '0x12' },
+      { ...permitSample, value: '-1' },
+      { ...permitSample, v: 300 },
+    ]) {
       expect(permit(bad)).toBe(false);
       expect(permitRequestSchema.safeParse(bad).success).toBe(false);
     }

@@ -172,9 +172,14 @@ describe('rawNetworkOf and statuses', () => {
   test('each error reason has the spec status', () => {
     expect(
       Object.fromEntries(
-        ['invalid_request', 'unsupported_network', 'network_not_configured', 'invalid_signature', 'permit_execution_failed', 'permit_pending'].map(
-          (r) => [r, permitStatusFor(r)],
-        ),
+        [
+          'invalid_request',
+          'unsupported_network',
+          'network_not_configured',
+          'invalid_signature',
+          'permit_execution_failed',
+          'permit_pending',
+        ].map((r) => [r, permitStatusFor(r)]),
       ),
     ).toEqual({
       invalid_request: 400,

@@ -62,7 +62,9 @@ describe('resolvePermitSignature', () => {
   });
 
   test('a partial v/r/s (v 0 counts as missing) -> refused', () => {
-    expect(refused({ r: `0x${'11'.repeat(32)}`, s: `0x${'22'.repeat(32)}` } as never)).toBe('v, r and s are needed together (v 0 counts as missing)');
+    expect(refused({ r: `0x${'11'.repeat(32)}`, s: `0x${'22'.repeat(32)}` } as never)).toBe(
+      'v, r and s are needed together (v 0 counts as missing)',
+    );
     expect(refused({ v: 27, r: `0x${'11'.repeat(32)}` } as never)).toContain('needed together');
   });
 
@@ -70,7 +72,9 @@ describe('resolvePermitSignature', () => {
     const parts = split(await sign());
     expect(refused({ v: 27, r: `0x${'00'.repeat(32)}`, s: parts.s } as never)).toBe('r and s must be non-zero');
     const highS = numberToHex(N - hexToBigInt(parts.s), { size: 32 });
-    expect(refused({ v: parts.v === 27 ? 28 : 27, r: parts.r, s: highS } as never)).toBe('s is in the upper half of the curve order (EIP-2)');
+    expect(refused({ v: parts.v === 27 ? 28 : 27, r: parts.r, s: highS } as never)).toBe(
+      's is in the upper half of the curve order (EIP-2)',
+    );
   });
 });
 
@@ -119,7 +123,9 @@ describe('permitWorkflowId', () => {
 
   test('each part separates ids; spellings do not', () => {
     const id = permitWorkflowId('base-sepolia', TOKEN, owner.address, SIGHASH);
-    expect(permitWorkflowId('base-sepolia', TOKEN.toLowerCase(), owner.address.toLowerCase(), SIGHASH.toUpperCase().replace('0X', '0x'))).toBe(id);
+    expect(
+      permitWorkflowId('base-sepolia', TOKEN.toLowerCase(), owner.address.toLowerCase(), SIGHASH.toUpperCase().replace('0X', '0x')),
+    ).toBe(id);
     expect(permitWorkflowId('optimism-sepolia', TOKEN, owner.address, SIGHASH)).not.toBe(id);
     expect(permitWorkflowId('base-sepolia', FACILITATOR, owner.address, SIGHASH)).not.toBe(id);
     expect(permitWorkflowId('base-sepolia', TOKEN, stranger.address, SIGHASH)).not.toBe(id);

@@ -30,7 +30,9 @@ function fakeToken(state: { code?: boolean; separator?: Hex | undefined; nonce?:
   return reads;
 }
 
-async function permit(o: { spender?: Address; nonce?: bigint; signer?: typeof owner; deadline?: bigint; requestSpender?: Address } = {}): Promise<PermitInput> {
+async function permit(
+  o: { spender?: Address; nonce?: bigint; signer?: typeof owner; deadline?: bigint; requestSpender?: Address } = {},
+): Promise<PermitInput> {
   const deadline = o.deadline ?? BigInt(NOW + 600);
   const signature = await (o.signer ?? owner).signTypedData({
     domain,
@@ -78,7 +80,11 @@ describe('verifyPermit', () => {
 
   test('a token address without code -> permit_execution_failed', async () => {
     const out = await verify(await permit(), fakeToken({ code: false }));
-    expect(out).toEqual({ ok: false, reason: 'permit_execution_failed', message: `tokenAddress ${TOKEN} is not a contract on base-sepolia` });
+    expect(out).toEqual({
+      ok: false,
+      reason: 'permit_execution_failed',
+      message: `tokenAddress ${TOKEN} is not a contract on base-sepolia`,
+    });
   });
 
   test('a contract that is not an EIP-2612 token -> permit_execution_failed', async () => {
@@ -101,7 +107,9 @@ describe('verifyPermit', () => {
     expect(out).toEqual({
       ok: false,
       reason: 'invalid_signature',
-      message: expect.stringContaining(`the permit's spender must be the facilitator contract ${FACILITATOR}; the request names ${RECIPIENT}`),
+      message: expect.stringContaining(
+        `the permit's spender must be the facilitator contract ${FACILITATOR}; the request names ${RECIPIENT}`,
+      ),
     });
   });
 

@@ -7,9 +7,13 @@ const OWNER = '0x9965507d1a55bcc2695c58ba16fb37d819b0a4dc';
 
 describe('permit2SettleWorkflowId', () => {
   test('settle:<network>:<owner>:<permit2 nonce>, lower case, the nonce in decimal as signed', () => {
-    expect(permit2SettleWorkflowId('base-sepolia', getAddress(OWNER), '115792089237316195423570985008687907853269984665640564039457584007913129639935')).toBe(
-      `settle:base-sepolia:${OWNER}:115792089237316195423570985008687907853269984665640564039457584007913129639935`,
-    );
+    expect(
+      permit2SettleWorkflowId(
+        'base-sepolia',
+        getAddress(OWNER),
+        '115792089237316195423570985008687907853269984665640564039457584007913129639935',
+      ),
+    ).toBe(`settle:base-sepolia:${OWNER}:115792089237316195423570985008687907853269984665640564039457584007913129639935`);
     expect(permit2SettleWorkflowId('base-sepolia', OWNER, '0')).toBe(permit2SettleWorkflowId('base-sepolia', getAddress(OWNER), '0'));
   });
 

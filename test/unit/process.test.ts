@@ -39,9 +39,13 @@ describe('waitUntil', () => {
   it('times out with the last probe error in the message', async () => {
     const started = Date.now();
     await expect(
-      waitUntil('never', async () => {
-        throw new Error('connection refused');
-      }, { timeoutMs: 200, intervalMs: 20 }),
+      waitUntil(
+        'never',
+        async () => {
+          throw new Error('connection refused');
+        },
+        { timeoutMs: 200, intervalMs: 20 },
+      ),
     ).rejects.toThrow('timed out after 200 ms waiting for never: connection refused');
     expect(Date.now() - started).toBeLessThan(2000);
   });
@@ -88,11 +92,16 @@ describe('spawnManaged / stop', () => {
 describe('search attribute CLI flags', () => {
   it('registers the five X402 keyword attributes', () => {
     expect(searchAttributeCliFlags()).toEqual([
-      '--search-attribute', 'X402Kind=Keyword',
-      '--search-attribute', 'X402Network=Keyword',
-      '--search-attribute', 'X402Payer=Keyword',
-      '--search-attribute', 'X402State=Keyword',
-      '--search-attribute', 'X402Organization=Keyword',
+      '--search-attribute',
+      'X402Kind=Keyword',
+      '--search-attribute',
+      'X402Network=Keyword',
+      '--search-attribute',
+      'X402Payer=Keyword',
+      '--search-attribute',
+      'X402State=Keyword',
+      '--search-attribute',
+      'X402Organization=Keyword',
     ]);
   });
 });

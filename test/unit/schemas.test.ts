@@ -1,8 +1,4 @@
-import {
-  exactEvmPayloadSchema,
-  paymentPayloadEnvelopeSchema,
-  paymentRequirementsSchema,
-} from '../../src/x402/schemas';
+import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../../src/x402/schemas';
 
 /** Field lists from the spec: "PaymentRequirements" and "PaymentPayload, EIP-3009 (standard)". */
 const ADDR_A = '0x1111111111111111111111111111111111111111';
@@ -103,19 +99,12 @@ describe('paymentRequirementsSchema', () => {
     expect(ok(paymentRequirementsSchema, withReq({ outputSchema: { input: { type: 'http' } } }))).toBe(true);
   });
 
-  test.each([
-    'scheme',
-    'network',
-    'maxAmountRequired',
-    'resource',
-    'description',
-    'mimeType',
-    'payTo',
-    'maxTimeoutSeconds',
-    'asset',
-  ])('missing %s fails on that field', (key) => {
-    expect(failedPaths(paymentRequirementsSchema, withoutReq(key))).toEqual([key]);
-  });
+  test.each(['scheme', 'network', 'maxAmountRequired', 'resource', 'description', 'mimeType', 'payTo', 'maxTimeoutSeconds', 'asset'])(
+    'missing %s fails on that field',
+    (key) => {
+      expect(failedPaths(paymentRequirementsSchema, withoutReq(key))).toEqual([key]);
+    },
+  );
 
   test.each<[string, unknown]>([
     ['scheme', 'permit2'],

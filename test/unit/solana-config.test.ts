@@ -19,12 +19,21 @@ describe('Solana network table and fee payer', () => {
       rpcUrl: 'http://127.0.0.1:8899',
       enabled: true,
     });
-    expect(t.get('solana')).toMatchObject({ testnet: false, usdc: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v', rpcUrl: undefined, enabled: false });
+    expect(t.get('solana')).toMatchObject({
+      testnet: false,
+      usdc: 'EPjFWdd5AufqSSqeM2qN1xzybapC8G4wEGGkZwyTDt1v',
+      rpcUrl: undefined,
+      enabled: false,
+    });
   });
 
   test('env overrides: SOLANA_RPC_URL_<NET> (none disables), USDC_MINT_<NET>; bad values name the variable', () => {
     const mint = Keypair.generate().publicKey.toBase58();
-    const t = buildSolanaNetworkTable({ SOLANA_RPC_URL_SOLANA: 'https://rpc.example', SOLANA_RPC_URL_SOLANA_DEVNET: 'none', USDC_MINT_SOLANA: mint });
+    const t = buildSolanaNetworkTable({
+      SOLANA_RPC_URL_SOLANA: 'https://rpc.example',
+      SOLANA_RPC_URL_SOLANA_DEVNET: 'none',
+      USDC_MINT_SOLANA: mint,
+    });
     expect(t.get('solana')).toMatchObject({ rpcUrl: 'https://rpc.example', usdc: mint, enabled: true });
     expect(t.get('solana-devnet')).toMatchObject({ rpcUrl: undefined, enabled: false });
     expect(() => buildSolanaNetworkTable({ USDC_MINT_SOLANA: '0xabc' })).toThrow(/USDC_MINT_SOLANA/);
@@ -51,7 +60,9 @@ describe('Solana network table and fee payer', () => {
     const k = Keypair.generate();
     const env = { SOLANA_RPC_URL_SOLANA: 'https://rpc.example', SOLANA_FEE_PAYER_KEY: base58Encode(k.secretKey) };
     const config = { ...loadConfig(env) };
-    expect(solanaSupportedKinds(config)).toEqual([{ x402Version: 1, scheme: 'exact', network: 'solana-devnet', extra: { feePayer: k.publicKey.toBase58() } }]);
+    expect(solanaSupportedKinds(config)).toEqual([
+      { x402Version: 1, scheme: 'exact', network: 'solana-devnet', extra: { feePayer: k.publicKey.toBase58() } },
+    ]);
     expect(solanaSupportedKinds({ ...config, MAINNETS_ENABLED: true }).map((x) => x.network)).toEqual(['solana', 'solana-devnet']);
     expect([...solanaNetworks(loadConfig({})).keys()]).toEqual(['solana-devnet']);
   });

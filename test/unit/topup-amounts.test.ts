@@ -1,4 +1,13 @@
-import { boundsFor, bufferedBridgeFee, checkAmount, facilitatorFee, grossForNet, maxGrossForNet, netOf, type FeeSchedule } from '../../src/topup/amounts';
+import {
+  boundsFor,
+  bufferedBridgeFee,
+  checkAmount,
+  facilitatorFee,
+  grossForNet,
+  maxGrossForNet,
+  netOf,
+  type FeeSchedule,
+} from '../../src/topup/amounts';
 
 const fees: FeeSchedule = { feeFixed: 10_000n, feeBps: 30n, bridgeFee: 0n };
 const limits = { minAmount: 1n, maxAmount: 10_000_000_000n };
@@ -35,7 +44,9 @@ describe('top-up amount math (base units, exact)', () => {
     expect(b.minAmount).toBe(grossForNet(1n, fees));
     expect(netOf(b.minAmount, fees)).toBe(1n);
     expect(b.maxAmount).toBe(10_000_000_000n);
-    expect(boundsFor({ balance: 0n, creditLimit: 0n, minBuyerDeposit: 0n }, { minAmount: 2_000_000n, maxAmount: 5n }, fees).open).toBe(false);
+    expect(boundsFor({ balance: 0n, creditLimit: 0n, minBuyerDeposit: 0n }, { minAmount: 2_000_000n, maxAmount: 5n }, fees).open).toBe(
+      false,
+    );
   });
 
   test('no headroom left: closed range, maxAmount 0, every amount is credit_limit_reached', () => {

@@ -14,12 +14,19 @@ describe('ethereum gas protection', () => {
   });
 
   test('rounds the cost up, never down', () => {
-    expect(l1GasVerdict({ gasUnits: 1n, maxFeePerGas: 1n, ethPriceUsdc: 1n, fee: 0n })).toEqual({ broadcast: false, reason: 'gas_cost_exceeds_fee', costUsdc: 1n });
+    expect(l1GasVerdict({ gasUnits: 1n, maxFeePerGas: 1n, ethPriceUsdc: 1n, fee: 0n })).toEqual({
+      broadcast: false,
+      reason: 'gas_cost_exceeds_fee',
+      costUsdc: 1n,
+    });
   });
 
   test('refuses when any input is unavailable', () => {
     for (const missing of ['gasUnits', 'maxFeePerGas', 'ethPriceUsdc'] as const) {
-      expect(l1GasVerdict({ ...base, [missing]: undefined, fee: 10n ** 12n })).toEqual({ broadcast: false, reason: 'gas_price_unavailable' });
+      expect(l1GasVerdict({ ...base, [missing]: undefined, fee: 10n ** 12n })).toEqual({
+        broadcast: false,
+        reason: 'gas_price_unavailable',
+      });
     }
   });
 });

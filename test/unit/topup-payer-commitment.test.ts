@@ -15,8 +15,26 @@ describe('payer-commitment-v1 nonce', () => {
   test('is keccak256 of the documented abi.encode', () => {
     const expected = keccak256(
       encodeAbiParameters(
-        [{ type: 'bytes32' }, { type: 'bytes32' }, { type: 'uint256' }, { type: 'uint256' }, { type: 'address' }, { type: 'address' }, { type: 'address' }, { type: 'bytes32' }],
-        [keccak256(toBytes('x402-topup/payer-commitment-v1')), keccak256(toBytes('demo-merchant')), 10n, 8453n, c.creditedRecipient, c.payer, c.buyer, c.salt],
+        [
+          { type: 'bytes32' },
+          { type: 'bytes32' },
+          { type: 'uint256' },
+          { type: 'uint256' },
+          { type: 'address' },
+          { type: 'address' },
+          { type: 'address' },
+          { type: 'bytes32' },
+        ],
+        [
+          keccak256(toBytes('x402-topup/payer-commitment-v1')),
+          keccak256(toBytes('demo-merchant')),
+          10n,
+          8453n,
+          c.creditedRecipient,
+          c.payer,
+          c.buyer,
+          c.salt,
+        ],
       ),
     );
     expect(payerCommitmentNonce(c)).toBe(expected);

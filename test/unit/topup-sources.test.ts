@@ -8,12 +8,25 @@ const ADDR = '0x' + '12'.repeat(20);
 
 describe('top-up sources (cross-chain)', () => {
   // base and optimism on local RPCs as the devnet runs them; ink fully configured too.
-  const env = { ...mainnetDevnetEnv('http://127.0.0.1:1', 'http://127.0.0.1:2'), RPC_URLS_INK: 'http://127.0.0.1:3', USDC_ADDRESS_INK: ADDR };
+  const env = {
+    ...mainnetDevnetEnv('http://127.0.0.1:1', 'http://127.0.0.1:2'),
+    RPC_URLS_INK: 'http://127.0.0.1:3',
+    USDC_ADDRESS_INK: ADDR,
+  };
   const networks = buildNetworkTable(env);
-  const topup = loadTopupConfig({ TOPUP_SOURCES: 'base,optimism,ink', TOPUP_FEE_FIXED: '10000', TOPUP_FEE_BPS: '30', TOPUP_FEE_RECIPIENT: ADDR });
+  const topup = loadTopupConfig({
+    TOPUP_SOURCES: 'base,optimism,ink',
+    TOPUP_FEE_FIXED: '10000',
+    TOPUP_FEE_BPS: '30',
+    TOPUP_FEE_RECIPIENT: ADDR,
+  });
 
   test('optimism has a bridge route to base (domains 2 -> 6); ink has none (no CCTP domain) and is never eligible', () => {
-    expect(bridgeRouteOf({ networks }, networks.get('optimism')!)).toMatchObject({ kind: 'cross-chain', sourceDomain: 2, destination: { id: 'base', gatewayDomain: 6 } });
+    expect(bridgeRouteOf({ networks }, networks.get('optimism')!)).toMatchObject({
+      kind: 'cross-chain',
+      sourceDomain: 2,
+      destination: { id: 'base', gatewayDomain: 6 },
+    });
     expect(networks.get('ink')!.enabled).toBe(true);
     expect(bridgeRouteOf({ networks }, networks.get('ink')!)).toBeUndefined();
     expect(eligibleSources({ networks, topup }).map((n) => n.id)).toEqual(['base', 'optimism']);
@@ -36,13 +49,20 @@ describe('top-up sources (cross-chain)', () => {
     // Even with no bridge fee at all, the maximum's credit fits the headroom.
     const noBridge: FeeSchedule = { ...op.fees, bridgeFee: 0n };
     expect(netOf(op.bounds.maxAmount, noBridge)).toBeLessThanOrEqual(1_000_000_000n);
-    expect(checkAmount(op.bounds.maxAmount + 1n, op.bounds, op.limits, op.fees, noBridge)).toEqual({ ok: false, reason: 'credit_limit_reached' });
+    expect(checkAmount(op.bounds.maxAmount + 1n, op.bounds, op.limits, op.fees, noBridge)).toEqual({
+      ok: false,
+      reason: 'credit_limit_reached',
+    });
     // Without the headroom schedule the maximum would be higher by the quoted fee.
     expect(boundsFor(position, op.limits, op.fees).maxAmount).toBeGreaterThan(op.bounds.maxAmount);
   });
 
   test('npm start: optimism (10) on 8548 next to base (8453) on 8547, served as a second source', () => {
-    expect(topupDevnetEnv({})).toMatchObject({ RPC_URLS_BASE: 'http://127.0.0.1:8547', RPC_URLS_OPTIMISM: 'http://127.0.0.1:8548', TOPUP_SOURCES: 'base,optimism' });
+    expect(topupDevnetEnv({})).toMatchObject({
+      RPC_URLS_BASE: 'http://127.0.0.1:8547',
+      RPC_URLS_OPTIMISM: 'http://127.0.0.1:8548',
+      TOPUP_SOURCES: 'base,optimism',
+    });
     expect(topupDevnetEnv({ TOPUP_SOURCES: 'base' }).TOPUP_SOURCES).toBeUndefined();
   });
 });

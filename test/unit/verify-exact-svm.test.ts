@@ -37,7 +37,8 @@ const opts = (o: Partial<SvmPaymentOptions> = {}): SvmPaymentOptions => ({
   blockhash: BLOCKHASH,
   ...o,
 });
-const inspect = (o: Partial<SvmPaymentOptions> = {}, r = req) => inspectExactSvmTransaction(toBase64(svmPaymentTransaction(opts(o))), r, feePayer.publicKey);
+const inspect = (o: Partial<SvmPaymentOptions> = {}, r = req) =>
+  inspectExactSvmTransaction(toBase64(svmPaymentTransaction(opts(o))), r, feePayer.publicKey);
 const reasonOf = (i: Inspection) => (i.ok ? 'ok' : i.reason);
 
 describe('inspectExactSvmTransaction (pure rules, reference reason names)', () => {
@@ -67,7 +68,9 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
 
   test('trailing bytes after a valid transaction: invalid_exact_svm_payload_transaction', () => {
     const raw = Buffer.concat([Buffer.from(svmPaymentTransaction(opts()).serialize()), Buffer.from([1, 2, 3])]);
-    expect(reasonOf(inspectExactSvmTransaction(raw.toString('base64'), req, feePayer.publicKey))).toBe('invalid_exact_svm_payload_transaction');
+    expect(reasonOf(inspectExactSvmTransaction(raw.toString('base64'), req, feePayer.publicKey))).toBe(
+      'invalid_exact_svm_payload_transaction',
+    );
   });
 
   test('another fee payer: invalid_exact_svm_payload_fee_payer_mismatch', () => {
@@ -107,12 +110,15 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
 
   test('third instruction of another program: ..._not_a_transfer_instruction', () => {
     const sol = SystemProgram.transfer({ fromPubkey: buyer.publicKey, toPubkey: payTo, lamports: 1 });
-    expect(reasonOf(inspect({ instructions: (b) => [b[0], b[1], sol] }))).toBe('invalid_exact_svm_payload_transaction_not_a_transfer_instruction');
+    expect(reasonOf(inspect({ instructions: (b) => [b[0], b[1], sol] }))).toBe(
+      'invalid_exact_svm_payload_transaction_not_a_transfer_instruction',
+    );
   });
 
   test('SPL Token Transfer (not TransferChecked): ..._not_spl_token_transfer_checked; Token-2022 likewise', () => {
     const ata = (p: PublicKey, prog: PublicKey) => getAssociatedTokenAddressSync(MINT, p, true, prog);
-    const plain = (prog: PublicKey) => createTransferInstruction(ata(buyer.publicKey, prog), ata(payTo, prog), buyer.publicKey, AMOUNT, [], prog);
+    const plain = (prog: PublicKey) =>
+      createTransferInstruction(ata(buyer.publicKey, prog), ata(payTo, prog), buyer.publicKey, AMOUNT, [], prog);
     expect(reasonOf(inspect({ instructions: (b) => [b[0], b[1], plain(TOKEN_PROGRAM_ID)] }))).toBe(
       'invalid_exact_svm_payload_transaction_instruction_not_spl_token_transfer_checked',
     );
@@ -137,7 +143,9 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
       b[1],
       new TransactionInstruction({ ...b[2], keys: [...b[2].keys, { pubkey: feePayer.publicKey, isSigner: false, isWritable: true }] }),
     ];
-    expect(reasonOf(inspect({ instructions: withUs }))).toBe('invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts');
+    expect(reasonOf(inspect({ instructions: withUs }))).toBe(
+      'invalid_exact_svm_payload_transaction_fee_payer_included_in_instruction_accounts',
+    );
   });
 
   test('another mint: invalid_exact_svm_payload_mint_mismatch', () => {
@@ -145,7 +153,9 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
   });
 
   test('destination not ATA(payTo, mint): ..._transfer_to_incorrect_ata', () => {
-    expect(reasonOf(inspect({ payTo: Keypair.generate().publicKey }))).toBe('invalid_exact_svm_payload_transaction_transfer_to_incorrect_ata');
+    expect(reasonOf(inspect({ payTo: Keypair.generate().publicKey }))).toBe(
+      'invalid_exact_svm_payload_transaction_transfer_to_incorrect_ata',
+    );
   });
 
   test('amount other than maxAmountRequired (more or less): ..._amount_mismatch', () => {
@@ -179,7 +189,11 @@ describe('verifyExactSvmOnChain (against the litesvm devnet node through the pro
   afterAll(() => dn.stop());
 
   const check = async (o: Partial<SvmPaymentOptions> = {}, r = req) => {
-    const i = inspectExactSvmTransaction(toBase64(svmPaymentTransaction(opts({ blockhash: dn.ledger.latestBlockhash().blockhash, ...o }))), r, feePayer.publicKey);
+    const i = inspectExactSvmTransaction(
+      toBase64(svmPaymentTransaction(opts({ blockhash: dn.ledger.latestBlockhash().blockhash, ...o }))),
+      r,
+      feePayer.publicKey,
+    );
     if (!i.ok) throw new Error(`inspection failed: ${i.reason}`);
     return verifyExactSvmOnChain(i, rpc(), feePayer.publicKey);
   };
@@ -189,7 +203,10 @@ describe('verifyExactSvmOnChain (against the litesvm devnet node through the pro
   });
 
   test('unknown or expired blockhash: settle_exact_svm_block_height_exceeded', async () => {
-    await expect(check({ blockhash: BLOCKHASH })).resolves.toEqual({ isValid: false, invalidReason: 'settle_exact_svm_block_height_exceeded' });
+    await expect(check({ blockhash: BLOCKHASH })).resolves.toEqual({
+      isValid: false,
+      invalidReason: 'settle_exact_svm_block_height_exceeded',
+    });
   });
 
   test('buyer without a token account: ..._sender_ata_not_found', async () => {
@@ -214,7 +231,10 @@ describe('verifyExactSvmOnChain (against the litesvm devnet node through the pro
   });
 
   test('wrong decimals (the runtime refuses it): ..._simulation_failed', async () => {
-    await expect(check({ decimals: 5 })).resolves.toEqual({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed' });
+    await expect(check({ decimals: 5 })).resolves.toEqual({
+      isValid: false,
+      invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed',
+    });
   });
 
   test('source is a token account of our key spent through a delegate: ..._fee_payer_transferring_funds', async () => {

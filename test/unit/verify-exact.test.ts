@@ -189,9 +189,7 @@ describe('verifyExactEvm: each rule', () => {
     expect(unichain.enabled).toBe(true);
     expect(unichain.usdc).toBeUndefined();
     const p = await pay({}, unichain);
-    await expect(verify(p, fakeReads(), { network: unichain })).resolves.toEqual(
-      invalid('invalid_exact_evm_payload_asset_mismatch'),
-    );
+    await expect(verify(p, fakeReads(), { network: unichain })).resolves.toEqual(invalid('invalid_exact_evm_payload_asset_mismatch'));
   });
 
   test.each<[string, unknown]>([

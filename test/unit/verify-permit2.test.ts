@@ -40,7 +40,9 @@ interface ChainState {
 function fakeReads(s: ChainState = {}) {
   return {
     balanceOf: jest.fn(async () => s.balance ?? 10_000_000n),
-    allowance: jest.fn(async (_t: Address, _o: Address, spender: Address) => (spender === network.permit2 ? (s.allowance ?? 2n ** 255n) : 0n)),
+    allowance: jest.fn(async (_t: Address, _o: Address, spender: Address) =>
+      spender === network.permit2 ? (s.allowance ?? 2n ** 255n) : 0n,
+    ),
     nonceBitmap: jest.fn(async () => s.bitmap ?? 0n),
     eip2612: jest.fn(async () => (s.noEip2612 ? undefined : { domainSeparator: USDC_DOMAIN, nonce: s.tokenNonce ?? 0n })),
   } satisfies Permit2ChainReads;
@@ -90,8 +92,15 @@ describe('verifyPermit2: valid payments', () => {
   });
 
   test('upto: settleAmount, else the full maximum; the upto proxy as spender', async () => {
-    expect(await verify(await pay({ scheme: 'upto', amount: 5_000_000n, settleAmount: 1n }))).toMatchObject({ isValid: true, amount: '1', spender: network.uptoPermit2Proxy });
-    expect(await verify(await pay({ scheme: 'upto', amount: 5_000_000n, settleAmount: 5_000_000n }))).toMatchObject({ isValid: true, amount: '5000000' });
+    expect(await verify(await pay({ scheme: 'upto', amount: 5_000_000n, settleAmount: 1n }))).toMatchObject({
+      isValid: true,
+      amount: '1',
+      spender: network.uptoPermit2Proxy,
+    });
+    expect(await verify(await pay({ scheme: 'upto', amount: 5_000_000n, settleAmount: 5_000_000n }))).toMatchObject({
+      isValid: true,
+      amount: '5000000',
+    });
     expect(await verify(await pay({ scheme: 'upto', amount: 5_000_000n }))).toMatchObject({ isValid: true, amount: '5000000' });
   });
 
@@ -109,7 +118,14 @@ describe('verifyPermit2: valid payments', () => {
   });
 
   test('missing allowance with a valid permit2612 (v as 27/28 or 0/1): valid, to be applied', async () => {
-    const permit = await permit2612For(buyer, { chainId: network.chainId!, usdc, permit2: network.permit2, value: 1_000_000n, nonce: 3n, deadline: BigInt(NOW + 300) });
+    const permit = await permit2612For(buyer, {
+      chainId: network.chainId!,
+      usdc,
+      permit2: network.permit2,
+      value: 1_000_000n,
+      nonce: 3n,
+      deadline: BigInt(NOW + 300),
+    });
     const v = await verify(await pay({ permit2612: permit }), fakeReads({ allowance: 0n, tokenNonce: 3n }));
     expect(v).toMatchObject({ isValid: true, applyPermit2612: true });
     const zeroOne = await verify(await pay({ permit2612: { ...permit, v: permit.v - 27 } }), fakeReads({ allowance: 0n, tokenNonce: 3n }));
@@ -120,16 +136,52 @@ describe('verifyPermit2: valid payments', () => {
 describe('verifyPermit2: each rule and its reason', () => {
   const now = BigInt(NOW);
   test.each<[string, string, () => Promise<{ payload: Permit2PaymentPayload; req: PaymentRequirements }>]>([
-    ['payload and requirements name different networks', 'invalid_network', async () => { const p = await pay(); p.req.network = 'optimism-sepolia'; return p; }],
-    ['schemes differ', 'invalid_scheme', async () => { const p = await pay(); p.req.scheme = 'upto'; return p; }],
+    [
+      'payload and requirements name different networks',
+      'invalid_network',
+      async () => {
+        const p = await pay();
+        p.req.network = 'optimism-sepolia';
+        return p;
+      },
+    ],
+    [
+      'schemes differ',
+      'invalid_scheme',
+      async () => {
+        const p = await pay();
+        p.req.scheme = 'upto';
+        return p;
+      },
+    ],
     ['witness.to is not the facilitator', 'invalid_permit2_recipient_mismatch', () => pay({ witnessTo: OTHER })],
     ['payTo is not the facilitator', 'invalid_permit2_recipient_mismatch', () => pay({ payTo: OTHER })],
     ['upto witness.facilitator is another contract', 'upto_facilitator_mismatch', () => pay({ scheme: 'upto', witnessFacilitator: OTHER })],
-    ['upto without witness.facilitator', 'upto_facilitator_mismatch', async () => { const p = await pay({ scheme: 'upto' }); delete p.payload.payload.witness.facilitator; return p; }],
+    [
+      'upto without witness.facilitator',
+      'upto_facilitator_mismatch',
+      async () => {
+        const p = await pay({ scheme: 'upto' });
+        delete p.payload.payload.witness.facilitator;
+        return p;
+      },
+    ],
     ['token is not the asset', 'permit2_token_mismatch', () => pay({ asset: OTHER })],
-    ['exact: signed amount is not maxAmountRequired', 'invalid_exact_evm_payload_amount_mismatch', () => pay({ maxAmountRequired: 999_999n })],
-    ['upto: signed maximum is not maxAmountRequired', 'invalid_exact_evm_payload_amount_mismatch', () => pay({ scheme: 'upto', maxAmountRequired: 2_000_000n })],
-    ['upto: settleAmount above the maximum', 'invalid_upto_evm_payload_settlement_exceeds_amount', () => pay({ scheme: 'upto', settleAmount: 1_000_001n })],
+    [
+      'exact: signed amount is not maxAmountRequired',
+      'invalid_exact_evm_payload_amount_mismatch',
+      () => pay({ maxAmountRequired: 999_999n }),
+    ],
+    [
+      'upto: signed maximum is not maxAmountRequired',
+      'invalid_exact_evm_payload_amount_mismatch',
+      () => pay({ scheme: 'upto', maxAmountRequired: 2_000_000n }),
+    ],
+    [
+      'upto: settleAmount above the maximum',
+      'invalid_upto_evm_payload_settlement_exceeds_amount',
+      () => pay({ scheme: 'upto', settleAmount: 1_000_001n }),
+    ],
     ['upto: settleAmount 0', 'invalid_payment_requirements', () => pay({ scheme: 'upto', settleAmount: 0n })],
     ['exact with settleAmount', 'invalid_payment_requirements', () => pay({ settleAmount: 1n })],
     ['exact signed for the upto proxy', 'invalid_permit2_spender', () => pay({ spender: network.uptoPermit2Proxy })],
@@ -167,7 +219,9 @@ describe('verifyPermit2: each rule and its reason', () => {
     const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
     const highS = serializeSignature({ r, s: numberToHex(N - hexToBigInt(s), { size: 32 }), yParity: yParity === 0 ? 1 : 0 });
     for (const bad of [sig.slice(0, 130) as Hex, highS, `0x${'11'.repeat(65)}` as Hex]) {
-      expect(await reasonOf(Promise.resolve({ ...p, payload: { ...p.payload, payload: { ...p.payload.payload, signature: bad } } }))).toBe('invalid_permit2_signature');
+      expect(await reasonOf(Promise.resolve({ ...p, payload: { ...p.payload, payload: { ...p.payload.payload, signature: bad } } }))).toBe(
+        'invalid_permit2_signature',
+      );
     }
   });
 
@@ -182,15 +236,22 @@ describe('verifyPermit2: each rule and its reason', () => {
   test('permit2612 problems', async () => {
     const base = { chainId: network.chainId!, usdc, permit2: network.permit2, nonce: 0n, deadline: BigInt(NOW + 300) };
     const state = fakeReads({ allowance: 0n });
-    const reasonWith = async (permit: Awaited<ReturnType<typeof permit2612For>>, reads = state) => reasonOf(pay({ permit2612: permit }), reads);
+    const reasonWith = async (permit: Awaited<ReturnType<typeof permit2612For>>, reads = state) =>
+      reasonOf(pay({ permit2612: permit }), reads);
     expect(await reasonWith(await permit2612For(buyer, { ...base, value: 999_999n }))).toBe('permit2_2612_amount_mismatch');
-    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, deadline: BigInt(NOW + 5) }))).toBe('permit2_2612_deadline_expired');
-    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, signer: stranger }))).toBe('invalid_permit2_2612_signature');
-    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, permit2: OTHER }))).toBe('invalid_permit2_2612_signature');
-    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, nonce: 1n }))).toBe('invalid_permit2_2612_signature');
-    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n }), fakeReads({ allowance: 0n, noEip2612: true }))).toBe(
+    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, deadline: BigInt(NOW + 5) }))).toBe(
+      'permit2_2612_deadline_expired',
+    );
+    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, signer: stranger }))).toBe(
       'invalid_permit2_2612_signature',
     );
+    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, permit2: OTHER }))).toBe(
+      'invalid_permit2_2612_signature',
+    );
+    expect(await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n, nonce: 1n }))).toBe('invalid_permit2_2612_signature');
+    expect(
+      await reasonWith(await permit2612For(buyer, { ...base, value: 1_000_000n }), fakeReads({ allowance: 0n, noEip2612: true })),
+    ).toBe('invalid_permit2_2612_signature');
     const good = await permit2612For(buyer, { ...base, value: 1_000_000n });
     expect(await reasonWith({ ...good, v: 29 })).toBe('invalid_permit2_2612_signature');
     expect(await reasonWith(good)).toBe('valid');
@@ -198,7 +259,12 @@ describe('verifyPermit2: each rule and its reason', () => {
 
   test('a disabled network is invalid_network', async () => {
     const p = await pay();
-    const v = await verifyPermit2(p.payload, p.req, { ...network, enabled: false }, { nowSeconds: NOW, minValiditySeconds: MIN_VALIDITY, reads: fakeReads() });
+    const v = await verifyPermit2(
+      p.payload,
+      p.req,
+      { ...network, enabled: false },
+      { nowSeconds: NOW, minValiditySeconds: MIN_VALIDITY, reads: fakeReads() },
+    );
     expect(v).toEqual({ isValid: false, invalidReason: 'invalid_network', payer: buyer.address });
   });
 });

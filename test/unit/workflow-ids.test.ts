@@ -8,9 +8,7 @@ const NONCE_UPPER = `0x${'AB'.repeat(16)}${'CD'.repeat(16)}`;
 
 describe('settleWorkflowId', () => {
   test('has the format settle:<network>:<payer>:<nonce> with lower-case hex', () => {
-    expect(settleWorkflowId('base-sepolia', PAYER_CHECKSUM, NONCE_UPPER)).toBe(
-      `settle:base-sepolia:${PAYER_LOWER}:${NONCE_LOWER}`,
-    );
+    expect(settleWorkflowId('base-sepolia', PAYER_CHECKSUM, NONCE_UPPER)).toBe(`settle:base-sepolia:${PAYER_LOWER}:${NONCE_LOWER}`);
   });
 
   test('checksum and lower-case spellings of payer and nonce give the same id', () => {
@@ -32,9 +30,7 @@ describe('settleWorkflowId', () => {
   });
 
   test('the network id is used as given', () => {
-    expect(settleWorkflowId('optimism-sepolia', PAYER_LOWER, NONCE_LOWER)).toBe(
-      `settle:optimism-sepolia:${PAYER_LOWER}:${NONCE_LOWER}`,
-    );
+    expect(settleWorkflowId('optimism-sepolia', PAYER_LOWER, NONCE_LOWER)).toBe(`settle:optimism-sepolia:${PAYER_LOWER}:${NONCE_LOWER}`);
   });
 });
 

@@ -3,14 +3,7 @@ import type { ApiDeps, ApiState } from '../context';
 import { jsonBody } from '../middleware/json-body';
 import { requireSession } from '../middleware/auth';
 import { parseBody } from '../../auth/parse-body';
-import {
-  createApiKey,
-  createApiKeyBody,
-  findActiveApiKey,
-  listApiKeys,
-  revokeApiKey,
-  toApiKeyRecord,
-} from '../../auth/api-keys';
+import { createApiKey, createApiKeyBody, findActiveApiKey, listApiKeys, revokeApiKey, toApiKeyRecord } from '../../auth/api-keys';
 import { AUTH_BODY_LIMIT } from './auth';
 
 /** API key management for the signed-in organization (spec: "API keys"). */

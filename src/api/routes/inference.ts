@@ -30,7 +30,10 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
 
   router.get('/v1/inference/models', async (ctx) => {
     const { models } = await registry().models();
-    ctx.body = { data: models.map((m) => ({ id: m.id, provider: m.provider, default: m.id === cfg().defaultModel })), default: cfg().defaultModel };
+    ctx.body = {
+      data: models.map((m) => ({ id: m.id, provider: m.provider, default: m.id === cfg().defaultModel })),
+      default: cfg().defaultModel,
+    };
   });
 
   router.get('/v1/inference/templates', async (ctx) => {
@@ -74,7 +77,8 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
 
       // 1. messages, 2. model, 3. template: all before any payment is asked for.
       const messages = messagesSchema.safeParse(body.messages);
-      if (!messages.success) return fail(400, 'messages must be a non-empty array of {role, content} with role user or assistant', [...ROLES]);
+      if (!messages.success)
+        return fail(400, 'messages must be a non-empty array of {role, content} with role user or assistant', [...ROLES]);
       const modelId = body.model === undefined ? c.defaultModel : body.model;
       const { models, down } = await reg.models();
       const model = typeof modelId === 'string' ? models.find((m) => m.id === modelId) : undefined;
@@ -93,7 +97,12 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
       }
       const templateName = body.template === undefined ? c.defaultTemplate : body.template;
       const template = templates.find((t) => t.name === templateName);
-      if (!template) return fail(400, `unknown template ${JSON.stringify(templateName)}`, templates.map((t) => t.name));
+      if (!template)
+        return fail(
+          400,
+          `unknown template ${JSON.stringify(templateName)}`,
+          templates.map((t) => t.name),
+        );
 
       const network = deps.networks.get(c.network);
       if (!network?.enabled || !network.usdc || !network.facilitator) {
@@ -125,7 +134,8 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
       ctx.set('Access-Control-Expose-Headers', 'X-PAYMENT-RESPONSE');
 
       const em = deps.db.em.fork();
-      const setCharge = (state: string) => em.nativeUpdate(InferenceCharge, { id: charge.chargeId, state: 'charged' }, { state, updatedAt: new Date() });
+      const setCharge = (state: string) =>
+        em.nativeUpdate(InferenceCharge, { id: charge.chargeId, state: 'charged' }, { state, updatedAt: new Date() });
       const refund = async (message: string) => {
         await startRefund(deps, c, { ...charge, network, requestId: ctx.state.requestId }, message);
         return { error: 'provider_failed', message, chargeId: charge.chargeId, refund: 'pending' };
@@ -158,12 +168,18 @@ export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps)
       ctx.body = out;
       // A reply may not stream for ever: past the bound it is cut and refunded (the guard relies on it).
       const maxStream = setTimeout(() => upstreamAbort.abort(new Error(`the reply took longer than ${c.maxStreamMs} ms`)), c.maxStreamMs);
-      void relay(upstream, out, model.id, () => clientGone, refund).finally(() => clearTimeout(maxStream)).then(async (end) => {
-        ctx.state.log.info({ chargeId: charge.chargeId, end: end.kind, ...(end.kind === 'provider_failed' ? { detail: end.message } : {}) }, 'chat relay ended');
-        if (end.kind === 'delivered') await setCharge('delivered');
-        else if (end.kind === 'client_closed') await setCharge('client_closed');
-        // provider_failed: the refund workflow moves the ledger to refund_pending, then refunded.
-      }).catch((err) => ctx.state.log.error({ err, chargeId: charge.chargeId }, 'chat relay bookkeeping failed'));
+      void relay(upstream, out, model.id, () => clientGone, refund)
+        .finally(() => clearTimeout(maxStream))
+        .then(async (end) => {
+          ctx.state.log.info(
+            { chargeId: charge.chargeId, end: end.kind, ...(end.kind === 'provider_failed' ? { detail: end.message } : {}) },
+            'chat relay ended',
+          );
+          if (end.kind === 'delivered') await setCharge('delivered');
+          else if (end.kind === 'client_closed') await setCharge('client_closed');
+          // provider_failed: the refund workflow moves the ledger to refund_pending, then refunded.
+        })
+        .catch((err) => ctx.state.log.error({ err, chargeId: charge.chargeId }, 'chat relay bookkeeping failed'));
     },
   );
 }

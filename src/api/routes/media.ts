@@ -9,7 +9,19 @@ import { challengeBody, paymentResponseHeader } from '../../inference/challenge'
 import { verifyBuyerRequest } from '../../media/buyer-auth';
 import { mediaConfig, MEDIA_KINDS, type MediaKind } from '../../media/config';
 import { decodeCursor, encodeCursor } from '../../media/cursor';
-import { BODY_SCHEMAS, claimJob, fingerprintOf, IDEMPOTENCY_KEY, KIND_OF, mediaChargeId, mediaRequirements, mediaWorkflowId, priceOf, startMediaJob, type MediaRoute } from '../../media/requests';
+import {
+  BODY_SCHEMAS,
+  claimJob,
+  fingerprintOf,
+  IDEMPOTENCY_KEY,
+  KIND_OF,
+  mediaChargeId,
+  mediaRequirements,
+  mediaWorkflowId,
+  priceOf,
+  startMediaJob,
+  type MediaRoute,
+} from '../../media/requests';
 import { createMediaStore, type MediaStore } from '../../media/store';
 import { FINAL_JOB_STATES, type MediaJobOutcome } from '../../media/types';
 import { assetView, jobView, mediaError } from '../../media/views';
@@ -33,7 +45,10 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
   };
   const mediaShape = async (ctx: ApiContext, next: () => Promise<unknown>) => {
     // Malformed or oversized bodies and crashes answer in the media error shape.
-    ctx.state.errorShape = (status, message) => ({ status, body: mediaError(status >= 500 ? 'internal_error' : status === 413 ? 'body_too_large' : 'invalid_request', message) });
+    ctx.state.errorShape = (status, message) => ({
+      status,
+      body: mediaError(status >= 500 ? 'internal_error' : status === 413 ? 'body_too_large' : 'invalid_request', message),
+    });
     await next();
   };
 
@@ -43,7 +58,14 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       const c = cfg();
       const kind = KIND_OF[route];
       if (!c.capabilities.has(kind)) {
-        return answer(ctx, 503, mediaError('capability_unavailable', `${kind} generation is switched off`, { kind, available: MEDIA_KINDS.filter((k) => c.capabilities.has(k)) }));
+        return answer(
+          ctx,
+          503,
+          mediaError('capability_unavailable', `${kind} generation is switched off`, {
+            kind,
+            available: MEDIA_KINDS.filter((k) => c.capabilities.has(k)),
+          }),
+        );
       }
       const parsed = BODY_SCHEMAS[route].safeParse(ctx.request.body ?? {});
       if (!parsed.success) {
@@ -52,10 +74,20 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       }
       const body = parsed.data as { prompt: string; n?: number; size?: string; image?: string };
       const key = ctx.get('Idempotency-Key');
-      if (!key) return answer(ctx, 400, mediaError('idempotency_key_required', 'send an Idempotency-Key header: the same key returns the same result and is charged once'));
-      if (!IDEMPOTENCY_KEY.test(key)) return answer(ctx, 400, mediaError('invalid_idempotency_key', 'Idempotency-Key must be 1-64 characters of [A-Za-z0-9._:-]'));
+      if (!key)
+        return answer(
+          ctx,
+          400,
+          mediaError(
+            'idempotency_key_required',
+            'send an Idempotency-Key header: the same key returns the same result and is charged once',
+          ),
+        );
+      if (!IDEMPOTENCY_KEY.test(key))
+        return answer(ctx, 400, mediaError('invalid_idempotency_key', 'Idempotency-Key must be 1-64 characters of [A-Za-z0-9._:-]'));
       const network = deps.networks.get(c.network);
-      if (!network?.enabled || !network.usdc || !network.facilitator) return answer(ctx, 503, mediaError('payments_unavailable', `media payments on ${c.network} are not configured`));
+      if (!network?.enabled || !network.usdc || !network.facilitator)
+        return answer(ctx, 503, mediaError('payments_unavailable', `media payments on ${c.network} are not configured`));
 
       const price = priceOf(c, route, body);
       const requirements = mediaRequirements(deps, c, network, route, price, `${deps.config.publicUrl}${path}`);
@@ -64,7 +96,8 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       const decoded = decodePaymentHeader(header);
       if ('error' in decoded) return answer(ctx, 402, challengeBody(decoded.error!, requirements));
       const payload = decoded.payload;
-      if (payload.network !== network.id) return answer(ctx, 402, challengeBody(`network ${payload.network} is not accepted; pay on ${network.id}`, requirements));
+      if (payload.network !== network.id)
+        return answer(ctx, 402, challengeBody(`network ${payload.network} is not accepted; pay on ${network.id}`, requirements));
       const auth = payload.payload.authorization;
       const buyer = auth.from.toLowerCase();
 
@@ -79,11 +112,21 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
         network: network.id,
         chargeId: mediaChargeId(network.id, buyer, auth.nonce),
       });
-      if ('conflict' in claim) return answer(ctx, 409, mediaError('idempotency_key_reused', 'this Idempotency-Key was used for a different request'));
+      if ('conflict' in claim)
+        return answer(ctx, 409, mediaError('idempotency_key_reused', 'this Idempotency-Key was used for a different request'));
       const { job } = claim;
       // A known key is answered from its job, and the payment sent with it is never settled.
       const handle = claim.start
-        ? await startMediaJob(deps, c, { job, network, payload, requirements, n: body.n ?? 1, size: body.size, image: body.image, requestId: ctx.state.requestId })
+        ? await startMediaJob(deps, c, {
+            job,
+            network,
+            payload,
+            requirements,
+            n: body.n ?? 1,
+            size: body.size,
+            image: body.image,
+            requestId: ctx.state.requestId,
+          })
         : deps.temporal.workflow.getHandle(job.workflowId);
       ctx.set('X-Media-Job-Id', job.id);
 
@@ -95,7 +138,10 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       const paymentHeader = async () => {
         const charge = await deps.db.em.fork().findOne(InferenceCharge, { id: job.chargeId });
         if (charge?.settlementTx) {
-          ctx.set('X-PAYMENT-RESPONSE', paymentResponseHeader({ success: true, transaction: charge.settlementTx, network: job.network, payer: job.buyer }));
+          ctx.set(
+            'X-PAYMENT-RESPONSE',
+            paymentResponseHeader({ success: true, transaction: charge.settlementTx, network: job.network, payer: job.buyer }),
+          );
           ctx.set('Access-Control-Expose-Headers', 'X-PAYMENT-RESPONSE, X-Media-Job-Id');
         }
         return charge;
@@ -111,11 +157,21 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
         }
         if (j?.state === 'payment_rejected') return rejected();
         await paymentHeader();
-        return answer(ctx, 202, { jobId: job.id, kind, state: j?.state ?? 'paying', statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}` });
+        return answer(ctx, 202, {
+          jobId: job.id,
+          kind,
+          state: j?.state ?? 'paying',
+          statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}`,
+        });
       }
 
       const pending = async () =>
-        answer(ctx, 202, { jobId: job.id, kind, state: (await reload())?.state ?? 'paying', statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}` });
+        answer(ctx, 202, {
+          jobId: job.id,
+          kind,
+          state: (await reload())?.state ?? 'paying',
+          statusUrl: `${deps.config.publicUrl}${BASE}/jobs/${job.id}`,
+        });
       // The job record is the durable answer (Temporal keeps finished workflows only for a while):
       // wait for the workflow unless the record is already final, then answer from the record.
       if (claim.start || !(FINAL_JOB_STATES as readonly string[]).includes(job.state)) {
@@ -155,7 +211,11 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
   /** Buyer signature check for the read/delete routes; answers 401 itself when it fails. */
   const buyerOf = async (ctx: ApiContext): Promise<string | undefined> => {
     const c = cfg();
-    const r = await verifyBuyerRequest(deps.db.em.fork(), { method: ctx.method, path: ctx.originalUrl, header: (n) => ctx.get(n) }, { domain: c.authDomain, maxWindowSeconds: c.authMaxWindowSeconds });
+    const r = await verifyBuyerRequest(
+      deps.db.em.fork(),
+      { method: ctx.method, path: ctx.originalUrl, header: (n) => ctx.get(n) },
+      { domain: c.authDomain, maxWindowSeconds: c.authMaxWindowSeconds },
+    );
     if (r.ok) return r.buyer;
     answer(ctx, 401, mediaError(r.error, r.message));
     return undefined;
@@ -192,8 +252,14 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
     if (!buyer) return;
     const job = await ownJob(ctx, buyer);
     if (!job) return;
-    if (job.kind === 'image') return answer(ctx, 409, mediaError('job_not_cancellable', 'image requests are synchronous and cannot be cancelled', { jobId: job.id, state: job.state }));
-    if ((FINAL_JOB_STATES as readonly string[]).includes(job.state)) return answer(ctx, 409, mediaError('job_finished', `the job is already ${job.state}`, { jobId: job.id, state: job.state }));
+    if (job.kind === 'image')
+      return answer(
+        ctx,
+        409,
+        mediaError('job_not_cancellable', 'image requests are synchronous and cannot be cancelled', { jobId: job.id, state: job.state }),
+      );
+    if ((FINAL_JOB_STATES as readonly string[]).includes(job.state))
+      return answer(ctx, 409, mediaError('job_finished', `the job is already ${job.state}`, { jobId: job.id, state: job.state }));
     await deps.temporal.workflow.getHandle(job.workflowId).signal('cancelMediaJob');
     // Refunded by the job's workflow once the provider confirms the cancellation.
     answer(ctx, 202, { jobId: job.id, state: 'cancelling' });
@@ -204,9 +270,11 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
     if (!buyer) return;
     const q = ctx.query;
     const kind = typeof q.kind === 'string' && q.kind ? q.kind : undefined;
-    if (kind !== undefined && !(MEDIA_KINDS as readonly string[]).includes(kind)) return answer(ctx, 400, mediaError('invalid_request', `kind must be one of ${MEDIA_KINDS.join(', ')}`));
+    if (kind !== undefined && !(MEDIA_KINDS as readonly string[]).includes(kind))
+      return answer(ctx, 400, mediaError('invalid_request', `kind must be one of ${MEDIA_KINDS.join(', ')}`));
     const limitText = typeof q.limit === 'string' && q.limit ? q.limit : '20';
-    if (!/^\d{1,3}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100) return answer(ctx, 400, mediaError('invalid_request', 'limit must be a whole number from 1 to 100'));
+    if (!/^\d{1,3}$/.test(limitText) || Number(limitText) < 1 || Number(limitText) > 100)
+      return answer(ctx, 400, mediaError('invalid_request', 'limit must be a whole number from 1 to 100'));
     const limit = Number(limitText);
     let after;
     if (typeof q.cursor === 'string' && q.cursor) {
@@ -240,7 +308,12 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
     const url = assetView(c, asset).url;
     let purged: boolean | null = null;
     if (c.purgeUrl) {
-      purged = await fetch(c.purgeUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ url, key: asset.key, assetId: asset.id }), signal: AbortSignal.timeout(5000) })
+      purged = await fetch(c.purgeUrl, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ url, key: asset.key, assetId: asset.id }),
+        signal: AbortSignal.timeout(5000),
+      })
         .then((r) => r.ok)
         .catch(() => false);
       if (!purged) ctx.state.log.warn({ assetId: asset.id }, 'media cache purge failed');
@@ -252,7 +325,8 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
   router.get('/media/:job/:file', async (ctx) => {
     const c = cfg();
     const key = `${ctx.params.job}/${ctx.params.file}`;
-    if (c.store !== 'fs' || !UUID.test(String(ctx.params.job)) || !/^\d{1,3}\.[a-z0-9]{2,4}$/.test(String(ctx.params.file))) return answer(ctx, 404, mediaError('object_not_found', 'no such object'));
+    if (c.store !== 'fs' || !UUID.test(String(ctx.params.job)) || !/^\d{1,3}\.[a-z0-9]{2,4}$/.test(String(ctx.params.file)))
+      return answer(ctx, 404, mediaError('object_not_found', 'no such object'));
     const obj = await theStore().get(key);
     if (!obj) return answer(ctx, 404, mediaError('object_not_found', 'no such object'));
     ctx.set('Cache-Control', 'public, max-age=31536000, immutable');

@@ -38,8 +38,17 @@ export interface BurnMessage {
 
 export function encodeBurnMessage(m: BurnMessage): Hex {
   return encodeAbiParameters(MESSAGE_PARAMS, [
-    m.version, m.sourceDomain, m.destinationDomain, m.nonce, m.sender, m.burnToken,
-    m.mintRecipient, m.destinationCaller, m.amount, m.maxFee, m.depositor,
+    m.version,
+    m.sourceDomain,
+    m.destinationDomain,
+    m.nonce,
+    m.sender,
+    m.burnToken,
+    m.mintRecipient,
+    m.destinationCaller,
+    m.amount,
+    m.maxFee,
+    m.depositor,
   ]);
 }
 
@@ -48,7 +57,19 @@ export function decodeBurnMessage(message: Hex): BurnMessage {
   if ((message.length - 2) / 2 !== 32 * MESSAGE_PARAMS.length) throw new Error('not a bridge burn message (wrong length)');
   const [version, sourceDomain, destinationDomain, nonce, sender, burnToken, mintRecipient, destinationCaller, amount, maxFee, depositor] =
     decodeAbiParameters(MESSAGE_PARAMS, message);
-  return { version, sourceDomain, destinationDomain, nonce, sender, burnToken, mintRecipient, destinationCaller, amount, maxFee, depositor };
+  return {
+    version,
+    sourceDomain,
+    destinationDomain,
+    nonce,
+    sender,
+    burnToken,
+    mintRecipient,
+    destinationCaller,
+    amount,
+    maxFee,
+    depositor,
+  };
 }
 
 /** One basis point is 1/10,000; amounts round down (the payer never pays more than the rate). */

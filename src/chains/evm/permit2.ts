@@ -46,7 +46,11 @@ export function permit2WitnessTypedData(scheme: Permit2Scheme, chainId: number, 
   const witness =
     scheme === 'exact'
       ? { to: c(m.witness.to), validAfter: m.witness.validAfter }
-      : { to: c(m.witness.to), facilitator: c(m.witness.facilitator ?? '0x0000000000000000000000000000000000000000'), validAfter: m.witness.validAfter };
+      : {
+          to: c(m.witness.to),
+          facilitator: c(m.witness.facilitator ?? '0x0000000000000000000000000000000000000000'),
+          validAfter: m.witness.validAfter,
+        };
   return {
     domain: { name: 'Permit2', chainId, verifyingContract: c(permit2) },
     types: {

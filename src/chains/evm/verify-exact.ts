@@ -47,7 +47,7 @@ export async function verifyExactEvm(
     { name, version, chainId: network.chainId as number, verifyingContract: getAddress(req.asset.toLowerCase()) },
     checksummed,
   );
-  let signatureOk = false;
+  let signatureOk: boolean;
   try {
     const signature = payload.payload.signature as Hex;
     // EIP-2 / USDC reject the high-s twin of a signature; so must we, or settle would revert later.

@@ -14,7 +14,10 @@ export interface SolanaNetworkContext {
  * Solana networks usable with this configuration (RPC URL and fee payer both known), built once per
  * environment object. The API uses only `feePayer.publicKey`; the worker also signs with it.
  */
-export function solanaNetworks(config: { env: Record<string, string | undefined>; SOLANA_FEE_PAYER_KEY?: string }): ReadonlyMap<SolanaNetworkId, SolanaNetworkContext> {
+export function solanaNetworks(config: {
+  env: Record<string, string | undefined>;
+  SOLANA_FEE_PAYER_KEY?: string;
+}): ReadonlyMap<SolanaNetworkId, SolanaNetworkContext> {
   const cached = CACHE.get(config.env);
   if (cached) return cached;
   const out = new Map<SolanaNetworkId, SolanaNetworkContext>();

@@ -159,7 +159,8 @@ export function inspectExactSvmTransaction(base64: string, req: ExactSvmRequirem
       payerGuess,
     );
   }
-  if (transferIx.data.length !== 10 || transferIx.accounts.length < 4) return fail('invalid_exact_svm_payload_transaction_instructions', payerGuess);
+  if (transferIx.data.length !== 10 || transferIx.accounts.length < 4)
+    return fail('invalid_exact_svm_payload_transaction_instructions', payerGuess);
   const [source, mint, destination, authority] = transferIx.accounts;
   const transfer: TransferChecked = {
     programId: transferIx.programId,
