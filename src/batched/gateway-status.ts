@@ -1,4 +1,5 @@
-import type { ApiDeps, AuthContext } from '../api/context';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
 import { Organization } from '../db/entities';
 import type { EntityManager } from '@mikro-orm/core';
 import { gatewaySupported } from './gateway-client';
@@ -10,7 +11,7 @@ export const GATEWAY_STATUS_MESSAGE = 'Batched nanopayments are settled through 
  * The gateway status record of GET /v1/batched-sample (spec "Gateway status record").
  * `gatewaySupported` asks the testnet gateway for test keys and the mainnet gateway for live keys.
  */
-export async function gatewayStatusRecord(deps: ApiDeps, em: EntityManager, auth: AuthContext, now = new Date()) {
+export async function gatewayStatusRecord(deps: ServiceDeps, em: EntityManager, auth: AuthContext, now = new Date()) {
   const org = await em.findOne(Organization, { id: auth.organizationId });
   const testnet = auth.testNet !== false;
   const supported = await gatewaySupported(deps.config, testnet).catch((err: Error) => {

@@ -1,5 +1,5 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { ApiDeps } from '../api/context';
+import type { ServiceDeps } from '../deps';
 import type { EvmNetwork } from '../chains/networks';
 import { InferenceCharge } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
@@ -52,7 +52,7 @@ export function decodePaymentHeader(header: string) {
 }
 
 export async function payForChat(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   c: InferenceConfig,
   network: EvmNetwork,
   requirements: PaymentRequirements,
@@ -193,7 +193,7 @@ const refundInput = (c: InferenceConfig, charge: ChargeRef, reason: string): Ref
  * The charge guard: the refund workflow with `onlyIfStale`, starting INFERENCE_GUARD_DELAY_MS from
  * now (after every bound of the request: settle wait, first byte, max stream).
  */
-export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
+export async function startChargeGuard(deps: ServiceDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
   const workflowId = chargeGuardWorkflowId(charge.chargeId);
   await deps.temporal.workflow.start(WORKFLOW_TYPES.refund, {
     workflowId,
@@ -216,7 +216,7 @@ export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge
 }
 
 /** Starts (or attaches to) the one refund workflow of a charge. */
-export async function startRefund(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef, reason: string): Promise<void> {
+export async function startRefund(deps: ServiceDeps, c: InferenceConfig, charge: ChargeRef, reason: string): Promise<void> {
   const input = refundInput(c, charge, reason);
   const workflowId = input.workflowId;
   await startOrAttach(deps.temporal, WORKFLOW_TYPES.refund, {

@@ -1,7 +1,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { z } from 'zod';
-import type { ApiDeps } from '../api/context';
+import type { ServiceDeps } from '../deps';
 import type { EvmNetwork } from '../chains/networks';
 import { MediaJob } from '../db/media';
 import { inferenceConfig } from '../inference/config';
@@ -56,7 +56,7 @@ export const priceOf = (c: MediaConfig, route: MediaRoute, body: { n?: number })
   KIND_OF[route] === 'image' ? (BigInt(c.prices.image) * BigInt(body.n ?? 1)).toString() : c.prices[KIND_OF[route]];
 
 export function mediaRequirements(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   c: MediaConfig,
   network: EvmNetwork,
   route: MediaRoute,
@@ -98,7 +98,7 @@ export type JobClaim = { job: MediaJob; start: boolean } | { conflict: true };
  * over by the new payment; any other existing job is attached to, without charging again.
  */
 export async function claimJob(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   hasWorkflow: (workflowId: string) => Promise<boolean>,
   fields: {
     workflowId: string;
@@ -146,7 +146,7 @@ export async function claimJob(
 
 /** Starts (or attaches to) the job's workflow. */
 export async function startMediaJob(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   c: MediaConfig,
   req: {
     job: MediaJob;
@@ -216,7 +216,7 @@ export async function startMediaJob(
  * before it fails; a new payment arriving in that instant must not attach to the run that is
  * ending (its job would then wait in `paying` with no workflow). Wait (bounded) for it to close.
  */
-async function awaitPreviousRun(deps: ApiDeps, workflowId: string): Promise<void> {
+async function awaitPreviousRun(deps: ServiceDeps, workflowId: string): Promise<void> {
   const handle = deps.temporal.workflow.getHandle(workflowId);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {

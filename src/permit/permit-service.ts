@@ -2,8 +2,9 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/core';
-import type { ApiDeps, AuthContext } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId } from '../chains/networks';
 import { Settlement } from '../db/entities';
 import { permitWorkflowId } from '../temporal/workflow-ids';
@@ -30,7 +31,7 @@ export const permitFailure = (reason: PermitReason, network: string, message?: s
 
 /** POST /v1/permit after authentication, counted in x402_settlements_total with route `permit`. */
 export async function executePermit(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
 ): Promise<PermitReply> {
   const started = performance.now();
@@ -46,7 +47,7 @@ export async function executePermit(
  * for it up to SETTLE_WAIT_MS.
  */
 async function permit(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
 ): Promise<PermitReply> {
   const raw = rawNetworkOf(req.body);

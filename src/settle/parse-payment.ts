@@ -1,5 +1,6 @@
-import type { ApiDeps, AuthContext } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
 import type { SettleReason } from '../x402/error-reasons';
 import {
@@ -20,7 +21,7 @@ export type ParsedPayment =
  * both objects parse, the route is EIP-3009, the network is known, allowed for the key's mode
  * (403 ApiError) and enabled. What the chain must confirm is left to `verifyExactEvm`.
  */
-export function parseExactPayment(deps: Pick<ApiDeps, 'networks' | 'config'>, auth: AuthContext, raw: unknown): ParsedPayment {
+export function parseExactPayment(deps: Pick<ServiceDeps, 'networks' | 'config'>, auth: AuthContext, raw: unknown): ParsedPayment {
   const body = (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
   const rawNetwork = (body.paymentPayload as { network?: unknown } | undefined)?.network;
   const networkName = typeof rawNetwork === 'string' ? rawNetwork : '';

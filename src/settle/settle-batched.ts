@@ -1,7 +1,7 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ApiDeps } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { gatewayNetwork, settleTestnetFlag } from '../batched/gateway-networks';
 import { batchedSettleFailure, batchedSettleReply, forwardedBody, type BatchedReply } from '../batched/responses';
 import { BATCHED_FORWARD_FAILED, BATCHED_REJECTED, type BatchedSettleInput, type BatchedSettleOutcome } from '../batched/types';
@@ -22,7 +22,7 @@ import type { SettleReply, SettleRequest } from './settle-service';
  * to the same forward and an accepted payment answers the same result however often it is sent
  * (docs/decisions.md "Batched payments and withdrawals").
  */
-export async function settleBatched(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
+export async function settleBatched(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const body = (req.body ?? {}) as Record<string, unknown>;
   const rawNetwork = (body.paymentPayload as { network?: unknown } | undefined)?.network;
   const networkName = typeof rawNetwork === 'string' ? rawNetwork : '';

@@ -1,6 +1,7 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
-import type { ApiDeps, AuthContext } from '../api/context';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
 import type { EvmNetwork } from '../chains/networks';
 import { bpsOf } from '../chains/evm/bridge';
 import { Settlement } from '../db/entities';
@@ -49,7 +50,7 @@ export function withCrossChainRoute(sameChain: SettleHandler): SettleHandler {
  * in the workflow. Past SETTLE_WAIT_MS: 202 settlement_pending; a repeat attaches or replays.
  */
 async function settleCrossChain(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   req: SettleRequest,
   p: Extract<ReturnType<typeof parseExactPayment>, { ok: true }> & {
     destination: EvmNetwork & { gatewayDomain: number };

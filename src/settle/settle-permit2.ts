@@ -1,5 +1,5 @@
-import type { ApiDeps } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
 import { uptoSettleAmount } from '../chains/evm/verify-permit2';
 import { permit2SettleWorkflowId } from '../temporal/workflow-ids';
@@ -22,7 +22,7 @@ import {
  * Permit2 payload schema), the payout and fee, then start (or attach to) the Permit2 settlement
  * workflow and wait up to SETTLE_WAIT_MS; past that, 202 `settlement_pending`.
  */
-export async function settlePermit2(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
+export async function settlePermit2(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const body = (typeof req.body === 'object' && req.body !== null && !Array.isArray(req.body) ? req.body : {}) as Record<string, unknown>;
   const rawNetwork = (body.paymentPayload as { network?: unknown } | undefined)?.network;
   const networkName = typeof rawNetwork === 'string' ? rawNetwork : '';

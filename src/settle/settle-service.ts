@@ -1,4 +1,4 @@
-import type { ApiDeps } from '../api/context';
+import type { ServiceDeps } from '../deps';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { parseExactPayment } from './parse-payment';
@@ -22,7 +22,7 @@ import { settleBatched } from './settle-batched';
 export { settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
 
 /** POST /v1/settle after authentication, counted in x402_settlements_total (src/observability/metrics.ts). */
-export async function settlePayment(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
+export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const started = performance.now();
   // A body whose envelope does not parse has no route; the EIP-3009 handler answers it (invalid_payload).
   const route = settleRouteOf(req.body);
@@ -36,7 +36,7 @@ export async function settlePayment(deps: ApiDeps, req: SettleRequest): Promise<
  * EIP-3009 (routing step 4): validate, resolve the payout, then start (or attach to) the settlement
  * workflow and wait for it up to SETTLE_WAIT_MS.
  */
-async function settleEip3009(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
+async function settleEip3009(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const parsed = parseExactPayment(deps, req.auth, req.body);
   if (!parsed.ok) return settleFailure(parsed.reason, parsed.network, parsed.payer);
   const { payload, requirements, network, payer } = parsed;

@@ -1,5 +1,5 @@
-import type { ApiDeps } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { isSolanaNetworkId } from '../chains/networks';
 import { solanaNetworks } from '../chains/solana/context';
 import { inspectExactSvmTransaction } from '../chains/solana/verify-exact-svm';
@@ -16,7 +16,7 @@ import type { SolanaSettleInput } from './solana-types';
  * fee payer, broadcasts and confirms. The buyer pays `payTo` directly, so organization payout and
  * platform-fee settings do not apply (docs/decisions.md "Solana settlement").
  */
-export async function settleSolana(deps: ApiDeps, req: SettleRequest): Promise<SettleReply> {
+export async function settleSolana(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const body = (typeof req.body === 'object' && req.body !== null ? req.body : {}) as Record<string, unknown>;
   const rawNetwork = (body.paymentPayload as { network?: unknown } | undefined)?.network;
   const networkName = typeof rawNetwork === 'string' ? rawNetwork : '';

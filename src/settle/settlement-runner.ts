@@ -1,5 +1,6 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { ApiDeps, AuthContext } from '../api/context';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
 import { Organization, Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
@@ -27,7 +28,7 @@ export interface SettleRequest {
   body: unknown;
 }
 
-export type SettleHandler = (deps: ApiDeps, req: SettleRequest) => Promise<SettleReply>;
+export type SettleHandler = (deps: ServiceDeps, req: SettleRequest) => Promise<SettleReply>;
 
 export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
 const FINAL_STATES = new Set(['settled', 'failed']);
@@ -49,7 +50,7 @@ export async function payoutFor(
 }
 
 /** The organization's platform fee on the amount that moves; zero (to the zero address) when unset. */
-export function platformFee(amount: bigint, org: Organization, deps: Pick<ApiDeps, 'config'>): { fee: bigint; feeRecipient: string } {
+export function platformFee(amount: bigint, org: Organization, deps: Pick<ServiceDeps, 'config'>): { fee: bigint; feeRecipient: string } {
   const recipient = deps.config.PLATFORM_FEE_RECIPIENT;
   if (!recipient || !org.platformFeeBps) return { fee: 0n, feeRecipient: ZERO_ADDRESS };
   return { fee: (amount * BigInt(org.platformFeeBps)) / 10_000n, feeRecipient: recipient };
@@ -75,7 +76,7 @@ export interface SettlementRun {
  * the rejection it failed with, or 202 `settlement_pending` with the transaction hash once recorded
  * (a repeat of the request attaches to the same workflow).
  */
-export async function runSettlement(deps: ApiDeps, req: SettleRequest, run: SettlementRun): Promise<SettleReply> {
+export async function runSettlement(deps: ServiceDeps, req: SettleRequest, run: SettlementRun): Promise<SettleReply> {
   const { workflowType, workflowId, network, payer } = run;
   const handle = await startOrAttach(deps.temporal, workflowType, {
     workflowId,

@@ -1,5 +1,6 @@
-import type { ApiDeps, AuthContext } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { forwardToGateway } from '../batched/gateway-client';
 import { gatewayNetwork, verifyTestnetFlag } from '../batched/gateway-networks';
 import { batchedVerifyFailure, batchedVerifyReply, forwardedBody } from '../batched/responses';
@@ -10,7 +11,7 @@ import type { VerifyReply } from './verify-service';
  * The batched branch of POST /v1/verify: the same routing as settle step 2, forwarded to the
  * upstream gateway's verify (403 `gateway_not_enabled`, 500 `batched_verify_error`).
  */
-export async function verifyBatched(deps: ApiDeps, auth: AuthContext, raw: unknown): Promise<VerifyReply> {
+export async function verifyBatched(deps: ServiceDeps, auth: AuthContext, raw: unknown): Promise<VerifyReply> {
   const body = (raw ?? {}) as Record<string, unknown>;
   const payload = exactEvmPayloadSchema.safeParse(body.paymentPayload);
   if (!payload.success) return { status: 400, body: { errorReason: 'invalid_payload' } };

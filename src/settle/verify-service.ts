@@ -1,4 +1,5 @@
-import type { ApiDeps, AuthContext } from '../api/context';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
 import { tokenReads } from '../chains/evm/token-reads';
 import { verifyExactEvm } from '../chains/evm/verify-exact';
 import { parseExactPayment } from './parse-payment';
@@ -15,7 +16,7 @@ export interface VerifyReply {
  * any transaction. Request errors answer `{errorReason}` with 400; a payment that fails a rule is a
  * 200 verify response with `isValid: false`, as x402 verifiers answer.
  */
-export async function verifyPayment(deps: ApiDeps, auth: AuthContext, body: unknown): Promise<VerifyReply> {
+export async function verifyPayment(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply> {
   if (settleRouteOf(body) === 'batched') return verifyBatched(deps, auth, body);
   const parsed = parseExactPayment(deps, auth, body);
   if (!parsed.ok) {

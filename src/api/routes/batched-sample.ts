@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { ApiError } from '../errors';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { ApiError } from '../../errors';
 import { requireApiKey } from '../middleware/auth';
 import { gatewayStatusRecord } from '../../batched/gateway-status';
 
@@ -9,7 +10,7 @@ import { gatewayStatusRecord } from '../../batched/gateway-status';
  * organization (missing or bad key) -> `{error}` with the auth status, failure -> 500
  * `{error: 'Internal server error', message}`.
  */
-export function registerBatchedSampleRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerBatchedSampleRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   const auth = requireApiKey(deps);
   router.get('/v1/batched-sample', async (ctx) => {
     try {

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
-import type { Logger } from '../../logger';
+import type { Logger } from '../logger';
 
 const ID = /^[A-Za-z0-9._-]{1,64}$/;
 
