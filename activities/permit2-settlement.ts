@@ -3,12 +3,12 @@ import { BaseError, ContractFunctionRevertedError, encodeFunctionData, type Addr
 import { awaitRecordedReceipt } from './receipts';
 import type { SettlementActivityDeps } from './settlement';
 import type { EvmNetworkId } from '../src/chains/networks';
-import { facilitatorPermit2Abi } from '../src/chains/evm/permit2-settle-abi';
-import { permit2Reads } from '../src/chains/evm/permit2-reads';
-import { verifyPermit2, type Permit2Verification } from '../src/chains/evm/verify-permit2';
+import { facilitatorPermit2Abi } from '../src/schemes/permit2/abi';
+import { permit2Reads } from '../src/schemes/permit2/reads';
+import { verifyPermit2, type Permit2Verification } from '../src/schemes/permit2/verify';
 import { Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import { permit2RejectedResponse, type Permit2SettleInput } from '../src/settle/permit2-types';
+import { permit2RejectedResponse, type Permit2SettleInput } from '../src/schemes/permit2/types';
 import type { SettleReason } from '../src/x402/error-reasons';
 import type { SettleResponse } from '../src/x402/schemas';
 

@@ -5,10 +5,10 @@ import type { Config } from '../src/config';
 import type { SolanaNetworkId } from '../src/chains/networks';
 import { base58Encode } from '../src/chains/solana/base58';
 import { solanaNetworks } from '../src/chains/solana/context';
-import { inspectExactSvmTransaction, verifyExactSvmOnChain, type ExactSvmReason } from '../src/chains/solana/verify-exact-svm';
+import { inspectExactSvmTransaction, verifyExactSvmOnChain, type ExactSvmReason } from '../src/schemes/solana/verify';
 import { Settlement, SolanaTransaction } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import { solanaRejectedResponse, type SolanaSettleInput } from '../src/settle/solana-types';
+import { solanaRejectedResponse, type SolanaSettleInput } from '../src/schemes/solana/types';
 import type { SettleResponse } from '../src/x402/schemas';
 
 export interface SolanaSettlementActivityDeps {

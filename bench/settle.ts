@@ -34,7 +34,7 @@ import { startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { prefixedStderr, type ManagedProcess } from '../devnet/process';
 import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
-import { transferWithAuthorizationTypedData } from '../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from '../test/support/db';
 import { request, signIn, startApi, type RunningApi } from '../test/support/http';

@@ -6,7 +6,7 @@ import { buildNetworkTable, type EvmNetworkId } from '../src/chains/networks';
 import { Relayer } from '../src/chains/evm/relayer';
 import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
-import { registerSearchAttributes } from '../temporal/search-attributes';
+import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { createActivities } from '../activities';
 import { solanaNetworks } from '../src/chains/solana/context';
 

@@ -7,8 +7,8 @@ import {
   BATCHED_ROUTE,
   type BatchedSettleInput,
   type BatchedSettleOutcome,
-} from '../src/batched/types';
-import { X402State } from '../temporal/search-attributes';
+} from '../src/schemes/batched/types';
+import { X402State } from '../src/temporal/search-attributes';
 
 // A few quick tries, then the caller hears 500 batched_settle_error (spec) instead of waiting.
 const { forwardBatchedSettle } = proxyActivities<BatchedActivities>({

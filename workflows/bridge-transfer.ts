@@ -1,7 +1,7 @@
 import { proxyActivities, sleep, upsertSearchAttributes, log } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
-import type { BridgeTransferInput, BridgeTransferResult } from '../src/settle/crosschain-types';
-import { X402State } from '../temporal/search-attributes';
+import type { BridgeTransferInput, BridgeTransferResult } from '../src/schemes/eip3009-crosschain/types';
+import { X402State } from '../src/temporal/search-attributes';
 
 // A poll is one bounded HTTP call (10 s): a short timeout lets a crashed worker's poll be retried soon.
 const { fetchBridgeAttestation, recordBridgeTransfer } = proxyActivities<CrossChainActivities>({

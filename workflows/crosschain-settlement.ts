@@ -20,11 +20,11 @@ import {
   type BridgeTransferResult,
   type CrossChainOutcome,
   type CrossChainSettleInput,
-} from '../src/settle/crosschain-types';
+} from '../src/schemes/eip3009-crosschain/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../src/temporal/search-attributes';
 import { bridgeTransferWorkflow } from './bridge-transfer';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.

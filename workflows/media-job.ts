@@ -20,7 +20,7 @@ import {
   type ProviderJobStatus,
 } from '../src/media/types';
 import { settlementRejection, type SettleOutcome } from '../src/settle/types';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../src/temporal/search-attributes';
 
 // Records: cheap and safe to repeat; retried until the database answers.
 const { recordMediaJob, claimMediaCharge, setMediaCharge } = proxyActivities<MediaActivities>({

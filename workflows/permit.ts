@@ -3,7 +3,7 @@ import type { PermitActivities } from '../activities/permit';
 import type { SettlementActivities } from '../activities/settlement';
 import type { PermitReason, PermitResponse } from '../src/permit/schema';
 import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf } from '../src/permit/types';
-import { X402State } from '../temporal/search-attributes';
+import { X402State } from '../src/temporal/search-attributes';
 
 // Reads are cheap and safe to repeat; verification gives up after a few tries so a chain that is
 // down rejects the request instead of holding it (nothing has been sent yet).

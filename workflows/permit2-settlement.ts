@@ -2,9 +2,9 @@ import { ApplicationFailure, proxyActivities, upsertSearchAttributes, log } from
 import type { Permit2SettlementActivities } from '../activities/permit2-settlement';
 import type { SettleOutcome } from '../src/settle/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
-import { permit2RejectedResponse, type Permit2SettleInput } from '../src/settle/permit2-types';
+import { permit2RejectedResponse, type Permit2SettleInput } from '../src/schemes/permit2/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402State } from '../temporal/search-attributes';
+import { X402State } from '../src/temporal/search-attributes';
 
 // Verification (reads + the record) is safe to repeat and gives up after a few tries so a chain
 // that is down rejects the request instead of holding it (nothing has been sent yet).

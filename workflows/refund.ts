@@ -1,7 +1,7 @@
 import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refund';
 import type { RefundInput, RefundOutcome } from '../src/inference/types';
-import { X402State } from '../temporal/search-attributes';
+import { X402State } from '../src/temporal/search-attributes';
 
 // Ledger reads and writes: cheap and safe to repeat; retried until the database answers.
 const { markRefundPending, claimStaleCharge, chargeSettlement, recordRefundOutcome } = proxyActivities<RefundActivities>({

@@ -3,7 +3,7 @@ import type { SettlementActivities } from '../activities/settlement';
 import type { SettleInput, SettleOutcome } from '../src/settle/types';
 import { rejectedResponse, SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402State } from '../temporal/search-attributes';
+import { X402State } from '../src/temporal/search-attributes';
 
 // Verification (reads + the record) is safe to repeat and gives up after a few tries so a
 // chain that is down rejects the request instead of holding it (nothing has been sent yet).

@@ -1,10 +1,10 @@
 import { ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { SolanaSettlementActivities } from '../activities/solana-settlement';
-import type { SolanaSettleInput } from '../src/settle/solana-types';
-import { solanaRejectedResponse } from '../src/settle/solana-types';
+import type { SolanaSettleInput } from '../src/schemes/solana/types';
+import { solanaRejectedResponse } from '../src/schemes/solana/types';
 import { SETTLEMENT_REJECTED, type SettleOutcome } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402State } from '../temporal/search-attributes';
+import { X402State } from '../src/temporal/search-attributes';
 
 // Verification only reads; a cluster that stays down rejects the request (nothing was sent).
 const { verifySolanaPayment } = proxyActivities<SolanaSettlementActivities>({

@@ -5,10 +5,10 @@ import {
   type BridgeTransferResult,
   type CrossChainOutcome,
   type CrossChainSettleInput,
-} from '../src/settle/crosschain-types';
+} from '../src/schemes/eip3009-crosschain/types';
 import { settlementRejection } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../src/temporal/search-attributes';
 
 /** The cross-chain settlement child signals this once its source transaction (the burn) succeeded. */
 const sourceTransactionSignal = defineSignal<[SettleResponse]>(SOURCE_TRANSACTION_SIGNAL);

@@ -6,7 +6,7 @@ import { settlementRejection } from '../src/settle/types';
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../src/temporal/search-attributes';
 import { settleAcrossBridge } from './topup-bridge';
 
 // Records and reads: quick, retried a few times.

@@ -15,7 +15,7 @@ import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { withdrawalWorkflowId } from '../temporal/workflow-ids';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from './withdrawal-types';
 
 /**

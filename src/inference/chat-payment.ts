@@ -8,7 +8,7 @@ import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import { exactEvmPayloadSchema, type PaymentRequirements, type SettleResponse } from '../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 import type { InferenceConfig } from './config';
 import { chargeGuardWorkflowId, chatChargeId, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from './types';
 

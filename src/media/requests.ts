@@ -11,7 +11,7 @@ import { startOrAttach } from '../temporal/start-or-attach';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import type { ExactEvmPayload, PaymentRequirements } from '../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 import type { MediaConfig } from './config';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput, type MediaKindName } from './types';
 

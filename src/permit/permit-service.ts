@@ -10,7 +10,7 @@ import { Settlement } from '../db/entities';
 import { permitWorkflowId } from '../temporal/workflow-ids';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 import { parsePermitRequest, permitStatusFor, rawNetworkOf, type PermitReason, type PermitResponse } from './schema';
 import { resolvePermitSignature } from './signature';
 import { deadlineProblem } from './verify';

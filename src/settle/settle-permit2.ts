@@ -1,12 +1,12 @@
 import type { ServiceDeps } from '../deps';
 import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
-import { uptoSettleAmount } from '../chains/evm/verify-permit2';
+import { uptoSettleAmount } from '../schemes/permit2/verify';
 import { permit2SettleWorkflowId } from '../temporal/workflow-ids';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
-import { permit2PaymentPayloadSchema } from '../x402/permit2-payload';
+import { permit2PaymentPayloadSchema } from '../schemes/permit2/payload';
 import { paymentRequirementsSchema } from '../x402/schemas';
-import type { Permit2SettleInput } from './permit2-types';
+import type { Permit2SettleInput } from '../schemes/permit2/types';
 import {
   payoutFor,
   platformFee,
@@ -15,7 +15,7 @@ import {
   settleFailure,
   type SettleReply,
   type SettleRequest,
-} from './settlement-runner';
+} from './run';
 
 /**
  * Permit2 (routing step 3), `exact` and `upto`: the request checks (the same as EIP-3009's, with the

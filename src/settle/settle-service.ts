@@ -5,7 +5,7 @@ import { parseExactPayment } from './parse-payment';
 import { settleRouteOf, type SettleRoute } from './classify';
 import type { SettleInput } from './types';
 import { settlePermit2 } from './settle-permit2';
-import { withCrossChainRoute } from './settle-crosschain';
+import { withCrossChainRoute } from '../schemes/eip3009-crosschain/index';
 import {
   payoutFor,
   platformFee,
@@ -15,11 +15,11 @@ import {
   type SettleHandler,
   type SettleReply,
   type SettleRequest,
-} from './settlement-runner';
+} from './run';
 import { settleSolana } from './settle-solana';
-import { settleBatched } from './settle-batched';
+import { settleBatched } from '../schemes/batched/settle';
 
-export { settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './settlement-runner';
+export { settleFailure, type SettleHandler, type SettleReply, type SettleRequest } from './run';
 
 /** POST /v1/settle after authentication, counted in x402_settlements_total (src/observability/metrics.ts). */
 export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {

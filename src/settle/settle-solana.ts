@@ -2,13 +2,13 @@ import type { ServiceDeps } from '../deps';
 import { assertKeyModeAllows } from '../auth/key-mode';
 import { isSolanaNetworkId } from '../chains/networks';
 import { solanaNetworks } from '../chains/solana/context';
-import { inspectExactSvmTransaction } from '../chains/solana/verify-exact-svm';
+import { inspectExactSvmTransaction } from '../schemes/solana/verify';
 import { WORKFLOW_TYPES } from '../temporal/task-queues';
 import { solanaSettleWorkflowId } from '../temporal/workflow-ids';
 import { paymentPayloadEnvelopeSchema } from '../x402/schemas';
-import { exactSvmPayloadBodySchema, solanaPaymentRequirementsSchema } from '../x402/solana-schemas';
-import { recordedSettlement, runSettlement, settleFailure, type SettleReply, type SettleRequest } from './settlement-runner';
-import type { SolanaSettleInput } from './solana-types';
+import { exactSvmPayloadBodySchema, solanaPaymentRequirementsSchema } from '../schemes/solana/schemas';
+import { recordedSettlement, runSettlement, settleFailure, type SettleReply, type SettleRequest } from './run';
+import type { SolanaSettleInput } from '../schemes/solana/types';
 
 /**
  * Solana (routing step 1): parse and check the request and the buyer's transaction (pure rules),

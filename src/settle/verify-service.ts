@@ -1,10 +1,10 @@
 import type { ServiceDeps } from '../deps';
 import type { AuthContext } from '../auth/key-mode';
-import { tokenReads } from '../chains/evm/token-reads';
-import { verifyExactEvm } from '../chains/evm/verify-exact';
+import { tokenReads } from '../schemes/eip3009/reads';
+import { verifyExactEvm } from '../schemes/eip3009/verify';
 import { parseExactPayment } from './parse-payment';
 import { settleRouteOf } from './classify';
-import { verifyBatched } from './verify-batched';
+import { verifyBatched } from '../schemes/batched/verify';
 
 export interface VerifyReply {
   status: number;

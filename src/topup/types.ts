@@ -1,5 +1,5 @@
 import type { SettleInput } from '../settle/types';
-import type { CrossChainSettleInput } from '../settle/crosschain-types';
+import type { CrossChainSettleInput } from '../schemes/eip3009-crosschain/types';
 
 /** The destination of every top-up: the merchant contract lives on Base. */
 export const TOPUP_DESTINATION_NETWORK = 'base' as const;

@@ -5,7 +5,7 @@ import { base58Encode } from '../../src/chains/solana/base58';
 import { solanaNetworks } from '../../src/chains/solana/context';
 import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey, solanaFeePayerFor } from '../../src/chains/solana/fee-payer';
 import { settleRouteOf } from '../../src/settle/classify';
-import { solanaSupportedKinds } from '../../src/settle/supported-solana';
+import { solanaSupportedKinds } from '../../src/schemes/solana/supported';
 
 describe('Solana network table and fee payer', () => {
   test('defaults: solana-devnet on the local node with Circle devnet USDC; solana off without an RPC URL', () => {

@@ -3,7 +3,7 @@ import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { ApiError } from '../../errors';
 import { requireApiKey } from '../middleware/auth';
-import { gatewayStatusRecord } from '../../batched/gateway-status';
+import { gatewayStatusRecord } from '../../schemes/batched/gateway-status';
 
 /**
  * GET /v1/batched-sample: the gateway status record. Its errors have their own shape: no

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { supportedKinds } from '../../settle/supported';
-import { solanaSupportedKinds } from '../../settle/supported-solana';
+import { solanaSupportedKinds } from '../../schemes/solana/supported';
 
 /** GET /v1/supported: public (no key), since it only describes the service. */
 export function registerSupportedRoutes(router: Router<HttpState>, deps: ServiceDeps): void {

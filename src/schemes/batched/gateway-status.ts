@@ -1,6 +1,6 @@
-import type { ServiceDeps } from '../deps';
-import type { AuthContext } from '../auth/key-mode';
-import { Organization } from '../db/entities';
+import type { ServiceDeps } from '../../deps';
+import type { AuthContext } from '../../auth/key-mode';
+import { Organization } from '../../db/entities';
 import type { EntityManager } from '@mikro-orm/core';
 import { gatewaySupported } from './gateway-client';
 import { networkStatus } from './gateway-networks';

@@ -1,4 +1,4 @@
-import type { EvmNetwork, NetworkTable } from '../chains/networks';
+import type { EvmNetwork, NetworkTable } from '../../chains/networks';
 
 /**
  * Which networks the batched path serves (spec "Batching gateway network table" and routing step 2).

@@ -1,4 +1,4 @@
-import { exactPermit2ProxyAbi, facilitatorAbi, uptoPermit2ProxyAbi } from './abi';
+import { exactPermit2ProxyAbi, facilitatorAbi, uptoPermit2ProxyAbi } from '../../chains/evm/abi';
 
 /**
  * The Permit2 section of `devnet/contracts/X402Facilitator.sol` (`settlePermit2Exact` /

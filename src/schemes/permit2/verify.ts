@@ -1,10 +1,10 @@
 import { hashTypedData, isAddressEqual, parseSignature, recoverAddress, size, type Address, type Hex } from 'viem';
-import type { EvmNetwork } from '../networks';
+import type { EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
-import type { Permit2PaymentPayload } from '../../x402/permit2-payload';
+import type { Permit2PaymentPayload } from './payload';
 import type { SettleReason } from '../../x402/error-reasons';
 import { isPermitSignedByOwner } from '../../permit/signature';
-import { isNonceBitSet, permit2WitnessTypedData, type Permit2Scheme } from './permit2';
+import { isNonceBitSet, permit2WitnessTypedData, type Permit2Scheme } from './typed-data';
 
 /** Chain reads the Permit2 verification needs; the activity implements them with viem over RPC. */
 export interface Permit2ChainReads {

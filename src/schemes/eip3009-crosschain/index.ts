@@ -1,17 +1,17 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
 import type { Workflow } from '@temporalio/common';
-import type { ServiceDeps } from '../deps';
-import type { AuthContext } from '../auth/key-mode';
-import type { EvmNetwork } from '../chains/networks';
-import { bpsOf } from '../chains/evm/bridge';
-import { Settlement } from '../db/entities';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
-import { settleWorkflowId } from '../temporal/workflow-ids';
-import type { SettleResponse } from '../x402/schemas';
+import type { ServiceDeps } from '../../deps';
+import type { AuthContext } from '../../auth/key-mode';
+import type { EvmNetwork } from '../../chains/networks';
+import { bpsOf } from '../../chains/evm/bridge';
+import { Settlement } from '../../db/entities';
+import { WORKFLOW_TYPES } from '../../temporal/task-queues';
+import { settleWorkflowId } from '../../temporal/workflow-ids';
+import type { SettleResponse } from '../../x402/schemas';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
-import { SOURCE_TRANSACTION_UPDATE, type CrossChainOutcome, type CrossChainSettleInput } from './crosschain-types';
-import { crossChainRouteOf } from './crosschain-route';
-import { parseExactPayment } from './parse-payment';
+import { SOURCE_TRANSACTION_UPDATE, type CrossChainOutcome, type CrossChainSettleInput } from './types';
+import { crossChainRouteOf } from './route';
+import { parseExactPayment } from '../../settle/parse-payment';
 import {
   payoutFor,
   pendingReply,
@@ -21,7 +21,7 @@ import {
   type SettleHandler,
   type SettleReply,
   type SettleRequest,
-} from './settlement-runner';
+} from '../../settle/run';
 
 /** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
 const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);

@@ -1,4 +1,4 @@
-import type { EvmNetworkId } from '../chains/networks';
+import type { EvmNetworkId } from '../../chains/networks';
 
 /**
  * Input of one batched settlement workflow: the request as it is forwarded upstream (asset already

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { paymentRequirementsSchema, uintStringSchema } from './schemas';
+import { paymentRequirementsSchema, uintStringSchema } from '../../x402/schemas';
 
 /** A base58 Solana address (32 bytes: 32 to 44 characters). */
 export const solanaAddressSchema = z.string().regex(/^[1-9A-HJ-NP-Za-km-z]{32,44}$/, 'must be a base58 Solana address');

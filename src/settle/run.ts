@@ -4,7 +4,7 @@ import type { AuthContext } from '../auth/key-mode';
 import { Organization, Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
 import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
 import { settlementRejection, type SettleOutcome } from './types';

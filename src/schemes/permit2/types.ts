@@ -1,6 +1,6 @@
-import type { EvmNetworkId } from '../chains/networks';
-import type { Permit2PaymentPayload } from '../x402/permit2-payload';
-import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
+import type { EvmNetworkId } from '../../chains/networks';
+import type { Permit2PaymentPayload } from './payload';
+import type { PaymentRequirements, SettleResponse } from '../../x402/schemas';
 
 /**
  * Input of one Permit2 settlement workflow (`exact` or `upto`). Like the EIP-3009 SettleInput it

@@ -1,8 +1,8 @@
 import { getAddress, isAddressEqual, parseSignature, size, verifyTypedData, type Address, type Hex } from 'viem';
-import type { EvmNetwork } from '../networks';
+import type { EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
-import { transferWithAuthorizationTypedData } from './eip3009';
+import { transferWithAuthorizationTypedData } from './typed-data';
 
 /** Chain reads the verification needs; the activity implements them with viem over RPC. */
 export interface ExactEvmChainReads {

@@ -1,5 +1,5 @@
-import type { SolanaNetworkId } from '../chains/networks';
-import type { SettleResponse } from '../x402/schemas';
+import type { SolanaNetworkId } from '../../chains/networks';
+import type { SettleResponse } from '../../x402/schemas';
 
 /**
  * Input of one Solana settlement workflow (visible in the Temporal UI: no secret). The buyer pays

@@ -1,8 +1,8 @@
 import { createPublicKey, verify as verifySignature } from 'node:crypto';
 import { ComputeBudgetProgram, PublicKey, VersionedTransaction } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '@solana/spl-token';
-import { base58Encode } from './base58';
-import type { SolanaRpc } from './rpc';
+import { base58Encode } from '../../chains/solana/base58';
+import type { SolanaRpc } from '../../chains/solana/rpc';
 
 /**
  * Verification of an x402 `exact` Solana payment: the buyer's partially signed transaction that we

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { paymentPayloadEnvelopeSchema, permit2PayloadBodySchema } from './schemas';
+import { paymentPayloadEnvelopeSchema, permit2PayloadBodySchema } from '../../x402/schemas';
 
 /** A whole x402 v1 Permit2 payment payload (spec "PaymentPayload, Permit2"), `exact` or `upto`. */
 export const permit2PaymentPayloadSchema = paymentPayloadEnvelopeSchema.extend({

@@ -1,19 +1,19 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ServiceDeps } from '../deps';
-import { assertKeyModeAllows } from '../auth/key-mode';
-import { gatewayNetwork, settleTestnetFlag } from '../batched/gateway-networks';
-import { batchedSettleFailure, batchedSettleReply, forwardedBody, type BatchedReply } from '../batched/responses';
-import { BATCHED_FORWARD_FAILED, BATCHED_REJECTED, type BatchedSettleInput, type BatchedSettleOutcome } from '../batched/types';
-import type { EvmNetwork } from '../chains/networks';
-import { Settlement } from '../db/entities';
-import { observeWorkflowStart } from '../observability/workflow-starts';
-import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
-import { batchedWorkflowId } from '../temporal/workflow-ids';
+import type { ServiceDeps } from '../../deps';
+import { assertKeyModeAllows } from '../../auth/key-mode';
+import { gatewayNetwork, settleTestnetFlag } from './gateway-networks';
+import { batchedSettleFailure, batchedSettleReply, forwardedBody, type BatchedReply } from './responses';
+import { BATCHED_FORWARD_FAILED, BATCHED_REJECTED, type BatchedSettleInput, type BatchedSettleOutcome } from './types';
+import type { EvmNetwork } from '../../chains/networks';
+import { Settlement } from '../../db/entities';
+import { observeWorkflowStart } from '../../observability/workflow-starts';
+import { resultBefore, startOrAttach } from '../../temporal/start-or-attach';
+import { WORKFLOW_TYPES } from '../../temporal/task-queues';
+import { batchedWorkflowId } from '../../temporal/workflow-ids';
 import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
-import { exactEvmPayloadSchema, paymentRequirementsSchema, type SettleResponse } from '../x402/schemas';
-import type { SettleReply, SettleRequest } from './settle-service';
+import { exactEvmPayloadSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
+import type { SettleReply, SettleRequest } from '../../settle/settle-service';
 
 /**
  * Batched nanopayments (settle routing step 2): the upstream batching gateway verifies the buyer's

@@ -1,4 +1,4 @@
-import type { EvmNetwork, NetworkTable } from '../chains/networks';
+import type { EvmNetwork, NetworkTable } from '../../chains/networks';
 
 export type CrossChainRoute =
   | { kind: 'same-chain' }

@@ -1,7 +1,7 @@
-import type { EvmNetwork } from '../networks';
-import { permit2Abi, tokenAbi } from './abi';
-import { publicClientFor } from './clients';
-import type { Permit2ChainReads } from './verify-permit2';
+import type { EvmNetwork } from '../../chains/networks';
+import { permit2Abi, tokenAbi } from '../../chains/evm/abi';
+import { publicClientFor } from '../../chains/evm/clients';
+import type { Permit2ChainReads } from './verify';
 
 /** The reads Permit2 verification needs, over the network's RPC. */
 export function permit2Reads(network: EvmNetwork): Permit2ChainReads {

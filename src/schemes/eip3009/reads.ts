@@ -1,7 +1,7 @@
-import type { EvmNetwork } from '../networks';
-import { tokenAbi } from './abi';
-import { publicClientFor } from './clients';
-import type { ExactEvmChainReads } from './verify-exact';
+import type { EvmNetwork } from '../../chains/networks';
+import { tokenAbi } from '../../chains/evm/abi';
+import { publicClientFor } from '../../chains/evm/clients';
+import type { ExactEvmChainReads } from './verify';
 
 /** The token reads EIP-3009 verification needs, over the network's RPC. */
 export function tokenReads(network: EvmNetwork): ExactEvmChainReads {

@@ -1,11 +1,11 @@
-import type { ServiceDeps } from '../deps';
-import type { AuthContext } from '../auth/key-mode';
-import { assertKeyModeAllows } from '../auth/key-mode';
-import { forwardToGateway } from '../batched/gateway-client';
-import { gatewayNetwork, verifyTestnetFlag } from '../batched/gateway-networks';
-import { batchedVerifyFailure, batchedVerifyReply, forwardedBody } from '../batched/responses';
-import { exactEvmPayloadSchema, paymentRequirementsSchema } from '../x402/schemas';
-import type { VerifyReply } from './verify-service';
+import type { ServiceDeps } from '../../deps';
+import type { AuthContext } from '../../auth/key-mode';
+import { assertKeyModeAllows } from '../../auth/key-mode';
+import { forwardToGateway } from './gateway-client';
+import { gatewayNetwork, verifyTestnetFlag } from './gateway-networks';
+import { batchedVerifyFailure, batchedVerifyReply, forwardedBody } from './responses';
+import { exactEvmPayloadSchema, paymentRequirementsSchema } from '../../x402/schemas';
+import type { VerifyReply } from '../../settle/verify-service';
 
 /**
  * The batched branch of POST /v1/verify: the same routing as settle step 2, forwarded to the

@@ -1,5 +1,5 @@
-import type { Config } from '../config';
-import type { EvmNetwork } from '../chains/networks';
+import type { Config } from '../../config';
+import type { EvmNetwork } from '../../chains/networks';
 
 /**
  * The upstream batching gateway's HTTP API (Circle Gateway nanopayments: POST /v1/x402/verify,

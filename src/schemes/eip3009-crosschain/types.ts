@@ -1,5 +1,5 @@
-import type { EvmNetworkId } from '../chains/networks';
-import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../x402/schemas';
+import type { EvmNetworkId } from '../../chains/networks';
+import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../../x402/schemas';
 
 /**
  * Input of one cross-chain EIP-3009 settlement (spec routing step 4 with a different destination).
