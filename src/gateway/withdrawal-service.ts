@@ -13,9 +13,9 @@ import { gatewayWalletAbi } from '../chains/evm/gateway-wallet-abi';
 import { Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { withdrawalWorkflow } from '../../workflows/withdrawal';
 import { withdrawalWorkflowId } from '../temporal/workflow-ids';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from './withdrawal-types';
 
 /**
@@ -126,19 +126,19 @@ export async function startWithdrawal(deps: ServiceDeps, em: EntityManager, auth
     amount,
     pollMs: deps.config.WITHDRAWAL_POLL_MS,
   };
-  await startOrAttach(deps.temporal, WORKFLOW_TYPES.withdrawal, {
+  await startOrAttach(deps.temporal, withdrawalWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'withdrawal' },
-      { key: X402Network, value: network.id },
-      { key: X402Payer, value: depositor.toLowerCase() },
-      { key: X402State, value: 'initiating' },
-      { key: X402Organization, value: auth.organizationId },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'withdrawal',
+      network: network.id,
+      payer: depositor,
+      state: 'initiating',
+      organization: auth.organizationId,
+    }),
     memo: { requestId },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.withdrawal, requestId, workflowId),
+    onStart: observeWorkflowStart(deps, withdrawalWorkflow.name, requestId, workflowId),
   });
   const initial: WithdrawalRecord = {
     id: workflowId,

@@ -8,10 +8,10 @@ import { inferenceConfig } from '../inference/config';
 import { INFERENCE_ORGANIZATION_ID } from '../inference/types';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { mediaJobWorkflow } from '../../workflows/media-job';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import type { ExactEvmPayload, PaymentRequirements } from '../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import type { MediaConfig } from './config';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput, type MediaKindName } from './types';
 
@@ -184,6 +184,8 @@ export async function startMediaJob(
       apiKeyId: '',
       route: 'eip3009',
       network: req.network.id,
+      payer: a.from,
+      amount: a.value,
       paymentPayload: req.payload,
       paymentRequirements: req.requirements,
       payout: ic.revenueWallet,
@@ -195,19 +197,19 @@ export async function startMediaJob(
     requestId: req.requestId,
   };
   await awaitPreviousRun(deps, job.workflowId);
-  return startOrAttach(deps.temporal, WORKFLOW_TYPES.mediaJob, {
+  return startOrAttach(deps.temporal, mediaJobWorkflow, {
     workflowId: job.workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'media' },
-      { key: X402Network, value: req.network.id },
-      { key: X402Payer, value: job.buyer },
-      { key: X402State, value: 'paying' },
-      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'media',
+      network: req.network.id,
+      payer: job.buyer,
+      state: 'paying',
+      organization: INFERENCE_ORGANIZATION_ID,
+    }),
     memo: { requestId: req.requestId, jobId: job.id },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.mediaJob, req.requestId, job.workflowId),
+    onStart: observeWorkflowStart(deps, mediaJobWorkflow.name, req.requestId, job.workflowId),
   });
 }
 

@@ -1,18 +1,20 @@
 import type { EntityManager } from '@mikro-orm/core';
-import type { ServiceDeps } from '../deps';
 import type { AuthContext } from '../auth/key-mode';
-import { Organization, Settlement } from '../db/entities';
+import type { ServiceDeps } from '../deps';
+import { Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
-import { settlementRejection, type SettleOutcome } from './types';
+import type { Scheme, SettleRoute, VerifyReply } from '../schemes/scheme';
+import { settlementWorkflow } from '../../workflows/settlement';
+import { settlementRejection, type SettleOutcome, type SettlementInput } from './types';
 
 /**
- * What every settle route handler shares once its payload is parsed: the payout and fee, the
- * short-circuit for settled payments, start-or-attach of its workflow, the bounded wait and the
- * 202 pending answer. Kept apart from settle-service.ts so route handlers can import it without a cycle.
+ * The API side of the single settlement skeleton: a scheme's request checks, the short-circuit for
+ * settled payments, start-or-attach of the settlement workflow, the bounded wait and the 202 pending
+ * answer. Every skeleton scheme is served by `skeletonRoute`; no scheme repeats any of it.
  */
 
 export interface SettleReply {
@@ -20,7 +22,7 @@ export interface SettleReply {
   body: SettleResponse;
 }
 
-/** An authenticated POST /v1/settle request, as every route handler receives it. */
+/** An authenticated POST /v1/settle request. */
 export interface SettleRequest {
   em: EntityManager;
   auth: AuthContext;
@@ -28,9 +30,6 @@ export interface SettleRequest {
   body: unknown;
 }
 
-export type SettleHandler = (deps: ServiceDeps, req: SettleRequest) => Promise<SettleReply>;
-
-export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
 const FINAL_STATES = new Set(['settled', 'failed']);
 
 export const settleFailure = (reason: SettleReason | string, network = '', payer?: string): SettleReply => ({
@@ -38,37 +37,51 @@ export const settleFailure = (reason: SettleReason | string, network = '', payer
   body: { success: false, errorReason: reason, transaction: '', network, ...(payer ? { payer } : {}) },
 });
 
-/** The caller's organization and the wallet paid: `extra.creditedRecipient`, else the org's wallet for the mode. */
-export async function payoutFor(
-  req: SettleRequest,
-  testnet: boolean,
-  creditedRecipient: string | undefined,
-): Promise<{ org: Organization; payout: string } | undefined> {
-  const org = await req.em.findOne(Organization, { id: req.auth.organizationId });
-  const payout = creditedRecipient ?? (testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
-  return org && payout ? { org, payout } : undefined;
+/** POST /v1/settle and /v1/verify for a scheme that runs on the settlement skeleton. */
+export function skeletonRoute<P, I extends SettlementInput & P>(scheme: Scheme<P, I>): SettleRoute {
+  return {
+    route: scheme.route,
+    claims: (body) => scheme.claims(body),
+    async settle(deps, req) {
+      const parsed = scheme.parse(deps, req.auth, req.body);
+      if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer);
+      const input = await scheme.input(deps, req, parsed.payment);
+      if ('refused' in input) return settleFailure(input.refused, input.network, input.payer);
+      const recorded = await recordedSettlement(req, input.workflowId, input.network);
+      if (recorded) return recorded;
+      return runSettlement(deps, req, input);
+    },
+    async verify(deps, auth, body) {
+      const parsed = scheme.parse(deps, auth, body);
+      if (!parsed.ok) return verifyRefusal(auth, parsed.refused, parsed.payer);
+      const v = await scheme.verify(parsed.payment, deps);
+      const verdict = v.isValid ? { isValid: true } : { isValid: false, invalidReason: v.invalidReason };
+      return { status: 200, body: { ...verdict, payer: v.payer, authContext: verifyAuthContext(auth) } };
+    },
+  };
 }
 
-/** The organization's platform fee on the amount that moves; zero (to the zero address) when unset. */
-export function platformFee(amount: bigint, org: Organization, deps: Pick<ServiceDeps, 'config'>): { fee: bigint; feeRecipient: string } {
-  const recipient = deps.config.PLATFORM_FEE_RECIPIENT;
-  if (!recipient || !org.platformFeeBps) return { fee: 0n, feeRecipient: ZERO_ADDRESS };
-  return { fee: (amount * BigInt(org.platformFeeBps)) / 10_000n, feeRecipient: recipient };
+/** Request errors answer `{errorReason}` with 400; any other refusal is a 200 verify response with `isValid: false`. */
+export function verifyRefusal(auth: AuthContext, reason: string, payer?: string): VerifyReply {
+  if (reason === 'invalid_payload' || reason === 'invalid_payment_requirements') return { status: 400, body: { errorReason: reason } };
+  return { status: 200, body: { isValid: false, invalidReason: reason, payer: payer ?? '', authContext: verifyAuthContext(auth) } };
 }
+
+export const verifyAuthContext = (auth: AuthContext) => ({
+  organizationId: auth.organizationId,
+  authMethod: 'organization_specific',
+  timestamp: new Date().toISOString(),
+});
 
 /** The recorded answer of a payment that already reached a final state (Temporal retention is finite). */
-export async function recordedSettlement(req: SettleRequest, workflowId: string, network: string): Promise<SettleReply | undefined> {
+export async function recordedSettlement(
+  req: Pick<SettleRequest, 'em' | 'auth'>,
+  workflowId: string,
+  network: string,
+): Promise<SettleReply | undefined> {
   const known = await req.em.findOne(Settlement, { id: workflowId });
   if (!known || !FINAL_STATES.has(known.state) || !known.response) return undefined;
   return replyFor(JSON.parse(known.response) as SettleResponse, known.organizationId, req.auth, network);
-}
-
-export interface SettlementRun {
-  workflowType: string;
-  workflowId: string;
-  input: { organizationId: string };
-  network: string;
-  payer: string;
 }
 
 /**
@@ -76,22 +89,15 @@ export interface SettlementRun {
  * the rejection it failed with, or 202 `settlement_pending` with the transaction hash once recorded
  * (a repeat of the request attaches to the same workflow).
  */
-export async function runSettlement(deps: ServiceDeps, req: SettleRequest, run: SettlementRun): Promise<SettleReply> {
-  const { workflowType, workflowId, network, payer } = run;
-  const handle = await startOrAttach(deps.temporal, workflowType, {
+export async function runSettlement(deps: ServiceDeps, req: SettleRequest, input: SettlementInput): Promise<SettleReply> {
+  const { workflowId, network, payer } = input;
+  const handle = await startOrAttach(deps.temporal, settlementWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-    args: [run.input],
-    searchAttributes: [
-      { key: X402Kind, value: 'settle' },
-      { key: X402Network, value: network },
-      // EVM addresses are searched lower-case; base58 (Solana) is case-sensitive and kept as is.
-      { key: X402Payer, value: payer.startsWith('0x') ? payer.toLowerCase() : payer },
-      { key: X402State, value: 'verifying' },
-      { key: X402Organization, value: run.input.organizationId },
-    ],
+    args: [input],
+    searchAttributes: x402SearchAttributes({ kind: 'settle', network, payer, state: 'verifying', organization: input.organizationId }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, workflowType, req.requestId, workflowId),
+    onStart: observeWorkflowStart(deps, settlementWorkflow.name, req.requestId, workflowId),
   });
 
   try {
@@ -106,7 +112,12 @@ export async function runSettlement(deps: ServiceDeps, req: SettleRequest, run: 
 }
 
 /** 202 `settlement_pending`, with the transaction hash once the workflow has recorded one. */
-export async function pendingReply(req: SettleRequest, workflowId: string, network: string, payer: string): Promise<SettleReply> {
+export async function pendingReply(
+  req: Pick<SettleRequest, 'em'>,
+  workflowId: string,
+  network: string,
+  payer: string,
+): Promise<SettleReply> {
   const row = await req.em.fork().findOne(Settlement, { id: workflowId });
   return {
     status: settleStatusFor('settlement_pending'),

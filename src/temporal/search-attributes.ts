@@ -24,6 +24,23 @@ export const X402Organization = defineSearchAttributeKey('X402Organization', Sea
 
 export const X402_SEARCH_ATTRIBUTES = [X402Kind, X402Network, X402Payer, X402State, X402Organization] as const;
 
+/** Payers are searched lower-case when hex (EVM); base58 (Solana) is case-sensitive and kept as is. */
+export const searchablePayer = (payer: string) => (payer.startsWith('0x') ? payer.toLowerCase() : payer);
+
+/** The search attributes a workflow starts with; every start goes through here, so values are normalised once. */
+export function x402SearchAttributes(a: { kind: string; network: string; payer: string; state: string; organization: string }) {
+  return [
+    { key: X402Kind, value: a.kind },
+    { key: X402Network, value: a.network },
+    { key: X402Payer, value: searchablePayer(a.payer) },
+    { key: X402State, value: a.state },
+    { key: X402Organization, value: a.organization },
+  ];
+}
+
+/** A workflow's move to `state` (call from workflow code). */
+export const x402State = (state: string) => [{ key: X402State, value: state }];
+
 /** The CLI's spelling of each type for `--search-attribute NAME=Type`. */
 const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {
   TEXT: 'Text',

@@ -4,7 +4,10 @@ import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { base58Encode } from '../../src/chains/solana/base58';
 import { solanaNetworks } from '../../src/chains/solana/context';
 import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey, solanaFeePayerFor } from '../../src/chains/solana/fee-payer';
-import { settleRouteOf } from '../../src/settle/classify';
+import { routeOf } from '../../src/schemes/registry';
+import { buildNetworkTable } from '../../src/chains/networks';
+
+const settleRouteOf = (body: unknown) => routeOf(buildNetworkTable({}), body)?.route;
 import { solanaSupportedKinds } from '../../src/schemes/solana/supported';
 
 describe('Solana network table and fee payer', () => {

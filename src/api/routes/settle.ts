@@ -3,7 +3,8 @@ import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
-import { settleFailure, settlePayment } from '../../settle/settle-service';
+import { settlePayment } from '../../schemes/registry';
+import { settleFailure } from '../../settle/run';
 
 /** POST /v1/settle: parse, authenticate, hand over to the settlement service, map the reply. */
 export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDeps): void {

@@ -3,7 +3,7 @@ import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
-import { verifyPayment } from '../../settle/verify-service';
+import { verifyPayment } from '../../schemes/registry';
 
 /** Deprecated since 2026-01-01 (RFC 9745 form); settle is the successor. */
 const DEPRECATED_SINCE = '@1767225600';

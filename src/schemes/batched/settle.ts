@@ -9,11 +9,11 @@ import type { EvmNetwork } from '../../chains/networks';
 import { Settlement } from '../../db/entities';
 import { observeWorkflowStart } from '../../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../../temporal/task-queues';
+import { batchedSettlementWorkflow } from '../../../workflows/batched-settlement';
 import { batchedWorkflowId } from '../../temporal/workflow-ids';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { x402SearchAttributes } from '../../temporal/search-attributes';
 import { exactEvmPayloadSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
-import type { SettleReply, SettleRequest } from '../../settle/settle-service';
+import type { SettleReply, SettleRequest } from '../../settle/run';
 
 /**
  * Batched nanopayments (settle routing step 2): the upstream batching gateway verifies the buyer's
@@ -60,19 +60,19 @@ export async function settleBatched(deps: ServiceDeps, req: SettleRequest): Prom
     recipient: requirements.data.payTo,
     forwarded: forwardedBody(payload.data, requirements.data, network.usdc),
   };
-  const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.batchedSettlement, {
+  const handle = await startOrAttach(deps.temporal, batchedSettlementWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'settle' },
-      { key: X402Network, value: network.id },
-      { key: X402Payer, value: a.from.toLowerCase() },
-      { key: X402State, value: 'forwarding' },
-      { key: X402Organization, value: req.auth.organizationId },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'settle',
+      network: network.id,
+      payer: a.from,
+      state: 'forwarding',
+      organization: req.auth.organizationId,
+    }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.batchedSettlement, req.requestId, workflowId),
+    onStart: observeWorkflowStart(deps, batchedSettlementWorkflow.name, req.requestId, workflowId),
   });
   try {
     const result = await resultBefore<BatchedSettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);

@@ -5,7 +5,7 @@ import { forwardToGateway } from './gateway-client';
 import { gatewayNetwork, verifyTestnetFlag } from './gateway-networks';
 import { batchedVerifyFailure, batchedVerifyReply, forwardedBody } from './responses';
 import { exactEvmPayloadSchema, paymentRequirementsSchema } from '../../x402/schemas';
-import type { VerifyReply } from '../../settle/verify-service';
+import type { VerifyReply } from '../scheme';
 
 /**
  * The batched branch of POST /v1/verify: the same routing as settle step 2, forwarded to the

@@ -1,48 +1,47 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
-import type { Workflow } from '@temporalio/common';
-import type { ServiceDeps } from '../../deps';
 import type { AuthContext } from '../../auth/key-mode';
-import type { EvmNetwork } from '../../chains/networks';
+import type { ServiceDeps } from '../../deps';
 import { bpsOf } from '../../chains/evm/bridge';
 import { Settlement } from '../../db/entities';
-import { WORKFLOW_TYPES } from '../../temporal/task-queues';
-import { settleWorkflowId } from '../../temporal/workflow-ids';
+import { payoutFor, platformFee } from '../../settle/payout';
+import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
+import { x402SearchAttributes } from '../../temporal/search-attributes';
 import type { SettleResponse } from '../../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
-import { SOURCE_TRANSACTION_UPDATE, type CrossChainOutcome, type CrossChainSettleInput } from './types';
-import { crossChainRouteOf } from './route';
-import { parseExactPayment } from '../../settle/parse-payment';
-import {
-  payoutFor,
-  pendingReply,
-  platformFee,
-  replyFor,
-  settleFailure,
-  type SettleHandler,
-  type SettleReply,
-  type SettleRequest,
-} from '../../settle/run';
+import { crossChainSettlementWorkflow, sourceTransactionUpdate } from '../../../workflows/crosschain-settlement';
+import { eip3009 } from '../eip3009';
+import type { Eip3009Payment } from '../eip3009/types';
+import type { SettleRoute } from '../scheme';
+import { crossChainRouteOf, type CrossChainRoute } from './route';
+import type { CrossChainSettleInput } from './types';
 
 /** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
 const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);
 
+const sameChain = skeletonRoute(eip3009);
+
 /**
- * Routing step 4 with the cross-chain decision in front: a payment whose `extra.destinationChainId`
- * names another chain is bridged (below); every other EIP-3009 payment, and every body that does not
- * parse, goes to the same-chain handler unchanged.
+ * Routing step 4 with a destination: an EIP-3009 payment whose `extra.destinationChainId` names
+ * another chain is bridged (spec "Cross-chain settlement"). It is checked like any EIP-3009 payment
+ * first (same parse, same answers), and verified like one.
  */
-export function withCrossChainRoute(sameChain: SettleHandler): SettleHandler {
-  return async (deps, req) => {
-    const parsed = parseExactPayment(deps, req.auth, req.body);
-    if (!parsed.ok) return sameChain(deps, req);
-    const route = crossChainRouteOf(parsed.network, parsed.requirements.extra?.destinationChainId ?? undefined, deps.networks, {
-      mainnetsEnabled: deps.config.MAINNETS_ENABLED,
-    });
-    if (route.kind === 'same-chain') return sameChain(deps, req);
-    if (route.kind === 'reject') return settleFailure(route.reason, parsed.network.id, parsed.payer);
-    return settleCrossChain(deps, req, { ...parsed, destination: route.destination, sourceDomain: route.sourceDomain });
-  };
-}
+export const eip3009CrossChain: SettleRoute = {
+  route: 'eip3009-crosschain',
+  claims: (body) => {
+    const destination = body.extra?.destinationChainId;
+    return typeof destination === 'number' && body.chainId !== undefined && destination !== body.chainId;
+  },
+  async settle(deps, req) {
+    const parsed = eip3009.parse(deps, req.auth, req.body);
+    if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer);
+    const source = deps.networks.get(parsed.payment.network)!;
+    const destinationChainId = parsed.payment.paymentRequirements.extra?.destinationChainId ?? undefined;
+    const route = crossChainRouteOf(source, destinationChainId, deps.networks, { mainnetsEnabled: deps.config.MAINNETS_ENABLED });
+    if (route.kind === 'same-chain') return sameChain.settle(deps, req);
+    if (route.kind === 'reject') return settleFailure(route.reason, source.id, parsed.payer);
+    return settleCrossChain(deps, req, parsed.payment, route);
+  },
+  verify: (deps, auth, body) => sameChain.verify(deps, auth, body),
+};
 
 /**
  * Starts the cross-chain workflow with update-with-start and answers as soon as the source
@@ -52,18 +51,19 @@ export function withCrossChainRoute(sameChain: SettleHandler): SettleHandler {
 async function settleCrossChain(
   deps: ServiceDeps,
   req: SettleRequest,
-  p: Extract<ReturnType<typeof parseExactPayment>, { ok: true }> & {
-    destination: EvmNetwork & { gatewayDomain: number };
-    sourceDomain: number;
-  },
+  p: Eip3009Payment,
+  route: Extract<CrossChainRoute, { kind: 'cross-chain' }>,
 ): Promise<SettleReply> {
-  const { payload, requirements, network, payer, destination } = p;
+  const { paymentPayload: payload, paymentRequirements: requirements, network: networkId } = p;
+  const network = deps.networks.get(networkId)!;
+  const destination = route.destination;
+  const payer = payload.payload.authorization.from;
   const resolved = await payoutFor(req, network.testnet, requirements.extra?.creditedRecipient);
   if (!resolved) return settleFailure('payout_wallet_not_configured', network.id, payer);
   const { org, payout } = resolved;
 
   const a = payload.payload.authorization;
-  const workflowId = settleWorkflowId(network.id, payer, a.nonce);
+  const workflowId = eip3009.businessKey(p); // one authorization, one settlement, bridged or not
   const recorded = await answerFromRecord(req, workflowId, req.auth, network.id);
   if (recorded) return recorded;
 
@@ -77,7 +77,7 @@ async function settleCrossChain(
     route: 'eip3009-crosschain',
     network: network.id,
     destinationNetwork: destination.id,
-    sourceDomain: p.sourceDomain,
+    sourceDomain: route.sourceDomain,
     destinationDomain: destination.gatewayDomain,
     paymentPayload: payload,
     paymentRequirements: requirements,
@@ -86,25 +86,19 @@ async function settleCrossChain(
     feeRecipient,
     maxBridgeFee: bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS).toString(),
   };
-  const start = new WithStartWorkflowOperation(WORKFLOW_TYPES.crossChainSettlement, {
+  const start = new WithStartWorkflowOperation(crossChainSettlementWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-    typedSearchAttributes: [
-      { key: X402Kind, value: 'settle' },
-      { key: X402Network, value: network.id },
-      { key: X402Payer, value: payer.toLowerCase() },
-      { key: X402State, value: 'verifying' },
-      { key: X402Organization, value: org.id },
-    ],
+    typedSearchAttributes: x402SearchAttributes({ kind: 'settle', network: network.id, payer, state: 'verifying', organization: org.id }),
     memo: { requestId: req.requestId },
   });
   const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
   try {
     const outcome = await deps.temporal.withDeadline(deadline, () =>
-      deps.temporal.workflow.executeUpdateWithStart<Workflow, CrossChainOutcome, []>(SOURCE_TRANSACTION_UPDATE, {
+      deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, {
         startWorkflowOperation: start,
       }),
     );

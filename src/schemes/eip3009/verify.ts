@@ -2,7 +2,7 @@ import { getAddress, isAddressEqual, parseSignature, size, verifyTypedData, type
 import type { EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
-import { transferWithAuthorizationTypedData } from './typed-data';
+import { transferWithAuthorizationTypedData, type TokenDomain } from './typed-data';
 
 /** Chain reads the verification needs; the activity implements them with viem over RPC. */
 export interface ExactEvmChainReads {
@@ -13,6 +13,25 @@ export interface ExactEvmChainReads {
 const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 export type Verification = { isValid: true; payer: string } | { isValid: false; invalidReason: SettleReason; payer: string };
+
+/**
+ * Whether the payment's EIP-712 `TransferWithAuthorization` signature is the payer's under the token's
+ * domain. EIP-2 / USDC reject the high-s twin of a signature; so must we, or settle would revert later.
+ * The one signature rule of EIP-3009 (settle, verify, the top-up gateway, chat and media payments).
+ */
+export async function isSignedByPayer(payload: ExactEvmPayload, domain: TokenDomain): Promise<boolean> {
+  const a = payload.payload.authorization;
+  // Any spelling of an address is accepted; the typed data needs checksummed ones.
+  const checksummed = { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) };
+  const typed = transferWithAuthorizationTypedData(domain, checksummed);
+  try {
+    const signature = payload.payload.signature as Hex;
+    const lowS = size(signature) !== 65 || BigInt(parseSignature(signature).s) <= SECP256K1N_HALF;
+    return lowS && (await verifyTypedData({ address: checksummed.from, signature, ...typed }));
+  } catch {
+    return false; // malformed signature bytes
+  }
+}
 
 /**
  * Verifies an EIP-3009 `exact` payment before any transaction, in this order (docs/decisions.md):
@@ -41,21 +60,8 @@ export async function verifyExactEvm(
   const version = req.extra?.version;
   if (!name || !version) return fail('invalid_payment_requirements');
 
-  // Any spelling of an address is accepted; the typed data needs checksummed ones.
-  const checksummed = { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) };
-  const typed = transferWithAuthorizationTypedData(
-    { name, version, chainId: network.chainId as number, verifyingContract: getAddress(req.asset.toLowerCase()) },
-    checksummed,
-  );
-  let signatureOk: boolean;
-  try {
-    const signature = payload.payload.signature as Hex;
-    // EIP-2 / USDC reject the high-s twin of a signature; so must we, or settle would revert later.
-    const lowS = size(signature) !== 65 || BigInt(parseSignature(signature).s) <= SECP256K1N_HALF;
-    signatureOk = lowS && (await verifyTypedData({ address: checksummed.from, signature, ...typed }));
-  } catch {
-    signatureOk = false; // malformed signature bytes
-  }
+  const domain = { name, version, chainId: network.chainId as number, verifyingContract: getAddress(req.asset.toLowerCase()) };
+  const signatureOk = await isSignedByPayer(payload, domain);
   if (!signatureOk) return fail('invalid_exact_evm_payload_signature');
 
   if (BigInt(a.validAfter) > BigInt(opts.nowSeconds)) return fail('invalid_exact_evm_payload_authorization_valid_after');

@@ -1,32 +1,17 @@
 import type { EvmNetworkId } from '../../chains/networks';
 import type { Permit2PaymentPayload } from './payload';
-import type { PaymentRequirements, SettleResponse } from '../../x402/schemas';
+import type { PaymentRequirements } from '../../x402/schemas';
+import type { SettlementBase } from '../../settle/types';
 
-/**
- * Input of one Permit2 settlement workflow (`exact` or `upto`). Like the EIP-3009 SettleInput it
- * describes the payment completely and holds no secret (it is visible in the Temporal UI).
- */
-export interface Permit2SettleInput {
-  workflowId: string;
-  requestId?: string;
-  organizationId: string;
-  apiKeyId: string;
-  route: 'permit2';
+/** A Permit2 payment (`exact` or `upto`) as parsed. */
+export interface Permit2Payment {
   network: EvmNetworkId;
   paymentPayload: Permit2PaymentPayload;
   paymentRequirements: PaymentRequirements;
-  /** What is settled: exact the signed amount, upto `extra.settleAmount` (default the maximum). */
-  amount: string;
-  payout: string;
-  fee: string;
-  feeRecipient: string;
 }
 
-/** The settle response of a Permit2 payment refused before any transaction. Pure: workflows use it too. */
-export const permit2RejectedResponse = (input: Permit2SettleInput, reason: string): SettleResponse => ({
-  success: false,
-  errorReason: reason,
-  transaction: '',
-  network: input.network,
-  payer: input.paymentPayload.payload.owner,
-});
+/** Input of the settlement workflow for a Permit2 payment; `amount` is exact's signed amount or upto's `extra.settleAmount`. */
+export interface Permit2SettleInput extends SettlementBase, Permit2Payment {
+  route: 'permit2';
+  network: EvmNetworkId;
+}

@@ -1,18 +1,13 @@
 import type { SolanaNetworkId } from '../../chains/networks';
-import type { SettleResponse } from '../../x402/schemas';
+import type { SettlementBase } from '../../settle/types';
 
 /**
- * Input of one Solana settlement workflow (visible in the Temporal UI: no secret). The buyer pays
- * `payTo` directly inside its own transaction, so there is no payout or fee to resolve.
+ * A Solana `exact` payment as parsed: the buyer's partially signed transaction, exactly as received.
+ * The buyer pays `payTo` directly inside it, so the payout is `payTo` and there is no fee.
  */
-export interface SolanaSettleInput {
-  workflowId: string;
-  requestId?: string;
-  organizationId: string;
-  apiKeyId: string;
-  route: 'solana';
+export interface SolanaPayment {
   network: SolanaNetworkId;
-  /** The buyer's partially signed transaction, base64, exactly as received. */
+  /** Base64 transaction, signed by the transfer authority; we add the fee payer's signature. */
   transaction: string;
   payTo: string;
   asset: string;
@@ -22,11 +17,7 @@ export interface SolanaSettleInput {
   payerSignature: string;
 }
 
-/** The settle response of a Solana payment refused before broadcast. Pure: the workflow uses it too. */
-export const solanaRejectedResponse = (input: SolanaSettleInput, reason: string): SettleResponse => ({
-  success: false,
-  errorReason: reason,
-  transaction: '',
-  network: input.network,
-  payer: input.payer,
-});
+export interface SolanaSettleInput extends SettlementBase, SolanaPayment {
+  route: 'solana';
+  network: SolanaNetworkId;
+}

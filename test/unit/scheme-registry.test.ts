@@ -1,4 +1,8 @@
-import { classifySettleRoute, settleRouteOf } from '../../src/settle/classify';
+import { buildNetworkTable } from '../../src/chains/networks';
+import { routeOf } from '../../src/schemes/registry';
+
+const networks = buildNetworkTable({});
+const settleRouteOf = (body: unknown) => routeOf(networks, body)?.route;
 
 const SIG = `0x${'1c'.repeat(65)}`;
 const ADDR = '0x1111111111111111111111111111111111111111';
@@ -14,9 +18,23 @@ const permit2 = {
 };
 const BATCHED = { name: 'GatewayWalletBatched', version: '1' };
 const route = (network: string, payload: Record<string, unknown>, extra?: Record<string, unknown> | null) =>
-  classifySettleRoute({ network, payload }, { extra } as never);
+  settleRouteOf({
+    paymentPayload: { x402Version: 1, scheme: 'exact', network, payload },
+    paymentRequirements: {
+      scheme: 'exact',
+      network,
+      maxAmountRequired: '1',
+      resource: 'https://example.com/r',
+      description: '',
+      mimeType: 'application/json',
+      payTo: ADDR,
+      maxTimeoutSeconds: 60,
+      asset: ADDR,
+      extra,
+    },
+  });
 
-describe('classifySettleRoute', () => {
+describe('the scheme registry, in the spec routing order', () => {
   test('step 1: solana and solana-devnet are solana', () => {
     expect(route('solana', { transaction: 'AQID' })).toBe('solana');
     expect(route('solana-devnet', { transaction: 'AQID' })).toBe('solana');
@@ -42,7 +60,8 @@ describe('classifySettleRoute', () => {
     expect(route('base', eip3009, { ...BATCHED, verifyingContract: ADDR })).toBe('batched');
     expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched' })).toBe('eip3009');
     expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched', version: '2' })).toBe('eip3009');
-    expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched', version: 1 })).toBe('eip3009');
+    // A numeric version does not parse as requirements at all: no route, the EIP-3009 checks answer it.
+    expect(route('base-sepolia', eip3009, { name: 'GatewayWalletBatched', version: 1 })).toBeUndefined();
     expect(route('base-sepolia', eip3009, { name: 'USDC', version: '1' })).toBe('eip3009');
     expect(route('base-sepolia', eip3009, { name: 'gatewaywalletbatched', version: '1' })).toBe('eip3009');
     expect(route('base-sepolia', eip3009, { version: '1' })).toBe('eip3009');
@@ -82,12 +101,17 @@ describe('classifySettleRoute', () => {
   test('step 4: everything else is eip3009', () => {
     expect(route('base-sepolia', eip3009)).toBe('eip3009');
     expect(route('base-sepolia', eip3009, null)).toBe('eip3009');
-    expect(route('base-sepolia', eip3009, { name: 'USDC', version: '2', destinationChainId: 10 })).toBe('eip3009');
     expect(route('base-sepolia', {})).toBe('eip3009');
+  });
+
+  test('step 4 with a destination chain that differs from the source is bridged', () => {
+    expect(route('base-sepolia', eip3009, { name: 'USDC', version: '2', destinationChainId: 10 })).toBe('eip3009-crosschain');
+    expect(route('base-sepolia', eip3009, { name: 'USDC', version: '2', destinationChainId: 84532 })).toBe('eip3009');
+    expect(route('no-such-network', eip3009, { name: 'USDC', version: '2', destinationChainId: 10 })).toBe('eip3009');
   });
 });
 
-describe('settleRouteOf (the raw request body)', () => {
+describe('routeOf (the raw request body)', () => {
   const requirements = (extra?: Record<string, unknown>) => ({
     scheme: 'exact',
     network: 'base-sepolia',
@@ -122,7 +146,7 @@ describe('settleRouteOf (the raw request body)', () => {
     expect(settleRouteOf(body('base-sepolia', { ...eip3009, ...permit2 }, requirements(BATCHED)))).toBe('batched');
   });
 
-  test('no route when the envelope or the EVM requirements do not parse (the EIP-3009 handler answers them)', () => {
+  test('no route when the envelope or the EVM requirements do not parse (the EIP-3009 checks answer them)', () => {
     expect(settleRouteOf(undefined)).toBeUndefined();
     expect(settleRouteOf('x')).toBeUndefined();
     expect(settleRouteOf({ paymentPayload: { network: 'base-sepolia' }, paymentRequirements: requirements() })).toBeUndefined();
