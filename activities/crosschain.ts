@@ -1,24 +1,20 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
-import { BaseError, ContractFunctionRevertedError, encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
-import type { MikroORM } from '@mikro-orm/core';
+import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
-import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
+import type { EvmNetworkId } from '../src/chains/networks';
 import { bridgeMessengerAbi, bridgeTransmitterAbi, decodeBurnMessage, facilitatorBridgeAbi } from '../src/chains/evm/bridge';
-import { tokenReads } from '../src/schemes/eip3009/reads';
-import { verifyExactEvm, type Verification } from '../src/schemes/eip3009/verify';
-import type { Relayer } from '../src/chains/evm/relayer';
+import { eip3009 } from '../src/schemes/eip3009';
+import type { Verification, WorkerDeps } from '../src/schemes/scheme';
+import { callSent, revertOf, sendCall } from '../src/chains/evm/calls';
+import { settlementRecords } from '../src/settle/records';
 import { Settlement } from '../src/db/entities';
 import { BridgeTransfer } from '../src/db/bridge-transfer';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
-import type { SettleReason } from '../src/x402/error-reasons';
 import type { SettleResponse } from '../src/x402/schemas';
 
-export interface CrossChainActivityDeps {
-  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS' | 'BRIDGE_ATTESTATION_URL'>;
-  db: MikroORM;
-  networks: NetworkTable;
-  relayerFor(network: EvmNetworkId): Relayer;
+export interface CrossChainActivityDeps extends WorkerDeps {
+  config: WorkerDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
 }
 
 export type BurnSubmitted = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
@@ -26,21 +22,6 @@ export type BurnSubmitted = { submitted: true; hash: Hex } | { submitted: false;
 export type BurnOutcome = { response: SettleResponse; message?: Hex; bridgeNonce?: string };
 export type AttestationPoll = { status: 'pending' } | { status: 'complete'; attestation: Hex };
 export type MintSubmitted = { submitted: true; hash: Hex } | { submitted: false; error: string };
-
-const crossChainRejection = (input: CrossChainSettleInput, reason: string): SettleResponse => ({
-  success: false,
-  errorReason: reason,
-  transaction: '',
-  network: input.network,
-  payer: input.paymentPayload.payload.authorization.from,
-});
-
-/** A revert found while estimating (nothing signed), or undefined for a transient error. */
-const revertOf = (err: unknown): string | undefined => {
-  const hit =
-    err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
-  return hit ? (hit as Error).message.split('\n')[0] : undefined;
-};
 
 /**
  * Activities of cross-chain EIP-3009 settlement and its bridge leg. Every one is idempotent: the
@@ -56,32 +37,15 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     return n as typeof n & { facilitator: Address; usdc: Address; bridgeMessenger: Address; bridgeTransmitter: Address };
   };
 
-  const recordSettlement = async (input: CrossChainSettleInput, state: string, extra: Partial<Settlement> = {}) => {
-    const now = new Date();
+  // The one settlement record (src/settle/records.ts); payer and amount come from the authorization,
+  // so inputs of runs started before those fields existed record the same.
+  const records = settlementRecords(deps.db);
+  const asRecord = (input: CrossChainSettleInput) => {
     const a = input.paymentPayload.payload.authorization;
-    await deps.db.em.fork().upsert(
-      Settlement,
-      {
-        id: input.workflowId,
-        organizationId: input.organizationId,
-        apiKeyId: input.apiKeyId,
-        route: input.route,
-        network: input.network,
-        payer: a.from.toLowerCase(),
-        recipient: input.payout.toLowerCase(),
-        amount: a.value,
-        fee: input.fee,
-        requestId: input.requestId ?? null,
-        state,
-        createdAt: now,
-        updatedAt: now,
-        ...extra,
-      } as Settlement,
-      { onConflictExcludeFields: ['createdAt'] },
-    );
+    return { ...input, payer: a.from, amount: a.value };
   };
-  const recordRejection = (input: CrossChainSettleInput, reason: SettleReason) =>
-    recordSettlement(input, 'rejected', { errorReason: reason, response: JSON.stringify(crossChainRejection(input, reason)) });
+  const recordSettlement = (input: CrossChainSettleInput, state: string, extra: Partial<Settlement> = {}) =>
+    records.record(asRecord(input), state, extra);
 
   const recordBridge = async (input: BridgeTransferInput, state: string, extra: Partial<BridgeTransfer> = {}) => {
     const now = new Date();
@@ -111,15 +75,14 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
   return {
     /** Records the attempt, then every EIP-3009 verification rule on the source chain (no transaction). */
     async verifyCrossChainPayment(input: CrossChainSettleInput): Promise<Verification> {
-      await recordSettlement(input, 'verifying', { transaction: null, errorReason: null, response: null });
-      const n = network(input.network);
+      const payer = input.paymentPayload.payload.authorization.from;
+      // Signed already (a retry after a crash that followed the broadcast): never judge it again.
+      if (await callSent(deps.relayerFor(input.network), input.workflowId, 'burn')) return { isValid: true, payer };
+      await records.verifying(asRecord(input));
+      network(input.network);
       network(input.destinationNetwork);
-      const v = await verifyExactEvm(input.paymentPayload, input.paymentRequirements, n, {
-        nowSeconds: Math.floor(Date.now() / 1000),
-        minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
-        reads: tokenReads(n),
-      });
-      if (!v.isValid) await recordRejection(input, v.invalidReason);
+      const v = await eip3009.verify(input, deps);
+      if (!v.isValid) await records.rejected(asRecord(input), v.invalidReason);
       return v;
     },
 
@@ -152,17 +115,13 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
           },
         ],
       });
-      let hash: Hex;
-      try {
-        ({ hash } = await deps.relayerFor(input.network).send(relayerTxId(input.workflowId, 'burn'), { to: src.facilitator, data }));
-      } catch (err) {
-        const revert = revertOf(err);
-        if (!revert) throw err; // transient: Temporal retries
-        await recordRejection(input, 'invalid_transaction_state');
-        return { submitted: false, reason: 'invalid_transaction_state', detail: revert };
+      const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, { to: src.facilitator, data }, 'burn');
+      if (!sent.sent) {
+        await records.rejected(asRecord(input), 'invalid_transaction_state');
+        return { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
       }
-      await recordSettlement(input, 'submitted', { transaction: hash });
-      return { submitted: true, hash };
+      await recordSettlement(input, 'submitted', { transaction: sent.hash });
+      return { submitted: true, hash: sent.hash };
     },
 
     /**

@@ -3,6 +3,7 @@ import {
   ParentClosePolicy,
   allHandlersFinished,
   condition,
+  defineSignal,
   defineUpdate,
   executeChild,
   getExternalWorkflowHandle,
@@ -14,8 +15,6 @@ import {
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
 import {
-  SOURCE_TRANSACTION_SIGNAL,
-  SOURCE_TRANSACTION_UPDATE,
   type BridgeTransferInput,
   type BridgeTransferResult,
   type CrossChainOutcome,
@@ -43,7 +42,9 @@ const { awaitBridgeBurn } = proxyActivities<CrossChainActivities>({
 });
 
 /** Answers once the source transaction is known (or the payment was refused): the settle response. */
-export const sourceTransactionUpdate = defineUpdate<CrossChainOutcome>(SOURCE_TRANSACTION_UPDATE);
+export const sourceTransactionUpdate = defineUpdate<CrossChainOutcome>('sourceTransaction');
+/** Tells a parent (the top-up workflow) that the source transaction succeeded and the bridge leg began. */
+export const sourceTransactionSignal = defineSignal<[SettleResponse]>('crossChainSourceTransaction');
 
 /**
  * Cross-chain EIP-3009 settlement (spec routing step 4, destination differs from the source):
@@ -101,7 +102,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   const parent = workflowInfo().parent;
   if (parent) {
     await getExternalWorkflowHandle(parent.workflowId, parent.runId)
-      .signal(SOURCE_TRANSACTION_SIGNAL, burn.response)
+      .signal(sourceTransactionSignal, burn.response)
       .catch((err) => log.warn('could not signal the parent', { error: String(err) }));
   }
 

@@ -14,7 +14,6 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { MediaActivities } from '../activities/media';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput, type RefundOutcome } from '../src/inference/types';
 import {
-  CANCEL_SIGNAL,
   MEDIA_PAYMENT_REJECTED,
   type MediaJobInput,
   type MediaJobOutcome,
@@ -46,7 +45,7 @@ const { pollProviderJob, cancelProviderJob } = proxyActivities<MediaActivities>(
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: ['MediaProviderRejected'] },
 });
 
-export const cancelMediaJob = defineSignal(CANCEL_SIGNAL);
+export const cancelMediaJob = defineSignal('cancelMediaJob');
 
 /**
  * One paid media request, id `media:<buyer>:<idempotency-key>` (docs/decisions.md "Media

@@ -1,17 +1,12 @@
-import { condition, defineSignal, setHandler, startChild } from '@temporalio/workflow';
+import { condition, setHandler, startChild } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
-import {
-  SOURCE_TRANSACTION_SIGNAL,
-  type BridgeTransferResult,
-  type CrossChainOutcome,
-  type CrossChainSettleInput,
-} from '../src/schemes/eip3009-crosschain/types';
+import { type BridgeTransferResult, type CrossChainOutcome, type CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { settlementRejection } from '../src/settle/types';
+import { crossChainSettlementWorkflow, sourceTransactionSignal } from './crosschain-settlement';
 import type { SettleResponse } from '../src/x402/schemas';
 import { x402SearchAttributes } from '../src/temporal/search-attributes';
 
 /** The cross-chain settlement child signals this once its source transaction (the burn) succeeded. */
-const sourceTransactionSignal = defineSignal<[SettleResponse]>(SOURCE_TRANSACTION_SIGNAL);
 
 /** How the settlement of a cross-chain top-up ended. */
 export type BridgedSettlement =
@@ -36,7 +31,7 @@ export async function settleAcrossBridge(
 
   let child;
   try {
-    child = await startChild('crossChainSettlementWorkflow', {
+    child = await startChild(crossChainSettlementWorkflow, {
       workflowId: input.workflowId,
       args: [input],
       // As the API starts it: a settlement that completed elsewhere is not run again.

@@ -34,9 +34,6 @@ export const mediaWorkflowId = (buyer: string, idempotencyKey: string) => `media
 export const mediaChargeId = (network: string, payer: string, nonce: string) =>
   `media:${network}:${payer.toLowerCase()}:${nonce.toLowerCase()}`;
 
-/** The signal DELETE /jobs/:id sends to request cancellation. */
-export const CANCEL_SIGNAL = 'cancelMediaJob';
-
 /** Failure type of a job whose payment was refused before any transfer (the key may be retried). */
 export const MEDIA_PAYMENT_REJECTED = 'MediaPaymentRejected';
 

@@ -1,3 +1,4 @@
+import { cancelMediaJob } from '../../../workflows/media-job';
 import type Router from '@koa/router';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { HttpContext, HttpState } from '../../http/context';
@@ -261,7 +262,7 @@ export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps
       );
     if ((FINAL_JOB_STATES as readonly string[]).includes(job.state))
       return answer(ctx, 409, mediaError('job_finished', `the job is already ${job.state}`, { jobId: job.id, state: job.state }));
-    await deps.temporal.workflow.getHandle(job.workflowId).signal('cancelMediaJob');
+    await deps.temporal.workflow.getHandle(job.workflowId).signal(cancelMediaJob);
     // Refunded by the job's workflow once the provider confirms the cancellation.
     answer(ctx, 202, { jobId: job.id, state: 'cancelling' });
   });

@@ -3,7 +3,7 @@ import type { AuthContext } from '../../auth/key-mode';
 import type { ServiceDeps } from '../../deps';
 import { bpsOf } from '../../chains/evm/bridge';
 import { Settlement } from '../../db/entities';
-import { payoutFor, platformFee } from '../../settle/payout';
+import { evmSettlementBase } from '../../settle/evm-request';
 import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
 import { x402SearchAttributes } from '../../temporal/search-attributes';
 import type { SettleResponse } from '../../x402/schemas';
@@ -54,26 +54,24 @@ async function settleCrossChain(
   p: Eip3009Payment,
   route: Extract<CrossChainRoute, { kind: 'cross-chain' }>,
 ): Promise<SettleReply> {
-  const { paymentPayload: payload, paymentRequirements: requirements, network: networkId } = p;
-  const network = deps.networks.get(networkId)!;
+  const { paymentPayload: payload, paymentRequirements: requirements } = p;
+  const network = deps.networks.get(p.network)!;
   const destination = route.destination;
-  const payer = payload.payload.authorization.from;
-  const resolved = await payoutFor(req, network.testnet, requirements.extra?.creditedRecipient);
-  if (!resolved) return settleFailure('payout_wallet_not_configured', network.id, payer);
-  const { org, payout } = resolved;
-
-  const a = payload.payload.authorization;
-  const workflowId = eip3009.businessKey(p); // one authorization, one settlement, bridged or not
+  const value = BigInt(payload.payload.authorization.value);
+  const base = await evmSettlementBase(deps, req, {
+    workflowId: eip3009.businessKey(p), // one authorization, one settlement, bridged or not
+    network: p.network,
+    payer: payload.payload.authorization.from,
+    amount: value,
+    creditedRecipient: requirements.extra?.creditedRecipient,
+  });
+  if ('refused' in base) return settleFailure(base.refused, base.network, base.payer);
+  const { workflowId, payer } = base;
   const recorded = await answerFromRecord(req, workflowId, req.auth, network.id);
   if (recorded) return recorded;
 
-  const value = BigInt(a.value);
-  const { fee, feeRecipient } = platformFee(value, org, deps);
   const input: CrossChainSettleInput = {
-    workflowId,
-    requestId: req.requestId,
-    organizationId: org.id,
-    apiKeyId: req.auth.apiKeyId ?? '',
+    ...base,
     route: 'eip3009-crosschain',
     network: network.id,
     destinationNetwork: destination.id,
@@ -81,9 +79,6 @@ async function settleCrossChain(
     destinationDomain: destination.gatewayDomain,
     paymentPayload: payload,
     paymentRequirements: requirements,
-    payout,
-    fee: fee.toString(),
-    feeRecipient,
     maxBridgeFee: bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS).toString(),
   };
   const start = new WithStartWorkflowOperation(crossChainSettlementWorkflow, {
@@ -92,7 +87,13 @@ async function settleCrossChain(
     args: [input],
     workflowIdConflictPolicy: 'USE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-    typedSearchAttributes: x402SearchAttributes({ kind: 'settle', network: network.id, payer, state: 'verifying', organization: org.id }),
+    typedSearchAttributes: x402SearchAttributes({
+      kind: 'settle',
+      network: network.id,
+      payer,
+      state: 'verifying',
+      organization: base.organizationId,
+    }),
     memo: { requestId: req.requestId },
   });
   const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;

@@ -61,18 +61,9 @@ export interface BridgeTransferResult {
   error?: string;
 }
 
-/** The update the API sends with update-with-start: answers once the source transaction is known. */
-export const SOURCE_TRANSACTION_UPDATE = 'sourceTransaction';
-
 export interface CrossChainOutcome {
   response: SettleResponse;
   organizationId: string;
   /** How the bridge leg ended (absent when the source transaction failed or the payment was refused). */
   bridge?: BridgeTransferResult;
 }
-
-/**
- * Signal a cross-chain settlement started as a child (the TopUpWorkflow) sends its parent once the
- * source transaction succeeded: the settle response, so the parent can move to `bridging`.
- */
-export const SOURCE_TRANSACTION_SIGNAL = 'crossChainSourceTransaction';

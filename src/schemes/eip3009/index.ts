@@ -1,10 +1,8 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { assertKeyModeAllows } from '../../auth/key-mode';
-import { isEvmNetworkId } from '../../chains/networks';
 import { facilitatorAbi } from '../../chains/evm/abi';
 import { awaitCall, callSent, sendCall } from '../../chains/evm/calls';
 import { evmNetworkOf } from '../../settle/records';
-import { payoutFor, platformFee } from '../../settle/payout';
+import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { settleWorkflowId } from '../../temporal/workflow-ids';
 import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
 import type { Parsed, Scheme } from '../scheme';
@@ -39,11 +37,8 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     if (!payload.success) return refuse('invalid_payload');
     const payer = payload.data.payload.authorization.from;
 
-    const network = isEvmNetworkId(payload.data.network) ? deps.networks.get(payload.data.network) : undefined;
-    if (!network) return refuse('invalid_network', payer);
-    assertKeyModeAllows(auth, network); // 403 before anything else is said about the network
-    if (!network.enabled || network.permitOnly) return refuse('invalid_network', payer);
-    if (!network.testnet && !deps.config.MAINNETS_ENABLED) return refuse('invalid_network', payer);
+    const network = settlementNetwork(deps, auth, payload.data.network);
+    if ('refused' in network) return refuse(network.refused, payer);
     return {
       ok: true,
       network: network.id,
@@ -56,25 +51,14 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     settleWorkflowId(p.network, p.paymentPayload.payload.authorization.from, p.paymentPayload.payload.authorization.nonce),
 
   async input(deps, req, p) {
-    const network = deps.networks.get(p.network)!;
-    const resolved = await payoutFor(req, network.testnet, p.paymentRequirements.extra?.creditedRecipient);
-    const payer = p.paymentPayload.payload.authorization.from;
-    if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer };
-    const amount = p.paymentPayload.payload.authorization.value;
-    const { fee, feeRecipient } = platformFee(BigInt(amount), resolved.org, deps);
-    return {
-      ...p,
+    const base = await evmSettlementBase(deps, req, {
       workflowId: eip3009.businessKey(p),
-      requestId: req.requestId,
-      organizationId: resolved.org.id,
-      apiKeyId: req.auth.apiKeyId ?? '',
-      route: 'eip3009',
-      payer,
-      amount,
-      payout: resolved.payout,
-      fee: fee.toString(),
-      feeRecipient,
-    };
+      network: p.network,
+      payer: p.paymentPayload.payload.authorization.from,
+      amount: BigInt(p.paymentPayload.payload.authorization.value),
+      creditedRecipient: p.paymentRequirements.extra?.creditedRecipient,
+    });
+    return 'refused' in base ? base : { ...p, ...base, route: 'eip3009' };
   },
 
   verify(p, deps) {

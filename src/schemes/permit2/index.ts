@@ -1,9 +1,7 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { assertKeyModeAllows } from '../../auth/key-mode';
-import { isEvmNetworkId } from '../../chains/networks';
 import { awaitCall, callSent, sendCall } from '../../chains/evm/calls';
 import { evmNetworkOf } from '../../settle/records';
-import { payoutFor, platformFee } from '../../settle/payout';
+import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { permit2SettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/schemas';
 import { receiptResponse } from '../eip3009';
@@ -38,11 +36,8 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
     const requirements = paymentRequirementsSchema.safeParse(body.paymentRequirements);
     if (!requirements.success) return refuse('invalid_payment_requirements', payer);
 
-    const network = isEvmNetworkId(networkName) ? deps.networks.get(networkName) : undefined;
-    if (!network) return refuse('invalid_network', payer);
-    assertKeyModeAllows(auth, network); // 403 before anything else is said about the network
-    if (!network.enabled || network.permitOnly) return refuse('invalid_network', payer);
-    if (!network.testnet && !deps.config.MAINNETS_ENABLED) return refuse('invalid_network', payer);
+    const network = settlementNetwork(deps, auth, networkName);
+    if ('refused' in network) return refuse(network.refused, payer);
     return {
       ok: true,
       network: network.id,
@@ -54,29 +49,18 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
   businessKey: (p) => permit2SettleWorkflowId(p.network, p.paymentPayload.payload.owner, p.paymentPayload.payload.permit.nonce),
 
   async input(deps, req, p) {
-    const network = deps.networks.get(p.network)!;
-    const payer = p.paymentPayload.payload.owner;
-    const resolved = await payoutFor(req, network.testnet, p.paymentRequirements.extra?.creditedRecipient);
-    if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer };
-    // The amount that moves; an invalid settleAmount is rejected by the workflow's verification.
-    const amount =
-      p.paymentPayload.scheme === 'upto'
-        ? uptoSettleAmount(p.paymentRequirements)
-        : BigInt(p.paymentPayload.payload.permit.permitted.amount);
-    const { fee, feeRecipient } = platformFee(amount, resolved.org, deps);
-    return {
-      ...p,
+    const base = await evmSettlementBase(deps, req, {
       workflowId: permit2.businessKey(p),
-      requestId: req.requestId,
-      organizationId: resolved.org.id,
-      apiKeyId: req.auth.apiKeyId ?? '',
-      route: 'permit2',
-      payer,
-      amount: amount.toString(),
-      payout: resolved.payout,
-      fee: fee.toString(),
-      feeRecipient,
-    };
+      network: p.network,
+      payer: p.paymentPayload.payload.owner,
+      // The amount that moves; an invalid settleAmount is rejected by the workflow's verification.
+      amount:
+        p.paymentPayload.scheme === 'upto'
+          ? uptoSettleAmount(p.paymentRequirements)
+          : BigInt(p.paymentPayload.payload.permit.permitted.amount),
+      creditedRecipient: p.paymentRequirements.extra?.creditedRecipient,
+    });
+    return 'refused' in base ? base : { ...p, ...base, route: 'permit2' };
   },
 
   verify(p, deps) {

@@ -1,0 +1,54 @@
+import type { AuthContext } from '../auth/key-mode';
+import { assertKeyModeAllows } from '../auth/key-mode';
+import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import type { ServiceDeps } from '../deps';
+import type { Refusal } from '../schemes/scheme';
+import { payoutFor, platformFee } from './payout';
+import type { SettleRequest } from './run';
+import type { SettlementBase } from './types';
+
+/**
+ * What the EVM schemes share at request time, written once: which networks settle for this caller,
+ * and the payout and fee of a payment from our own records.
+ */
+
+/**
+ * The network a payment may settle on: known (else `invalid_network`), allowed for the key's mode
+ * (403 ApiError, before anything else is said about the network), enabled for settlement, and a
+ * mainnet only while mainnets are on.
+ */
+export function settlementNetwork(
+  deps: Pick<ServiceDeps, 'networks' | 'config'>,
+  auth: AuthContext,
+  name: string,
+): EvmNetwork | { refused: 'invalid_network' } {
+  const network = isEvmNetworkId(name) ? deps.networks.get(name) : undefined;
+  if (!network) return { refused: 'invalid_network' };
+  assertKeyModeAllows(auth, network);
+  if (!network.enabled || network.permitOnly) return { refused: 'invalid_network' };
+  if (!network.testnet && !deps.config.MAINNETS_ENABLED) return { refused: 'invalid_network' };
+  return network;
+}
+
+/** The base of an EVM settlement input: the organization's payout (or `creditedRecipient`) and fee on `amount`. */
+export async function evmSettlementBase(
+  deps: ServiceDeps,
+  req: SettleRequest,
+  p: { workflowId: string; network: EvmNetwork['id']; payer: string; amount: bigint; creditedRecipient?: string },
+): Promise<Omit<SettlementBase, 'network'> | Refusal> {
+  const network = deps.networks.get(p.network)!;
+  const resolved = await payoutFor(req, network.testnet, p.creditedRecipient);
+  if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer: p.payer };
+  const { fee, feeRecipient } = platformFee(p.amount, resolved.org, deps);
+  return {
+    workflowId: p.workflowId,
+    requestId: req.requestId,
+    organizationId: resolved.org.id,
+    apiKeyId: req.auth.apiKeyId ?? '',
+    payer: p.payer,
+    amount: p.amount.toString(),
+    payout: resolved.payout,
+    fee: fee.toString(),
+    feeRecipient,
+  };
+}
