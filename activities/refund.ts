@@ -3,12 +3,17 @@ import { encodeFunctionData, isAddressEqual, type Address, type Hex } from 'viem
 import { tokenAbi } from '../src/chains/evm/abi';
 import { InferenceCharge, Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import type { RefundInput } from '../src/inference/types';
+import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../src/inference/types';
+import type { EvmNetworkId } from '../src/chains/networks';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { SettlementActivityDeps } from './settlement';
 
-/** The refund transfer of one refund workflow (its write-ahead record id). */
-const refundTxId = (workflowId: string) => relayerTxId(workflowId, 'refund');
+/**
+ * The refund transfer of one charge (its write-ahead record id). Derived from the charge, not from
+ * the workflow that asks: however many workflows ask (the refund, its guard, one started by hand),
+ * a charge is paid back at most once.
+ */
+const refundTxId = (chargeId: string) => relayerTxId(refundWorkflowId(chargeId), 'refund');
 
 /**
  * Activities of the refund workflow (paid chat whose provider failed). Each is idempotent: ledger
@@ -16,6 +21,26 @@ const refundTxId = (workflowId: string) => relayerTxId(workflowId, 'refund');
  * retried or restarted activity re-sends the same signed bytes instead of a second transfer.
  */
 export function createRefundActivities(deps: SettlementActivityDeps) {
+  /**
+   * The charge and its own settlement, from our records. A settlement counts for a charge only when it
+   * is the charge's settlement, made for the paid service (INFERENCE_ORGANIZATION_ID), by the same
+   * payer for the same amount: a payment settled for a seller, or attached to from another purpose,
+   * is not ours to give back.
+   */
+  const chargeAndSettlement = async (chargeId: string) => {
+    const em = deps.db.em.fork();
+    const charge = await em.findOne(InferenceCharge, { id: chargeId });
+    if (!charge) return { charge: null, settlement: null };
+    const s = await em.findOne(Settlement, { id: charge.settlementId });
+    const ours =
+      s !== null &&
+      s.organizationId === INFERENCE_ORGANIZATION_ID &&
+      s.network === charge.network &&
+      s.payer.toLowerCase() === charge.payer.toLowerCase() &&
+      s.amount === charge.amount;
+    return { charge, settlement: ours ? s : null, foreign: s !== null && !ours };
+  };
+
   const setCharge = async (id: string, fields: Partial<InferenceCharge>, onlyFrom?: string[]) => {
     await deps.db.em
       .fork()
@@ -45,31 +70,46 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
      * Retried (throws) while the settlement is still in flight.
      */
     async chargeSettlement(input: RefundInput): Promise<{ settled: boolean; transaction: string }> {
-      const s = await deps.db.em.fork().findOne(Settlement, { id: input.settlementId });
+      const { charge, settlement: s, foreign } = await chargeAndSettlement(input.chargeId);
+      // No such charge, or its authorization settled someone else's payment: nothing of ours to give back.
+      if (!charge || foreign) return { settled: false, transaction: '' };
       if (s?.state === 'settled') return { settled: true, transaction: s.transaction ?? '' };
       if (s && (s.state === 'failed' || s.state === 'rejected')) return { settled: false, transaction: '' };
-      throw ApplicationFailure.retryable(`settlement ${input.settlementId} is ${s?.state ?? 'not recorded'} yet`, 'SettlementInFlight');
+      throw ApplicationFailure.retryable(`settlement ${charge.settlementId} is ${s?.state ?? 'not recorded'} yet`, 'SettlementInFlight');
     },
 
-    /** Transfers the charged amount back from the revenue wallet, once per workflow. */
+    /**
+     * Transfers the charged amount back from the revenue wallet, once per workflow. Who is paid, how
+     * much and in which token come from the ledger row and its settlement, never from the workflow
+     * input: anyone who can reach Temporal can start a workflow.
+     */
     async sendRefund(input: RefundInput): Promise<{ hash: Hex }> {
       const relayer = deps.relayerFor(input.network);
-      if (!isAddressEqual(relayer.address, input.revenueWallet as Address)) {
+      const { charge, settlement } = await chargeAndSettlement(input.chargeId);
+      if (!charge || !settlement || settlement.state !== 'settled' || charge.state !== 'refund_pending') {
+        throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is not owed a refund`, 'RefundNotOwed');
+      }
+      const network = deps.networks.get(charge.network as EvmNetworkId);
+      if (!network?.usdc || charge.network !== input.network) {
+        throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is on ${charge.network}`, 'RefundNotOwed');
+      }
+      if (!isAddressEqual(relayer.address, settlement.recipient as Address)) {
         // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
         // until one does; if none does, the error stays visible on the pending activity for an operator.
         throw ApplicationFailure.retryable(
-          `the revenue wallet ${input.revenueWallet} is not this worker's relayer ${relayer.address}`,
+          `the revenue wallet ${settlement.recipient} is not this worker's relayer ${relayer.address}`,
           'RefundSignerMismatch',
         );
       }
-      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [input.payer as Address, BigInt(input.amount)] });
-      const { hash } = await relayer.send(refundTxId(input.workflowId), { to: input.asset as Address, data });
+      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [charge.payer as Address, BigInt(charge.amount)] });
+      // A retry finds the write-ahead record and re-sends those bytes (the checks above still hold).
+      const { hash } = await relayer.send(refundTxId(charge.id), { to: network.usdc as Address, data });
       await setCharge(input.chargeId, { refundTx: hash });
       return { hash };
     },
 
     async awaitRefundReceipt(input: RefundInput): Promise<ReceiptResult> {
-      return awaitRecordedReceipt(deps.relayerFor(input.network), refundTxId(input.workflowId), deps.config.RECEIPT_WAIT_MS);
+      return awaitRecordedReceipt(deps.relayerFor(input.network), refundTxId(input.chargeId), deps.config.RECEIPT_WAIT_MS);
     },
 
     /** Final ledger state of the charge. */

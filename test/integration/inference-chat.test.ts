@@ -505,4 +505,50 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const rows = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(id)}%` } });
     expect(rows.map((r) => r.status)).toEqual(['mined']);
   });
+
+  test('a refund workflow started by hand with a forged payee and amount moves nothing (records decide, not the input)', async () => {
+    // A paid, delivered chat: its charge is not owed anything.
+    const sent = sentPayments.length;
+    const res = await payingFetch(chatUrl, chatInit('A question whose answer is delivered.'));
+    expect(res.status).toBe(200);
+    await res.text();
+    const id = chargeOf(sentPayments[sent]!);
+    const delivered = await waitForCharge(id, 'delivered', 10_000);
+    const thief = privateKeyToAccount(generatePrivateKey()).address;
+    const revenueBefore = await h.balanceOf(revenue);
+    const forged = (chargeId: string, settlementId: string) => ({
+      workflowId: `refund:forged-${chargeId}`,
+      chargeId,
+      settlementId,
+      network: 'base-sepolia' as const,
+      payer: thief,
+      amount: '1000000000',
+      asset: stack.usdc,
+      revenueWallet: revenue,
+      reason: 'forged by hand',
+    });
+
+    // The charge of a real, delivered payment: the ledger says nothing is owed.
+    const real = forged(id, delivered.settlementId);
+    const handle = await h.temporal.workflow.start('refundWorkflow', {
+      workflowId: real.workflowId,
+      taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
+      args: [real],
+    });
+    await expect(handle.result()).rejects.toMatchObject({ cause: { cause: { type: 'RefundNotOwed' } } });
+    // A charge that does not exist, with the real settlement: nothing of ours to give back.
+    const ghost = forged(`${id}-ghost`, delivered.settlementId);
+    const ghostRun = await h.temporal.workflow.execute('refundWorkflow', {
+      workflowId: ghost.workflowId,
+      taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
+      args: [ghost],
+    });
+    expect(ghostRun).toEqual({ state: 'not_charged', refundTx: '' });
+
+    expect(await h.balanceOf(thief)).toBe(0n);
+    expect(await h.balanceOf(revenue)).toBe(revenueBefore);
+    expect((await charge(id))?.state).toBe('delivered');
+    const rows = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(id)}%` } });
+    expect(rows).toEqual([]);
+  });
 });
