@@ -1,11 +1,12 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { encodeFunctionData, isAddressEqual, type Address, type Hex } from 'viem';
+import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { InferenceCharge, Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { RefundInput } from '../src/inference/types';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { SettlementActivityDeps } from './settlement';
+import type { RoleSigners } from './signers';
 
 /** The refund transfer of one refund workflow (its write-ahead record id). */
 const refundTxId = (workflowId: string) => relayerTxId(workflowId, 'refund');
@@ -15,7 +16,17 @@ const refundTxId = (workflowId: string) => relayerTxId(workflowId, 'refund');
  * writes are conditional updates, and the transfer goes through the write-ahead relayer, so a
  * retried or restarted activity re-sends the same signed bytes instead of a second transfer.
  */
-export function createRefundActivities(deps: SettlementActivityDeps) {
+export function createRefundActivities(deps: SettlementActivityDeps & RoleSigners) {
+  /** The revenue wallet's signer (REVENUE_WALLET_PRIVATE_KEY), when this worker holds it. */
+  const revenueSigner = (input: RefundInput) => {
+    const signer = deps.signerFor(input.network, input.revenueWallet);
+    if (!signer) {
+      // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
+      // until one does; if none does, the error stays visible on the pending activity for an operator.
+      throw ApplicationFailure.retryable(`this worker holds no key for the revenue wallet ${input.revenueWallet}`, 'RefundSignerMismatch');
+    }
+    return signer;
+  };
   const setCharge = async (id: string, fields: Partial<InferenceCharge>, onlyFrom?: string[]) => {
     await deps.db.em
       .fork()
@@ -53,15 +64,7 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
 
     /** Transfers the charged amount back from the revenue wallet, once per workflow. */
     async sendRefund(input: RefundInput): Promise<{ hash: Hex }> {
-      const relayer = deps.relayerFor(input.network);
-      if (!isAddressEqual(relayer.address, input.revenueWallet as Address)) {
-        // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
-        // until one does; if none does, the error stays visible on the pending activity for an operator.
-        throw ApplicationFailure.retryable(
-          `the revenue wallet ${input.revenueWallet} is not this worker's relayer ${relayer.address}`,
-          'RefundSignerMismatch',
-        );
-      }
+      const relayer = revenueSigner(input);
       const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [input.payer as Address, BigInt(input.amount)] });
       const { hash } = await relayer.send(refundTxId(input.workflowId), { to: input.asset as Address, data });
       await setCharge(input.chargeId, { refundTx: hash });
@@ -69,7 +72,7 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
     },
 
     async awaitRefundReceipt(input: RefundInput): Promise<ReceiptResult> {
-      return awaitRecordedReceipt(deps.relayerFor(input.network), refundTxId(input.workflowId), deps.config.RECEIPT_WAIT_MS);
+      return awaitRecordedReceipt(revenueSigner(input), refundTxId(input.workflowId), deps.config.RECEIPT_WAIT_MS);
     },
 
     /** Final ledger state of the charge. */
