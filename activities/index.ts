@@ -7,8 +7,9 @@ import { createMediaActivities, type MediaActivityDeps } from './media';
 
 import { createWithdrawalActivities } from './withdrawal';
 import { createBatchedActivities, type BatchedActivityDeps } from './batched';
+import type { RoleSigners } from './signers';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & BatchedActivityDeps & MediaActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & BatchedActivityDeps & MediaActivityDeps & RoleSigners;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {

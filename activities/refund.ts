@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { encodeFunctionData, isAddressEqual, type Address, type Hex } from 'viem';
+import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { InferenceCharge, Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
@@ -7,6 +7,7 @@ import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '.
 import type { EvmNetworkId } from '../src/chains/networks';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { SettlementActivityDeps } from './settlement';
+import type { RoleSigners } from './signers';
 
 /**
  * The refund transfer of one charge (its write-ahead record id). Derived from the charge, not from
@@ -20,7 +21,18 @@ const refundTxId = (chargeId: string) => relayerTxId(refundWorkflowId(chargeId),
  * writes are conditional updates, and the transfer goes through the write-ahead relayer, so a
  * retried or restarted activity re-sends the same signed bytes instead of a second transfer.
  */
-export function createRefundActivities(deps: SettlementActivityDeps) {
+export function createRefundActivities(deps: SettlementActivityDeps & RoleSigners) {
+  /** The signer of the wallet the charge was paid to (REVENUE_WALLET_PRIVATE_KEY), when this worker holds it. */
+  const revenueSigner = (network: EvmNetworkId, wallet: string) => {
+    const signer = deps.signerFor(network, wallet);
+    if (!signer) {
+      // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
+      // until one does; if none does, the error stays visible on the pending activity for an operator.
+      throw ApplicationFailure.retryable(`this worker holds no key for the revenue wallet ${wallet}`, 'RefundSignerMismatch');
+    }
+    return signer;
+  };
+
   /**
    * The charge and its own settlement, from our records. A settlement counts for a charge only when it
    * is the charge's settlement, made for the paid service (INFERENCE_ORGANIZATION_ID), by the same
@@ -84,23 +96,15 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
      * input: anyone who can reach Temporal can start a workflow.
      */
     async sendRefund(input: RefundInput): Promise<{ hash: Hex }> {
-      const relayer = deps.relayerFor(input.network);
       const { charge, settlement } = await chargeAndSettlement(input.chargeId);
-      if (!charge || !settlement || settlement.state !== 'settled' || charge.state !== 'refund_pending') {
+      if (!charge || !settlement?.recipient || settlement.state !== 'settled' || charge.state !== 'refund_pending') {
         throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is not owed a refund`, 'RefundNotOwed');
       }
       const network = deps.networks.get(charge.network as EvmNetworkId);
       if (!network?.usdc || charge.network !== input.network) {
         throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is on ${charge.network}`, 'RefundNotOwed');
       }
-      if (!isAddressEqual(relayer.address, settlement.recipient as Address)) {
-        // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
-        // until one does; if none does, the error stays visible on the pending activity for an operator.
-        throw ApplicationFailure.retryable(
-          `the revenue wallet ${settlement.recipient} is not this worker's relayer ${relayer.address}`,
-          'RefundSignerMismatch',
-        );
-      }
+      const relayer = revenueSigner(network.id, settlement.recipient);
       const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [charge.payer as Address, BigInt(charge.amount)] });
       // A retry finds the write-ahead record and re-sends those bytes (the checks above still hold).
       const { hash } = await relayer.send(refundTxId(charge.id), { to: network.usdc as Address, data });
@@ -109,6 +113,7 @@ export function createRefundActivities(deps: SettlementActivityDeps) {
     },
 
     async awaitRefundReceipt(input: RefundInput): Promise<ReceiptResult> {
+      // Waiting reads the recorded transaction and re-broadcasts its bytes: no key is needed.
       return awaitRecordedReceipt(deps.relayerFor(input.network), refundTxId(input.chargeId), deps.config.RECEIPT_WAIT_MS);
     },
 

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { BaseError, ContractFunctionRevertedError, decodeErrorResult, encodeFunctionData, maxUint256, type Address, type Hex } from 'viem';
+import { BaseError, ContractFunctionRevertedError, decodeErrorResult, encodeFunctionData, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
@@ -16,9 +16,10 @@ export type GasCheck =
   | { broadcast: true; costUsdc: string }
   | { broadcast: false; reason: Extract<GasVerdict, { broadcast: false }>['reason']; costUsdc?: string };
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
+import type { RoleSigners } from './signers';
 import { awaitRecordedReceipt } from '../src/chains/evm/calls';
 
-export interface TopUpActivityDeps {
+export interface TopUpActivityDeps extends RoleSigners {
   config: Pick<Config, 'RECEIPT_WAIT_MS'> & Partial<Pick<Config, 'env'>>;
   db: MikroORM;
   networks: NetworkTable;
@@ -55,14 +56,9 @@ function revertDetail(err: unknown): string | null {
  */
 export function createTopUpActivities(deps: TopUpActivityDeps) {
   const relayerOf = (input: TopUpInput): Relayer => {
-    const relayer = deps.relayerFor(TOPUP_DESTINATION_NETWORK);
-    // Funds were paid out to input.relayer: only the worker holding that key can move them.
-    if (relayer.address.toLowerCase() !== input.relayer.toLowerCase()) {
-      throw ApplicationFailure.retryable(
-        `this worker's relayer ${relayer.address} is not the top-up relayer ${input.relayer}`,
-        'WrongRelayer',
-      );
-    }
+    // Funds were paid out to input.relayer: only the worker holding that key (TOPUP_RELAYER_PRIVATE_KEY) can move them.
+    const relayer = deps.signerFor(TOPUP_DESTINATION_NETWORK, input.relayer);
+    if (!relayer) throw ApplicationFailure.retryable(`this worker holds no key for the top-up relayer ${input.relayer}`, 'WrongRelayer');
     return relayer;
   };
 
@@ -137,21 +133,22 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
         : { broadcast: false, reason: v.reason, ...('costUsdc' in v ? { costUsdc: v.costUsdc.toString() } : {}) };
     },
 
-    /** Makes sure the merchant contract may pull the deposit from the relayer (one approval, reused). */
+    /**
+     * Lets the merchant contract pull exactly this deposit: the allowance grows by `netAmount` once
+     * per top-up (write-ahead record 'approve'), never to an unlimited amount, and concurrent top-ups
+     * add up instead of overwriting each other (USDC's increaseAllowance). The deposit spends it.
+     */
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
-      const allowance = await relayer.client.readContract({
-        address: usdc,
+      const data = encodeFunctionData({
         abi: tokenAbi,
-        functionName: 'allowance',
-        args: [relayer.address, input.merchantContract as Address],
+        functionName: 'increaseAllowance',
+        args: [input.merchantContract as Address, BigInt(input.netAmount)],
       });
-      if (allowance >= BigInt(input.netAmount) && !(await relayer.find(relayerTxId(input.workflowId, 'approve')))) return;
-      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'approve', args: [input.merchantContract as Address, maxUint256] });
       await relayer.send(relayerTxId(input.workflowId, 'approve'), { to: usdc, data });
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'approve'), deps.config.RECEIPT_WAIT_MS);
-      if (receipt.status !== 'success') throw ApplicationFailure.retryable('approve reverted', 'ApproveReverted');
+      if (receipt.status !== 'success') throw ApplicationFailure.retryable('increaseAllowance reverted', 'ApproveReverted');
     },
 
     /**

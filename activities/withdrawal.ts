@@ -1,4 +1,4 @@
-import { encodeFunctionData, isAddressEqual, type Address, type Hex } from 'viem';
+import { encodeFunctionData, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
 import type { NetworkTable, EvmNetworkId } from '../src/chains/networks';
 import { gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
@@ -8,10 +8,12 @@ import { revertReason } from '../src/permit/chain-errors';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { WithdrawalInput } from '../src/gateway/withdrawal-types';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
+import type { RoleSigners } from './signers';
 
-export interface WithdrawalActivityDeps {
+export interface WithdrawalActivityDeps extends RoleSigners {
   config: Pick<Config, 'RECEIPT_WAIT_MS'>;
   networks: NetworkTable;
+  /** Any signer of the network: receipt waits re-broadcast recorded bytes, whoever signed them. */
   relayerFor(network: EvmNetworkId): Relayer;
 }
 
@@ -35,14 +37,8 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
   };
   /** Sends once per (workflow, step); a call the contract refuses is reported, not signed. */
   const send = async (input: WithdrawalInput, step: 'initiate' | 'withdraw', data: Hex): Promise<WithdrawalSubmit> => {
-    const relayer = deps.relayerFor(input.network);
-    if (!isAddressEqual(relayer.address, input.depositor as Address)) {
-      return {
-        submitted: false,
-        reason: 'refused',
-        detail: `this worker's relayer ${relayer.address} is not the depositor ${input.depositor}`,
-      };
-    }
+    const relayer = deps.signerFor(input.network, input.depositor);
+    if (!relayer) return { submitted: false, reason: 'refused', detail: `this worker holds no key for the depositor ${input.depositor}` };
     try {
       const { hash } = await relayer.send(withdrawalTxId(input.workflowId, step), { to: input.gatewayWallet as Address, data });
       return { submitted: true, hash };

@@ -35,13 +35,15 @@ export function topupDevnetEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   const defaults: Record<string, string> = {
     ...mainnetDevnetEnv(DEVNET_BASE_RPC_URL, DEVNET_OPTIMISM_RPC_URL),
     TOPUP_SOURCES: 'base,optimism',
-    // The gateway pays settlements out to the worker's relayer, which then deposits.
-    TOPUP_RELAYER_ADDRESS: privateKeyToAddress((env.RELAYER_PRIVATE_KEY || DEVNET_RELAYER_KEY) as `0x${string}`),
+    // The gateway pays settlements out to the worker's top-up relayer (devnet: its relayer), which then deposits.
+    TOPUP_RELAYER_ADDRESS: privateKeyToAddress(
+      (env.TOPUP_RELAYER_PRIVATE_KEY || env.RELAYER_PRIVATE_KEY || DEVNET_RELAYER_KEY) as `0x${string}`,
+    ),
   };
   return Object.fromEntries(Object.entries(defaults).filter(([k]) => !env[k]));
 }
 
-/** After the shared contracts: the merchant contract on `base`, with the worker's relayer allowed. */
+/** After the shared contracts: the merchant contract on `base`, with the worker's top-up relayer allowed. */
 export async function deployTopupContracts(
   network: EvmNetwork,
   rpcUrl: string,

@@ -22,8 +22,9 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import path from 'node:path';
 import { createPublicClient, formatUnits, http, type Address } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
-import { ConfigError, DEVNET_RELAYER_KEY, loadConfig, type Config } from '../src/config';
-import { buildNetworkTable, type EvmNetwork } from '../src/chains/networks';
+import { ConfigError, DEVNET_RELAYER_KEY, isProductionEnv, type Config } from '../src/config';
+import { loadStartup } from '../src/startup';
+import type { EvmNetwork } from '../src/chains/networks';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { openDatabase } from '../src/db/orm';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
@@ -226,7 +227,7 @@ async function startChain(network: EvmNetwork, port: number): Promise<Anvil> {
   return anvil;
 }
 
-async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Address): Promise<void> {
+async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Address, topupRelayer: Address): Promise<void> {
   const started = Date.now();
   const { facilitator } = devnetAddresses();
   const code = await rpc<string>(anvil.rpcUrl, 'eth_getCode', [facilitator, 'latest']);
@@ -237,7 +238,7 @@ async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Addre
     relayers: [relayer],
     buyers: DEMO_BUYERS.map((b) => ({ address: b.address, amount: DEMO_BUYER_USDC })),
   });
-  const topup = await deployTopupContracts(network, anvil.rpcUrl, anvil.chainId, relayer);
+  const topup = await deployTopupContracts(network, anvil.rpcUrl, anvil.chainId, topupRelayer);
   if (topup) say(topup);
   say(
     present
@@ -339,13 +340,19 @@ async function main(): Promise<void> {
   const externalTemporal = process.env.TEMPORAL_ADDRESS;
   const childEnv: NodeJS.ProcessEnv = { ...process.env, SESSION_SECRET: sessionSecret() };
   Object.assign(childEnv, topupDevnetEnv(childEnv));
-  const config = loadConfig(childEnv);
-  const networks = buildNetworkTable(childEnv);
+  if (isProductionEnv(childEnv)) {
+    throw new ConfigError(
+      'Invalid configuration:\n  NODE_ENV: npm start runs the devnet; production (or MAINNETS_ENABLED) runs the processes themselves',
+    );
+  }
+  // Every child's whole configuration (inference, media and top-up included) is parsed before anything starts.
+  const [{ config, networks }, { keys }] = [loadStartup('api', childEnv), loadStartup('worker', childEnv)];
+  loadStartup('topup', childEnv);
   const devnets = [...networks.values()]
     .filter((n) => n.enabled)
     .map((n) => ({ network: n, port: localRpcPort(n) }))
     .filter((d): d is { network: EvmNetwork; port: number } => d.port !== undefined);
-  const relayer = privateKeyToAddress(config.RELAYER_PRIVATE_KEY as `0x${string}`);
+  const relayer = privateKeyToAddress(keys!.relayer);
 
   await checkPortsFree([
     { port: config.PORT, what: 'API' },
@@ -369,7 +376,10 @@ async function main(): Promise<void> {
   ]);
   if (stopping) return;
   await startLocalSolanaDevnet(childEnv, config, say); // in this process; ends with it
-  await all<void>([...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer)), migrate(config)]);
+  await all<void>([
+    ...devnets.map((d, i) => deployContracts(d.network, anvils[i] as Anvil, relayer, privateKeyToAddress(keys!.topupRelayer))),
+    migrate(config),
+  ]);
   say(`bridge attestation double at ${(await startDevnetBridgeAttester(childEnv)).url} (BRIDGE_ATTESTATION_URL)`);
   if (stopping) return;
   const gatewayChains = devnets.map((d, i) => ({
@@ -423,7 +433,7 @@ async function printSummary(
   );
   const usd = (v: bigint) => formatUnits(v, 6);
   const pad = (s: string, n: number) => s.padEnd(n);
-  const relayerNote = config.RELAYER_PRIVATE_KEY.toLowerCase() === DEVNET_RELAYER_KEY ? ' (anvil account #1)' : '';
+  const relayerNote = config.RELAYER_PRIVATE_KEY?.toLowerCase() === DEVNET_RELAYER_KEY ? ' (anvil account #1)' : '';
 
   const lines = [
     '',

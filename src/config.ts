@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { Hex } from 'viem';
+import { privateKeyToAddress } from 'viem/accounts';
 
 /**
  * The whole service configuration, read once from the environment and validated with zod.
@@ -14,6 +16,16 @@ const boolish = z.enum(['true', 'false', '1', '0', 'yes', 'no']).transform((v) =
 
 /** Anvil's well-known dev account #1: the default relayer of the devnet worker. Never use on a real chain. */
 export const DEVNET_RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+/** Its address (written out, so no process derives it from a key). */
+export const DEVNET_RELAYER_ADDRESS = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
+
+/**
+ * Production mode: NODE_ENV=production, or live (mainnet) settlement switched on. In it no devnet
+ * default applies: every key and contract address is explicit (src/production.ts checks them).
+ */
+export function isProductionEnv(env: Record<string, string | undefined>): boolean {
+  return env.NODE_ENV === 'production' || ['true', '1', 'yes'].includes(env.MAINNETS_ENABLED ?? '');
+}
 
 const schema = z.object({
   NODE_ENV: z.enum(['development', 'test', 'production']).default('development'),
@@ -54,8 +66,32 @@ const schema = z.object({
   /** Upper bound on one receipt wait inside an activity; the activity retries after it. */
   RECEIPT_WAIT_MS: int().pipe(z.number().min(100)).default(30_000),
 
-  /** Relayer signing key of this worker process, used on every EVM network it serves. */
-  RELAYER_PRIVATE_KEY: hexKey.default(DEVNET_RELAYER_KEY),
+  /**
+   * Keys by role (docs/security.md "Roles and keys"); only the worker holds keys. Devnet defaults:
+   * every role is anvil account #1; production: all explicit and distinct.
+   * The relayer signs settlements and pays gas on every EVM network the worker serves.
+   */
+  RELAYER_PRIVATE_KEY: hexKey.optional(),
+  /** The relayer's address, for processes without its key (the API: gateway-wallet depositor). */
+  RELAYER_ADDRESS: address.optional(),
+  /** Worker: signs refunds from the revenue wallet (INFERENCE_REVENUE_WALLET). */
+  REVENUE_WALLET_PRIVATE_KEY: hexKey.optional(),
+  /** Worker: the top-up relayer (TOPUP_RELAYER_ADDRESS) that deposits into the merchant contract. */
+  TOPUP_RELAYER_PRIVATE_KEY: hexKey.optional(),
+  /**
+   * Withdrawal operators: wallets (comma list) whose organizations (the ones they signed in to
+   * create) may see and move the facilitator's gateway-wallet balance. Nobody by default.
+   */
+  OPERATOR_ADDRESSES: z
+    .string()
+    .transform((v) =>
+      v
+        .split(',')
+        .map((s) => s.trim())
+        .filter(Boolean),
+    )
+    .pipe(z.array(address))
+    .default([]),
 
   /** Where platform fees are paid; fees are 0 unless an organization sets platformFeeBps. */
   PLATFORM_FEE_RECIPIENT: address.optional(),
@@ -82,7 +118,12 @@ const schema = z.object({
   WITHDRAWAL_POLL_MS: int().pipe(z.number().min(50).max(3_600_000)).default(5_000),
 });
 
-export type Config = z.infer<typeof schema> & { publicUrl: string; env: Record<string, string | undefined> };
+export type Config = z.infer<typeof schema> & {
+  publicUrl: string;
+  env: Record<string, string | undefined>;
+  /** NODE_ENV=production or MAINNETS_ENABLED: no devnet default applies (isProductionEnv). */
+  production: boolean;
+};
 
 export class ConfigError extends Error {}
 
@@ -99,5 +140,15 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
   if (c.NODE_ENV === 'production' && !c.SESSION_SECRET) {
     throw new ConfigError('Invalid configuration:\n  SESSION_SECRET: required when NODE_ENV=production');
   }
-  return { ...c, publicUrl: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`, env };
+  const production = isProductionEnv(set);
+  // Devnet only: every role is the devnet relayer unless set; the relayer's address follows its key
+  // so a devnet stack that sets only RELAYER_PRIVATE_KEY stays consistent. Production derives nothing.
+  const devnetRoles = production
+    ? {}
+    : {
+        RELAYER_PRIVATE_KEY: c.RELAYER_PRIVATE_KEY ?? DEVNET_RELAYER_KEY,
+        RELAYER_ADDRESS:
+          c.RELAYER_ADDRESS ?? (c.RELAYER_PRIVATE_KEY ? privateKeyToAddress(c.RELAYER_PRIVATE_KEY as Hex) : DEVNET_RELAYER_ADDRESS),
+      };
+  return { ...c, ...devnetRoles, production, publicUrl: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`, env };
 }

@@ -1,8 +1,9 @@
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { privateKeyToAccount } from 'viem/accounts';
-import { loadConfig, ConfigError } from '../src/config';
-import { buildNetworkTable, type EvmNetworkId } from '../src/chains/networks';
+import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { ConfigError } from '../src/config';
+import type { EvmNetworkId } from '../src/chains/networks';
+import { startUp } from '../src/startup';
 import { Relayer } from '../src/chains/evm/relayer';
 import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
@@ -11,24 +12,37 @@ import { createActivities } from '../activities';
 import { solanaNetworks } from '../src/chains/solana/context';
 
 /**
- * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It owns one relayer
- * key (RELAYER_PRIVATE_KEY) for every network it serves; no other process may sign with that key.
+ * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It holds the keys by
+ * role (docs/security.md): the relayer (RELAYER_PRIVATE_KEY: settlements, gas), the revenue wallet
+ * (refunds) and the top-up relayer (deposits); no other process may sign with them. In devnet the
+ * three are one key.
  */
 async function main() {
-  const config = loadConfig();
-  const networks = buildNetworkTable(config.env);
+  // All config (media and inference too) parsed, and in production checked, before anything starts.
+  const { config, networks, keys } = await startUp('worker');
   const log = createLogger(config.LOG_LEVEL, 'worker');
   const db = await openDatabase(config);
-  const account = privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`);
+  const account = privateKeyToAccount(keys!.relayer);
+  // One Relayer (one nonce manager) per distinct key and network, however many roles the key has.
+  const accounts = new Map<string, PrivateKeyAccount>();
+  for (const key of [keys!.relayer, keys!.revenue, keys!.topupRelayer]) {
+    const a = privateKeyToAccount(key);
+    if (!accounts.has(a.address.toLowerCase())) accounts.set(a.address.toLowerCase(), a);
+  }
 
-  const relayers = new Map<EvmNetworkId, Relayer>();
-  for (const n of networks.values()) if (n.enabled) relayers.set(n.id, new Relayer(n, account, db));
+  const relayers = new Map<string, Relayer>();
+  const slot = (id: EvmNetworkId, address: string) => `${id}:${address.toLowerCase()}`;
+  for (const n of networks.values()) {
+    if (!n.enabled) continue;
+    for (const a of accounts.values()) relayers.set(slot(n.id, a.address), new Relayer(n, a, db));
+  }
   const relayerFor = (id: EvmNetworkId) => {
-    const r = relayers.get(id);
+    const r = relayers.get(slot(id, account.address));
     if (!r) throw new Error(`no relayer for network ${id}`);
     return r;
   };
-  // Transactions this key signed before a crash but that never got a receipt are sent again first,
+  const signerFor = (id: EvmNetworkId, address: string) => relayers.get(slot(id, address));
+  // Transactions these keys signed before a crash but that never got a receipt are sent again first,
   // so later nonces are not stuck behind a gap.
   for (const r of relayers.values()) {
     const n = await r.recoverPending().catch((err) => {
@@ -49,10 +63,12 @@ async function main() {
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities({ config, db, networks, relayerFor }),
+    activities: createActivities({ config, db, networks, relayerFor, signerFor }),
   });
-  const solana = [...solanaNetworks(config).keys()]; // a bad SOLANA_FEE_PAYER_KEY stops start-up here
-  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, networks: [...relayers.keys(), ...solana] }, 'worker ready');
+  const solana = [...solanaNetworks(config).keys()];
+  const evm = [...networks.values()].filter((n) => n.enabled).map((n) => n.id);
+  const signers = [...accounts.keys()];
+  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, signers, networks: [...evm, ...solana] }, 'worker ready');
   await worker.run();
   await connection.close();
   await db.close();

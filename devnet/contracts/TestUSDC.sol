@@ -161,6 +161,12 @@ contract TestUSDC {
         return true;
     }
 
+    /// @notice Adds `increment` to the allowance (as USDC's FiatToken does): concurrent exact approvals add up instead of overwriting each other.
+    function increaseAllowance(address spender, uint256 increment) external returns (bool) {
+        _approve(msg.sender, spender, allowance[msg.sender][spender] + increment);
+        return true;
+    }
+
     function transferFrom(address from, address to, uint256 value) external returns (bool) {
         uint256 allowed = allowance[from][msg.sender];
         if (allowed != type(uint256).max) {

@@ -1,5 +1,5 @@
-import { loadConfig, ConfigError } from '../config';
-import { buildNetworkTable } from '../chains/networks';
+import { ConfigError } from '../config';
+import { startUp } from '../startup';
 import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
@@ -8,9 +8,9 @@ import { serveUntilSignal } from '../http/serve';
 
 /** The API process: Koa on HOST:PORT, talking to Temporal and the database. */
 async function main() {
-  const config = loadConfig();
+  // All config (inference and media too) parsed, and in production checked, before anything starts.
+  const { config, networks } = await startUp('api');
   const logger = createLogger(config.LOG_LEVEL, 'api');
-  const networks = buildNetworkTable(config.env);
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
   const app = createApp({ config, db, networks, temporal, logger });

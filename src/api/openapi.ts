@@ -449,14 +449,14 @@ route({
   path: '/v1/gateway/balances',
   tags: ['Batched'],
   operationId: 'gatewayBalances',
-  summary: "The facilitator's own USDC balances in the gateway wallet (available, withdrawing, withdrawable, total)",
+  summary: "The facilitator's own USDC balances in the gateway wallet (available, withdrawing, withdrawable, total); operators only",
   security: API_KEY,
   request: { query: z.object({ network: z.string().describe('EVM network id, e.g. base-sepolia') }) },
   responses: {
     200: json(component('GatewayBalances', gatewayBalancesSchema), 'Balance views, read from the contract'),
     400: envelope('Unknown or unconfigured network'),
     401: envelope('Missing, malformed or unknown API key'),
-    403: envelope('Revoked key, or key mode does not match the network'),
+    403: envelope('Revoked key, key mode does not match the network, or not an operator (OPERATOR_ADDRESSES)'),
   },
 });
 
@@ -467,7 +467,7 @@ route({
   path: '/v1/gateway/withdrawals',
   tags: ['Batched'],
   operationId: 'gatewayWithdraw',
-  summary: 'Withdraw from the facilitator gateway-wallet balance to its wallet, as a durable workflow',
+  summary: 'Withdraw from the facilitator gateway-wallet balance to its wallet, as a durable workflow; operators only',
   description:
     'Starts a WithdrawalWorkflow: initiateWithdrawal, wait until withdrawalBlock, withdraw. Answers at once with the record; ' +
     'poll GET /v1/gateway/withdrawals/{id}. One withdrawal at a time per network (409 while one is in progress).',
@@ -477,7 +477,7 @@ route({
     202: json(WithdrawalRecord, 'Started (or the existing withdrawal of this idempotencyKey)'),
     400: envelope('Bad body, unknown network, or amount above the available balance'),
     401: envelope('Missing, malformed or unknown API key'),
-    403: envelope('Revoked key, or key mode does not match the network'),
+    403: envelope('Revoked key, key mode does not match the network, or not an operator (OPERATOR_ADDRESSES)'),
     409: envelope('A withdrawal is in progress, or the idempotencyKey belongs to a different withdrawal'),
     413: envelope('Body too large'),
     415: envelope('Content-Type is not application/json'),
@@ -495,7 +495,7 @@ route({
   responses: {
     200: json(WithdrawalRecord, 'The withdrawal record'),
     401: envelope('Missing, malformed or unknown API key'),
-    403: envelope('Revoked key'),
+    403: envelope('Revoked key, or not an operator (OPERATOR_ADDRESSES)'),
     404: envelope('No such withdrawal for this organization'),
   },
 });

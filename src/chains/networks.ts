@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { Address } from 'viem';
-import { ConfigError } from '../config';
+import { ConfigError, isProductionEnv } from '../config';
 import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
@@ -172,8 +172,11 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
  * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
  * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
  * `GATEWAY_WALLET_TESTNET` (default: devnet), `GATEWAY_WALLET_MAINNET` (default: Circle's mainnet GatewayWallet).
+ * In production mode (isProductionEnv) no network has a default RPC URL and the bridge pair has no
+ * default, so nothing devnet is enabled implicitly; src/production.ts refuses any devnet address left.
  */
 export function buildNetworkTable(env: Record<string, string | undefined> = process.env): NetworkTable {
+  const devnet = !isProductionEnv(env);
   const addr = (name: string) => readEnv(env, name, (v) => addressSchema.parse(v) as Address);
   const facilitators: Record<FacilitatorGroup, Address | undefined> = {
     testnet: addr('FACILITATOR_ADDRESS_TESTNET') ?? DEVNET_FACILITATOR_ADDRESS,
@@ -187,8 +190,8 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     uptoPermit2Proxy: addr('UPTO_PERMIT2_PROXY_ADDRESS') ?? DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
   };
   const bridge = {
-    bridgeMessenger: addr('BRIDGE_MESSENGER_ADDRESS') ?? DEVNET_BRIDGE_MESSENGER_ADDRESS,
-    bridgeTransmitter: addr('BRIDGE_TRANSMITTER_ADDRESS') ?? DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+    bridgeMessenger: addr('BRIDGE_MESSENGER_ADDRESS') ?? (devnet ? DEVNET_BRIDGE_MESSENGER_ADDRESS : undefined),
+    bridgeTransmitter: addr('BRIDGE_TRANSMITTER_ADDRESS') ?? (devnet ? DEVNET_BRIDGE_TRANSMITTER_ADDRESS : undefined),
   };
   const gatewayWallets = {
     testnet: addr('GATEWAY_WALLET_TESTNET') ?? DEVNET_GATEWAY_WALLET_ADDRESS,
@@ -202,7 +205,9 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     const rpcUrls =
       rpcRaw === 'none'
         ? []
-        : (readEnv(env, `RPC_URLS_${sfx}`, (v) => urlList.parse(v.split(',').map((u) => u.trim()))) ?? s.rpcUrls ?? []);
+        : (readEnv(env, `RPC_URLS_${sfx}`, (v) => urlList.parse(v.split(',').map((u) => u.trim()))) ??
+          (devnet ? s.rpcUrls : undefined) ??
+          []);
     const chainId =
       readEnv(env, `CHAIN_ID_${sfx}`, (v) =>
         z
@@ -233,6 +238,29 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     });
   }
   return table;
+}
+
+/**
+ * The contracts a network uses, each with the variable that configures it (start-up checks:
+ * no devnet address in production, code at every address).
+ */
+export function contractVariables(n: EvmNetwork): { variable: string; address: Address }[] {
+  const group = TABLE[n.id].facilitator;
+  const out: { variable: string; address: Address | undefined }[] = [
+    { variable: `FACILITATOR_ADDRESS_${group.toUpperCase()}`, address: n.facilitator },
+    { variable: `USDC_ADDRESS_${envSuffix(n.id)}`, address: n.usdc },
+    { variable: 'PERMIT2_ADDRESS', address: n.permit2 },
+    { variable: 'EXACT_PERMIT2_PROXY_ADDRESS', address: n.exactPermit2Proxy },
+    { variable: 'UPTO_PERMIT2_PROXY_ADDRESS', address: n.uptoPermit2Proxy },
+    { variable: 'BRIDGE_MESSENGER_ADDRESS', address: n.bridgeMessenger },
+    { variable: 'BRIDGE_TRANSMITTER_ADDRESS', address: n.bridgeTransmitter },
+    // The gateway wallet exists only where the upstream gateway serves the network.
+    {
+      variable: n.testnet ? 'GATEWAY_WALLET_TESTNET' : 'GATEWAY_WALLET_MAINNET',
+      address: n.gatewayDomain === undefined ? undefined : n.gatewayWallet,
+    },
+  ];
+  return out.filter((c): c is { variable: string; address: Address } => c.address !== undefined);
 }
 
 export const isEvmNetworkId = (v: string): v is EvmNetworkId => (EVM_NETWORK_IDS as readonly string[]).includes(v);
@@ -277,7 +305,11 @@ export function buildSolanaNetworkTable(
     const s = SOLANA_TABLE[id];
     const sfx = envSuffix(id);
     const rawUrl = env[`SOLANA_RPC_URL_${sfx}`];
-    const rpcUrl = rawUrl === 'none' ? undefined : (readEnv(env, `SOLANA_RPC_URL_${sfx}`, (v) => z.string().url().parse(v)) ?? s.rpcUrl);
+    // The default RPC is the devnet node of `npm start`: never in production mode.
+    const rpcUrl =
+      rawUrl === 'none'
+        ? undefined
+        : (readEnv(env, `SOLANA_RPC_URL_${sfx}`, (v) => z.string().url().parse(v)) ?? (isProductionEnv(env) ? undefined : s.rpcUrl));
     const usdc = readEnv(env, `USDC_MINT_${sfx}`, (v) => base58Schema.parse(v)) ?? s.usdc;
     table.set(id, { id, kind: 'solana', caip2: s.caip2, testnet: s.testnet, usdc, rpcUrl, enabled: rpcUrl !== undefined });
   }

@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
-import { privateKeyToAddress } from 'viem/accounts';
 import type { Address } from 'viem';
 import { z } from 'zod';
 import type { ServiceDeps } from '../deps';
@@ -21,11 +20,13 @@ import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from '.
 /**
  * The facilitator's own account in the gateway wallet (docs/decisions.md "Batched payments and
  * withdrawals"): balances, and withdrawals as durable WithdrawalWorkflows. The depositor is the
- * relayer address (RELAYER_PRIVATE_KEY), the key the worker signs the withdrawal with.
+ * relayer (RELAYER_ADDRESS; the worker signs the withdrawal with its key, which the API never holds).
  */
 
-export const depositorOf = (deps: Pick<ServiceDeps, 'config'>): Address =>
-  privateKeyToAddress(deps.config.RELAYER_PRIVATE_KEY as `0x${string}`);
+export const depositorOf = (deps: Pick<ServiceDeps, 'config'>): Address => {
+  if (!deps.config.RELAYER_ADDRESS) throw new ApiError(503, 'RELAYER_ADDRESS is not configured on this service');
+  return deps.config.RELAYER_ADDRESS as Address;
+};
 
 /** A network whose chain we reach, with a known USDC (the gateway wallet's token). */
 function gatewayChain(deps: ServiceDeps, auth: AuthContext, id: unknown): EvmNetwork & { usdc: Address } {

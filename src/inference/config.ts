@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { privateKeyToAddress } from 'viem/accounts';
 import { ConfigError, type Config } from '../config';
 import { EVM_NETWORK_IDS, type EvmNetworkId } from '../chains/networks';
 
@@ -61,7 +60,10 @@ const schema = z.object({
   /** EIP-712 domain of the chat network's USDC, put in `extra` for the buyer to sign with. */
   INFERENCE_USDC_NAME: z.string().min(1).default('USDC'),
   INFERENCE_USDC_VERSION: z.string().min(1).default('2'),
-  /** Wallet the chat revenue is paid to; default the worker relayer's address (it signs refunds). */
+  /**
+   * Wallet the chat and media revenue is paid to (the worker signs refunds from it with
+   * REVENUE_WALLET_PRIVATE_KEY). Devnet default: the relayer's address; required in production.
+   */
   INFERENCE_REVENUE_WALLET: z
     .string()
     .regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 20-byte hex address')
@@ -100,7 +102,7 @@ const cache = new WeakMap<object, InferenceConfig>();
 
 /** Parses (once per config object) the INFERENCE_* variables; throws ConfigError naming bad ones. */
 export function inferenceConfig(
-  config: Pick<Config, 'env' | 'RELAYER_PRIVATE_KEY'> & Partial<Pick<Config, 'SETTLE_WAIT_MS'>>,
+  config: Pick<Config, 'env'> & Partial<Pick<Config, 'SETTLE_WAIT_MS' | 'RELAYER_ADDRESS' | 'production'>>,
 ): InferenceConfig {
   const hit = cache.get(config);
   if (hit) return hit;
@@ -110,6 +112,9 @@ export function inferenceConfig(
     throw new ConfigError(`Invalid configuration:\n${r.error.issues.map((i) => `  ${i.path.join('.')}: ${i.message}`).join('\n')}`);
   }
   const c = r.data;
+  const revenueWallet = c.INFERENCE_REVENUE_WALLET ?? (config.production ? undefined : config.RELAYER_ADDRESS);
+  if (!revenueWallet)
+    throw new ConfigError('Invalid configuration:\n  INFERENCE_REVENUE_WALLET: required in production (the revenue wallet address)');
   const ids = c.INFERENCE_PROVIDERS.map((p) => p.id);
   if (new Set(ids).size !== ids.length) throw new ConfigError('Invalid configuration:\n  INFERENCE_PROVIDERS: provider ids must be unique');
   const out: InferenceConfig = {
@@ -124,7 +129,7 @@ export function inferenceConfig(
     paymentTimeoutSeconds: c.INFERENCE_PAYMENT_TIMEOUT_SECONDS,
     usdcName: c.INFERENCE_USDC_NAME,
     usdcVersion: c.INFERENCE_USDC_VERSION,
-    revenueWallet: (c.INFERENCE_REVENUE_WALLET ?? privateKeyToAddress(config.RELAYER_PRIVATE_KEY as `0x${string}`)) as `0x${string}`,
+    revenueWallet: revenueWallet as `0x${string}`,
     firstByteTimeoutMs: c.INFERENCE_FIRST_BYTE_TIMEOUT_MS,
     maxStreamMs: c.INFERENCE_MAX_STREAM_MS,
     guardDelayMs:

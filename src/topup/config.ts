@@ -1,6 +1,5 @@
 import { z } from 'zod';
-import { privateKeyToAddress } from 'viem/accounts';
-import { ConfigError, DEVNET_RELAYER_KEY } from '../config';
+import { ConfigError, DEVNET_RELAYER_ADDRESS } from '../config';
 import { DEVNET_MERCHANT_ADDRESS } from '../chains/devnet-addresses';
 
 /**
@@ -40,9 +39,10 @@ const schema = z.object({
     .pipe(z.array(z.enum(TOPUP_SOURCE_IDS)).min(1)),
   /**
    * The gateway relayer wallet on the destination chain: it receives settled funds (the settlement's
-   * payout) and calls `deposit`. It must be the relayer key of the worker(s) that run top-ups.
+   * payout) and calls `deposit`. The worker signs as it with TOPUP_RELAYER_PRIVATE_KEY. The devnet
+   * default (and TOPUP_MERCHANT_CONTRACT's) is refused in production (src/production.ts).
    */
-  TOPUP_RELAYER_ADDRESS: address.default(privateKeyToAddress(DEVNET_RELAYER_KEY)),
+  TOPUP_RELAYER_ADDRESS: address.default(DEVNET_RELAYER_ADDRESS),
   /** Internal organization id under which the gateway's settlements are recorded. */
   TOPUP_ORGANIZATION_ID: z.string().min(1).max(36).default('topup-gateway'),
   TOPUP_FEE_FIXED: units().default(0n),

@@ -1,23 +1,21 @@
-import { loadConfig, ConfigError } from '../config';
-import { buildNetworkTable } from '../chains/networks';
+import { ConfigError } from '../config';
+import { startUp } from '../startup';
 import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
 import { serveUntilSignal } from '../http/serve';
 import { createTopupApp } from './app';
-import { loadTopupConfig } from './config';
 
 /** The top-up gateway process: its own Koa app on HOST:TOPUP_PORT, same database and Temporal as the API. */
 async function main() {
-  const config = loadConfig();
-  const topup = loadTopupConfig(config.env);
+  // All config parsed, and in production checked (no devnet value, contract code), before anything starts.
+  const { config, networks, topup } = await startUp('topup');
   const logger = createLogger(config.LOG_LEVEL, 'topup');
-  const networks = buildNetworkTable(config.env);
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
-  const app = createTopupApp({ config, topup, db, networks, temporal, logger });
-  serveUntilSignal(app, topup.TOPUP_PORT, config.HOST, { temporal, db }, () =>
-    logger.info({ url: topup.topupUrl, merchant: topup.TOPUP_MERCHANT_ID }, 'topup gateway listening'),
+  const app = createTopupApp({ config, topup: topup!, db, networks, temporal, logger });
+  serveUntilSignal(app, topup!.TOPUP_PORT, config.HOST, { temporal, db }, () =>
+    logger.info({ url: topup!.topupUrl, merchant: topup!.TOPUP_MERCHANT_ID }, 'topup gateway listening'),
   );
 }
 

@@ -35,7 +35,7 @@ describe('OpenAPI document of the running app', () => {
   const jar = new CookieJar();
 
   beforeAll(async () => {
-    tdb = await openTestDatabase('sqlite');
+    tdb = await openTestDatabase('sqlite', { OPERATOR_ADDRESSES: owner.address }); // gateway routes are operators only
     api = await startApi({ db: tdb.db, config: tdb.config });
     const res = await request('GET', `${api.baseUrl}/v1/openapi.json`);
     expect(res.status).toBe(200);
@@ -184,6 +184,24 @@ describe('OpenAPI document of the running app', () => {
     await call('GET', '/v1/gateway/balances', { cookie: '' }); // 401
     await call('POST', '/v1/gateway/withdrawals', { json: { network: 'base-sepolia', amount: '0' }, headers: bearer }); // 400
     await call('GET', '/v1/gateway/withdrawals/nope', { headers: bearer }, '/v1/gateway/withdrawals/{id}'); // 404
+  });
+
+  test('real responses validate against the document: gateway-wallet routes refuse a non-operator (403)', async () => {
+    const other = privateKeyToAccount(generatePrivateKey());
+    const otherJar = new CookieJar();
+    const signedIn = await otherJar.fetch(`${api.baseUrl}/v1/auth/verify`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(await signedVerifyBody(api.baseUrl, other)),
+    });
+    expect(signedIn.status).toBe(200);
+    const key = await request('POST', `${api.baseUrl}/v1/api_keys`, {
+      cookie: otherJar.header(),
+      json: { name: 'not an operator', test_net: true },
+    });
+    const bearer = { authorization: `Bearer ${key.body.api_key}` };
+    const res = await call('GET', '/v1/gateway/balances?network=base-sepolia', { headers: bearer }, '/v1/gateway/balances');
+    expect(res.status).toBe(403);
   });
 
   test('Swagger UI at /docs loads the document from swagger-ui-dist assets', async () => {

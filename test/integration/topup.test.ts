@@ -202,6 +202,15 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     expect(anyone.body.topup.buyer).toBeNull();
   });
 
+  /** What the top-up relayer lets the merchant contract pull. */
+  const merchantAllowance = () =>
+    h.chain.readContract({
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'allowance',
+      args: [h.relayer.address, DEVNET_MERCHANT_ADDRESS],
+    });
+
   test('same-chain top-up: settled, deposited, exact amounts on chain and in the record', async () => {
     const payer = await h.freshPayer(10_000_000n);
     const gross = 5_000_000n;
@@ -211,6 +220,7 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
       merchant: await h.usdcOf(DEVNET_MERCHANT_ADDRESS),
       fee: await h.usdcOf(h.feeRecipient),
       relayer: await h.usdcOf(h.relayer.address),
+      allowance: await merchantAllowance(),
     };
     const started = Date.now();
     const res = await h.post({ amount: gross.toString() }, pay.header);
@@ -247,6 +257,8 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     expect(await h.usdcOf(DEVNET_MERCHANT_ADDRESS)).toBe(before.merchant + 4_975_000n);
     expect(await h.usdcOf(h.feeRecipient)).toBe(before.fee + 25_000n);
     expect(await h.usdcOf(h.relayer.address)).toBe(before.relayer); // passed through, nothing kept
+    // The merchant contract was allowed exactly this deposit, which spent it: no unlimited approval.
+    expect(await merchantAllowance()).toBe(before.allowance);
 
     const status = await h.get(`/v1/demo-merchant/topups/${topupId}`);
     expect(status).toMatchObject({ status: 200, body: res.body });

@@ -1,12 +1,14 @@
 import { numberToHex, parseEventLogs, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
-import { RelayerTransaction } from '../../src/db/entities';
+import { RelayerTransaction, Settlement } from '../../src/db/entities';
+import { WITHDRAWAL_ROUTE } from '../../src/gateway/withdrawal-types';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { gatewayHelpers } from '../support/gateway';
-import { request, type JsonResponse } from '../support/http';
+import { request, signIn, type JsonResponse } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -17,11 +19,17 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
   const g = gatewayHelpers();
   const relayer = TEST_ACCOUNTS.relayers[3]; // the depositor: this worker's relayer
   const buyer = TEST_ACCOUNTS.buyers[2];
+  // Withdrawals are for operators only: the harness's organization is owned by an OPERATOR_ADDRESSES wallet.
+  const operator = privateKeyToAccount(generatePrivateKey());
   let h: SettleHarness;
   let rpcUrl: string;
 
   beforeAll(async () => {
-    h = await startSettleHarness(kind, { relayerIndex: 3, env: { WITHDRAWAL_POLL_MS: '100', RECEIPT_WAIT_MS: '5000' } });
+    h = await startSettleHarness(kind, {
+      relayerIndex: 3,
+      owner: operator,
+      env: { WITHDRAWAL_POLL_MS: '100', RECEIPT_WAIT_MS: '5000', OPERATOR_ADDRESSES: operator.address },
+    });
     rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
     await g.deposit(buyer, 4_000_000n, relayer.address); // a buyer funds the facilitator's gateway balance
   });
@@ -49,6 +57,32 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
       (l) => l.args.depositor.toLowerCase() === relayer.address.toLowerCase(),
     );
   };
+
+  test('a normal API key (organization not owned by an operator) gets 403 on every gateway route, and starts nothing', async () => {
+    const cookie = await signIn(h.api.baseUrl, privateKeyToAccount(generatePrivateKey()));
+    const key = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'seller', test_net: true } });
+    expect(key.status).toBe(201);
+    const headers = { authorization: `Bearer ${key.body.api_key}` };
+    const forbidden = { type: 'api_error', code: 403, message: "operators only: this organization's owner is not in OPERATOR_ADDRESSES" };
+    const idempotencyKey = `not-an-operator-${kind}`;
+    const withdrawals = () => h.tdb.db.em.fork().count(Settlement, { route: WITHDRAWAL_ROUTE });
+    const before = await withdrawals();
+    const answers = [
+      await request('GET', `${h.api.baseUrl}/v1/gateway/balances?network=base-sepolia`, { headers }),
+      await request('POST', `${h.api.baseUrl}/v1/gateway/withdrawals`, {
+        json: { network: 'base-sepolia', amount: '1', idempotencyKey },
+        headers,
+      }),
+      await request('GET', `${h.api.baseUrl}/v1/gateway/withdrawals/anything`, { headers }),
+    ];
+    for (const res of answers) {
+      expect(res.status).toBe(403);
+      expect(res.body).toEqual(forbidden);
+    }
+    expect(await withdrawals()).toBe(before);
+    // The operator's own key gets through.
+    expect((await balances()).status).toBe(200);
+  });
 
   test('GET /v1/gateway/balances: the four balance views of the facilitator account, as the contract has them', async () => {
     const res = await balances();

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createPublicClient, http, parseEventLogs, type Address, type Hex, type LocalAccount, type PublicClient } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Client } from '@temporalio/client';
 import { waitUntil, type ManagedProcess } from '../../devnet/process';
 import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
@@ -53,6 +53,8 @@ export async function startSettleHarness(
     logger?: Logger;
     /** Sees every line the worker process prints. */
     onWorkerLine?: (line: string) => void;
+    /** The wallet that signs in and owns the organization (default: a fresh one). */
+    owner?: PrivateKeyAccount;
   },
 ): Promise<SettleHarness> {
   const stack = readStackInfo();
@@ -74,7 +76,7 @@ export async function startSettleHarness(
   const workerOpts = { onLine: opts.onWorkerLine };
   let worker = await startWorker(workerEnv, workerOpts);
 
-  const owner = privateKeyToAccount(generatePrivateKey());
+  const owner = opts.owner ?? privateKeyToAccount(generatePrivateKey());
   const cookie = await signIn(api.baseUrl, owner);
   const patched = await request('PATCH', `${api.baseUrl}/v1/organization`, {
     cookie,

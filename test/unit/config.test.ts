@@ -38,6 +38,8 @@ describe('loadConfig defaults', () => {
       MIN_VALIDITY_SECONDS: 6,
       RECEIPT_WAIT_MS: 30_000,
       RELAYER_PRIVATE_KEY: DEVNET_RELAYER_KEY,
+      RELAYER_ADDRESS: '0x70997970C51812dc3A010C7d01b50e0d17dc79C8',
+      OPERATOR_ADDRESSES: [],
       MAINNETS_ENABLED: false,
       BRIDGE_ATTESTATION_URL: 'http://127.0.0.1:4023',
       BRIDGE_MAX_FEE_BPS: 100,
@@ -47,6 +49,7 @@ describe('loadConfig defaults', () => {
       GATEWAY_TIMEOUT_MS: 10_000,
       WITHDRAWAL_POLL_MS: 5_000,
       publicUrl: 'http://localhost:4021',
+      production: false,
       env: {},
     });
     expect(c.DATABASE_URL).toBeUndefined();

@@ -9,7 +9,7 @@ import { openChatStream, ProviderFailure } from '../../src/inference/upstream';
 
 /** Paid inference pieces without the stack: config, the registry's caches, SSE parsing, X-PAYMENT decoding. */
 
-const RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88c7a8412f4603b6b78690d';
+const RELAYER_ADDRESS = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
 /** A tiny HTTP server answering with `handler`; counts requests per path. */
 async function serve(handler: (path: string, res: import('node:http').ServerResponse) => void) {
@@ -34,7 +34,7 @@ async function serve(handler: (path: string, res: import('node:http').ServerResp
 
 describe('inference config', () => {
   test('devnet defaults: two providers, default model modelserver:24B, revenue wallet = relayer address', () => {
-    const c = inferenceConfig({ env: {}, RELAYER_PRIVATE_KEY: RELAYER_KEY });
+    const c = inferenceConfig({ env: {}, RELAYER_ADDRESS: RELAYER_ADDRESS });
     expect(c.providers.map((p) => p.id)).toEqual(['modelserver', 'modelserver2']);
     expect(c).toMatchObject({
       defaultModel: 'modelserver:24B',
@@ -47,13 +47,13 @@ describe('inference config', () => {
       maxStreamMs: 600_000,
     });
     // The guard looks only after every bound of a request has passed.
-    expect(inferenceConfig({ env: {}, RELAYER_PRIVATE_KEY: RELAYER_KEY, SETTLE_WAIT_MS: 20_000 }).guardDelayMs).toBe(
+    expect(inferenceConfig({ env: {}, RELAYER_ADDRESS: RELAYER_ADDRESS, SETTLE_WAIT_MS: 20_000 }).guardDelayMs).toBe(
       20_000 + 30_000 + 600_000 + 60_000,
     );
   });
 
   test('bad values name the variable', () => {
-    const bad = (env: Record<string, string>) => () => inferenceConfig({ env, RELAYER_PRIVATE_KEY: RELAYER_KEY });
+    const bad = (env: Record<string, string>) => () => inferenceConfig({ env, RELAYER_ADDRESS: RELAYER_ADDRESS });
     expect(bad({ INFERENCE_PROVIDERS: 'not json' })).toThrow(/INFERENCE_PROVIDERS: must be a JSON array/);
     expect(bad({ INFERENCE_PROVIDERS: '[{"id":"Up","label":"x","baseUrl":"http://a/v1"}]' })).toThrow(ConfigError);
     expect(
@@ -77,7 +77,7 @@ describe('InferenceRegistry', () => {
     try {
       let now = 1_000_000;
       const c: InferenceConfig = {
-        ...inferenceConfig({ env: {}, RELAYER_PRIVATE_KEY: RELAYER_KEY }),
+        ...inferenceConfig({ env: {}, RELAYER_ADDRESS: RELAYER_ADDRESS }),
         providers: [{ id: 'ms', label: 'MS', baseUrl: `${s.url}/v1` }],
         templatesUrl: `${s.url}/v1/templates`,
         modelsTtlMs: 1000,

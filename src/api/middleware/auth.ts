@@ -6,7 +6,7 @@ import { ApiError } from '../../errors';
 import { authenticateApiKey } from '../../auth/api-keys';
 import { findActiveSession } from '../../auth/sessions';
 import { readSessionCookie, SESSION_COOKIE } from '../../auth/session-cookie';
-import type { Session } from '../../db/entities';
+import { Organization, type Session } from '../../db/entities';
 
 /**
  * Authentication middleware. Errors are thrown as ApiError so the error handler answers in the
@@ -56,6 +56,23 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
     const em = ctx.state.em ?? deps.db.em.fork();
     const key = await authenticateApiKey(em, match[1]);
     ctx.state.auth = { organizationId: key.organizationId, method: 'api_key', apiKeyId: key.apiKeyId, testNet: key.testNet };
+    await next();
+  };
+}
+
+/**
+ * Operator role (docs/decisions.md "Withdrawal operators"): after requireApiKey, lets through only
+ * organizations created by a wallet in OPERATOR_ADDRESSES (the SIWE signer that owns them); any
+ * other authenticated caller gets 403.
+ */
+export function requireOperator(deps: ServiceDeps): Middleware<HttpState> {
+  const operators = new Set(deps.config.OPERATOR_ADDRESSES.map((a) => a.toLowerCase()));
+  return async (ctx, next) => {
+    const em = ctx.state.em ?? deps.db.em.fork();
+    const org = await em.findOne(Organization, { id: ctx.state.auth!.organizationId });
+    if (!org || !operators.has(org.ownerAddress.toLowerCase())) {
+      throw new ApiError(403, "operators only: this organization's owner is not in OPERATOR_ADDRESSES");
+    }
     await next();
   };
 }

@@ -145,6 +145,16 @@ export const tokenAbi = [
   },
   {
     type: 'function',
+    name: 'increaseAllowance',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'spender', type: 'address' },
+      { name: 'increment', type: 'uint256' },
+    ],
+    outputs: [{ name: '', type: 'bool' }],
+  },
+  {
+    type: 'function',
     name: 'nonces',
     stateMutability: 'view',
     inputs: [{ name: 'owner', type: 'address' }],

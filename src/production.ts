@@ -1,0 +1,220 @@
+import { createPublicClient, getAddress, getContractAddress, http, toHex, type Address, type Hex } from 'viem';
+import { mnemonicToAccount, privateKeyToAddress } from 'viem/accounts';
+import { ConfigError, DEVNET_RELAYER_KEY, type Config } from './config';
+import { contractVariables, type NetworkTable } from './chains/networks';
+import { buildSolanaNetworkTable } from './chains/networks';
+import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey } from './chains/solana/fee-payer';
+import * as devnet from './chains/devnet-addresses';
+import type { InferenceConfig } from './inference/config';
+import type { TopupConfig } from './topup/config';
+
+/**
+ * Production never runs on a devnet value (docs/security.md "What production must configure").
+ * Every devnet key is public (anvil's test mnemonic, the DEVNET_* keys of this repository), so any
+ * address of such a key, and any contract such a key can deploy, may hold anyone's code on a real
+ * chain. In production mode (Config.production) start-up refuses them, naming the variable.
+ */
+
+/** Anvil's public test mnemonic: the devnet's and the tests' accounts. */
+const ANVIL_MNEMONIC = 'test test test test test test test test test test test junk';
+/** How many accounts of the mnemonic, and how many deployment nonces per devnet key, are refused. */
+const ANVIL_ACCOUNTS = 20;
+const DEPLOY_NONCES = 32;
+
+let known: { keys: Set<string>; addresses: Set<string> } | undefined;
+
+/** Every devnet private key and every address derived from one (lower-case), computed once. */
+function devnetValues(): { keys: Set<string>; addresses: Set<string> } {
+  if (known) return known;
+  const keys = new Set<string>(
+    [
+      DEVNET_RELAYER_KEY,
+      devnet.DEVNET_DEPLOYER_KEY,
+      devnet.DEVNET_BRIDGE_DEPLOYER_KEY,
+      devnet.DEVNET_BRIDGE_ATTESTER_KEY,
+      devnet.DEVNET_TOPUP_DEPLOYER_KEY,
+      devnet.DEVNET_GATEWAY_DEPLOYER_KEY,
+      devnet.DEVNET_GATEWAY_OPERATOR_KEY,
+    ].map((k) => k.toLowerCase()),
+  );
+  for (let i = 0; i < ANVIL_ACCOUNTS; i++) {
+    keys.add(toHex(mnemonicToAccount(ANVIL_MNEMONIC, { addressIndex: i }).getHdKey().privateKey!).toLowerCase());
+  }
+  const addresses = new Set<string>([devnet.DEVNET_BRIDGE_FEE_COLLECTOR.toLowerCase()]);
+  for (const key of keys) {
+    const from = privateKeyToAddress(key as Hex);
+    addresses.add(from.toLowerCase());
+    for (let nonce = 0; nonce < DEPLOY_NONCES; nonce++) {
+      addresses.add(getContractAddress({ from, nonce: BigInt(nonce) }).toLowerCase());
+    }
+  }
+  known = { keys, addresses };
+  return known;
+}
+
+export const isDevnetKey = (key: string): boolean => devnetValues().keys.has(key.toLowerCase());
+export const isDevnetAddress = (address: string): boolean => devnetValues().addresses.has(address.toLowerCase());
+
+/** Which process is starting: each holds different keys and uses different contracts. */
+export type ProcessRole = 'api' | 'worker' | 'topup';
+
+/** The keys only the worker holds, by role (docs/security.md "Roles and keys"). */
+export const WORKER_KEY_VARIABLES = ['RELAYER_PRIVATE_KEY', 'REVENUE_WALLET_PRIVATE_KEY', 'TOPUP_RELAYER_PRIVATE_KEY'] as const;
+
+export interface WorkerKeys {
+  relayer: Hex;
+  revenue: Hex;
+  topupRelayer: Hex;
+}
+
+/**
+ * The worker's keys by role. Devnet: the revenue and top-up roles fall back to the relayer key.
+ * Production: all three explicit, none a devnet key, no two the same.
+ */
+export function workerKeys(config: Pick<Config, 'production' | (typeof WORKER_KEY_VARIABLES)[number]>): WorkerKeys {
+  const problems: string[] = [];
+  const get = (name: (typeof WORKER_KEY_VARIABLES)[number]): Hex => {
+    const key = config[name] as Hex | undefined;
+    if (!config.production) return key ?? ((config.RELAYER_PRIVATE_KEY ?? DEVNET_RELAYER_KEY) as Hex);
+    if (!key) problems.push(`${name}: required in production (the worker's ${name.replace('_PRIVATE_KEY', '').toLowerCase()} key)`);
+    else if (isDevnetKey(key)) problems.push(`${name}: is a public devnet key; production needs its own key`);
+    return key ?? '0x';
+  };
+  const keys = {
+    relayer: get('RELAYER_PRIVATE_KEY'),
+    revenue: get('REVENUE_WALLET_PRIVATE_KEY'),
+    topupRelayer: get('TOPUP_RELAYER_PRIVATE_KEY'),
+  };
+  if (config.production && problems.length === 0) {
+    const [a, b, c] = WORKER_KEY_VARIABLES;
+    if (keys.relayer.toLowerCase() === keys.revenue.toLowerCase()) problems.push(`${b}: must differ from ${a} (separate roles)`);
+    if (keys.relayer.toLowerCase() === keys.topupRelayer.toLowerCase()) problems.push(`${c}: must differ from ${a} (separate roles)`);
+    if (keys.revenue.toLowerCase() === keys.topupRelayer.toLowerCase()) problems.push(`${c}: must differ from ${b} (separate roles)`);
+  }
+  if (problems.length) throw new ConfigError(`Invalid configuration:\n${problems.map((p) => `  ${p}`).join('\n')}`);
+  return keys;
+}
+
+export interface StartupParts {
+  config: Config;
+  networks: NetworkTable;
+  inference?: InferenceConfig;
+  topup?: TopupConfig;
+}
+
+/**
+ * Production mode only: refuses every devnet key and devnet-derived address this process would use,
+ * and keys the process must not hold. Throws one ConfigError naming every variable at fault.
+ */
+export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void {
+  const { config, networks } = parts;
+  if (!config.production) return;
+  const problems = new Map<string, string>();
+  const refuse = (variable: string, reason: string) => problems.has(variable) || problems.set(variable, reason);
+  const devnetAddress = (variable: string, address: string | undefined) => {
+    if (address && isDevnetAddress(address)) refuse(variable, `${address} is a devnet address (its key is public); set the real one`);
+  };
+
+  for (const n of networks.values()) {
+    if (!n.enabled) continue;
+    for (const c of contractVariables(n)) devnetAddress(c.variable, c.address);
+  }
+  devnetAddress('PLATFORM_FEE_RECIPIENT', config.PLATFORM_FEE_RECIPIENT);
+  for (const s of buildSolanaNetworkTable(config.env).values()) {
+    if (!s.enabled) continue;
+    if (!config.SOLANA_FEE_PAYER_KEY) refuse('SOLANA_FEE_PAYER_KEY', `required in production while ${s.id} has an RPC URL`);
+    else if (parseSolanaSecretKey(config.SOLANA_FEE_PAYER_KEY).publicKey.equals(DEVNET_SOLANA_FEE_PAYER.publicKey)) {
+      refuse('SOLANA_FEE_PAYER_KEY', 'is the public devnet fee payer; production needs its own key');
+    }
+  }
+
+  if (role === 'worker') {
+    try {
+      const keys = workerKeys(config);
+      const same = (variable: string, address: string | undefined, key: Hex) => {
+        if (address && getAddress(address) !== privateKeyToAddress(key))
+          refuse(variable, `${address} is not the address of the worker's key for this role`);
+      };
+      same('RELAYER_ADDRESS', config.RELAYER_ADDRESS, keys.relayer);
+      same('INFERENCE_REVENUE_WALLET', config.env.INFERENCE_REVENUE_WALLET, keys.revenue);
+      same('TOPUP_RELAYER_ADDRESS', config.env.TOPUP_RELAYER_ADDRESS, keys.topupRelayer);
+    } catch (err) {
+      if (!(err instanceof ConfigError)) throw err;
+      for (const line of err.message.split('\n').slice(1)) {
+        const [variable, ...rest] = line.trim().split(':');
+        refuse(variable!, rest.join(':').trim());
+      }
+    }
+  } else {
+    for (const name of WORKER_KEY_VARIABLES) {
+      if (config[name]) refuse(name, `the ${role} process holds no private key: give it to the worker only`);
+    }
+  }
+
+  if (role === 'api') {
+    if (!config.RELAYER_ADDRESS) refuse('RELAYER_ADDRESS', "required in production (the worker relayer's address)");
+    devnetAddress('RELAYER_ADDRESS', config.RELAYER_ADDRESS);
+    const revenue = parts.inference?.revenueWallet;
+    devnetAddress('INFERENCE_REVENUE_WALLET', revenue);
+    if (revenue && config.RELAYER_ADDRESS && revenue.toLowerCase() === config.RELAYER_ADDRESS.toLowerCase()) {
+      refuse('INFERENCE_REVENUE_WALLET', 'must differ from RELAYER_ADDRESS (separate roles)');
+    }
+    for (const a of config.OPERATOR_ADDRESSES) devnetAddress('OPERATOR_ADDRESSES', a);
+  }
+
+  if (role === 'topup' && parts.topup) {
+    devnetAddress('TOPUP_MERCHANT_CONTRACT', parts.topup.TOPUP_MERCHANT_CONTRACT);
+    devnetAddress('TOPUP_RELAYER_ADDRESS', parts.topup.TOPUP_RELAYER_ADDRESS);
+    devnetAddress('TOPUP_FEE_RECIPIENT', parts.topup.TOPUP_FEE_RECIPIENT);
+  }
+
+  if (problems.size) {
+    const lines = [...problems].map(([v, reason]) => `  ${v}: ${reason}`);
+    throw new ConfigError(`Invalid configuration (production):\n${lines.join('\n')}`);
+  }
+}
+
+/** One configured contract to look for at start-up. */
+export interface ContractTarget {
+  variable: string;
+  network: string;
+  rpcUrl: string;
+  address: Address;
+}
+
+/** Every contract of every enabled network, plus `extra` (e.g. the top-up merchant contract). */
+export function contractTargets(networks: NetworkTable, extra: ContractTarget[] = []): ContractTarget[] {
+  const out: ContractTarget[] = [];
+  for (const n of networks.values()) {
+    if (!n.enabled) continue;
+    for (const c of contractVariables(n)) out.push({ ...c, network: n.id, rpcUrl: n.rpcUrls[0]! });
+  }
+  return [...out, ...extra];
+}
+
+/**
+ * eth_getCode at every target, in parallel, each bounded by `timeoutMs`. An address without code
+ * (or whose chain did not answer in time) stops start-up with the variable and network named.
+ */
+export async function checkContractCode(targets: ContractTarget[], timeoutMs = 10_000): Promise<void> {
+  const clients = new Map<string, ReturnType<typeof createPublicClient>>();
+  const clientFor = (url: string) => {
+    let c = clients.get(url);
+    if (!c) clients.set(url, (c = createPublicClient({ transport: http(url, { timeout: timeoutMs, retryCount: 0 }) })));
+    return c;
+  };
+  const problems = await Promise.all(
+    targets.map(async (t) => {
+      const where = `${t.address} on ${t.network}`;
+      try {
+        const code = await clientFor(t.rpcUrl).getCode({ address: t.address });
+        return code && code !== '0x' ? undefined : `  ${t.variable}: no contract code at ${where}`;
+      } catch (err) {
+        const detail = (err as { shortMessage?: string }).shortMessage ?? String(err);
+        return `  ${t.variable}: could not read the code at ${where} within ${timeoutMs} ms (${detail.split('\n')[0]})`;
+      }
+    }),
+  );
+  const lines = [...new Set(problems.filter((p): p is string => p !== undefined))];
+  if (lines.length) throw new ConfigError(`Invalid configuration (contracts):\n${lines.join('\n')}`);
+}

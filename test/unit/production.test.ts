@@ -1,0 +1,264 @@
+import { getAddress, type Address } from 'viem';
+import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
+import { randomBytes } from 'node:crypto';
+import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
+import { anvilAccount } from '../../devnet/demo-accounts';
+import { ConfigError, DEVNET_RELAYER_ADDRESS, DEVNET_RELAYER_KEY, loadConfig } from '../../src/config';
+import { buildNetworkTable, buildSolanaNetworkTable } from '../../src/chains/networks';
+import {
+  DEVNET_BRIDGE_MESSENGER_ADDRESS,
+  DEVNET_DEPLOYER_KEY,
+  DEVNET_MERCHANT_ADDRESS,
+  DEVNET_PERMIT2_ADDRESS,
+  DEVNET_USDC_ADDRESS,
+} from '../../src/chains/devnet-addresses';
+import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
+import { inferenceConfig } from '../../src/inference/config';
+import { checkContractCode, isDevnetAddress, isDevnetKey, workerKeys } from '../../src/production';
+import { loadStartup, startUp } from '../../src/startup';
+
+/**
+ * Issue 12: no devnet default reaches production, keys are separated by role, and configured
+ * contracts must have code. Unit tests: no stack (one anvil of its own for the code check).
+ */
+
+const randomAddress = () => getAddress(`0x${randomBytes(20).toString('hex')}`);
+/** A production environment that passes: own keys and addresses, no network enabled. */
+function productionEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
+  return { NODE_ENV: 'production', SESSION_SECRET: 'x'.repeat(40), ...extra };
+}
+const relayerKey = generatePrivateKey();
+const revenueKey = generatePrivateKey();
+const topupKey = generatePrivateKey();
+const apiEnv = () =>
+  productionEnv({ RELAYER_ADDRESS: privateKeyToAddress(relayerKey), INFERENCE_REVENUE_WALLET: privateKeyToAddress(revenueKey) });
+const workerEnv = () => ({
+  ...apiEnv(),
+  RELAYER_PRIVATE_KEY: relayerKey,
+  REVENUE_WALLET_PRIVATE_KEY: revenueKey,
+  TOPUP_RELAYER_PRIVATE_KEY: topupKey,
+});
+const topupEnv = () => productionEnv({ TOPUP_MERCHANT_CONTRACT: randomAddress(), TOPUP_RELAYER_ADDRESS: privateKeyToAddress(topupKey) });
+
+/** Variables named in the ConfigError that `fn` throws. */
+function refused(fn: () => unknown): string[] {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).toBeInstanceOf(ConfigError);
+    return (err as Error).message
+      .split('\n')
+      .slice(1)
+      .map((l) => l.trim().split(':')[0]!);
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('devnet keys and addresses are known', () => {
+  test('every devnet key and its addresses (accounts and contracts it can deploy) are devnet; a fresh one is not', () => {
+    expect(isDevnetKey(DEVNET_RELAYER_KEY)).toBe(true);
+    expect(isDevnetKey(DEVNET_DEPLOYER_KEY.toUpperCase().replace('0X', '0x'))).toBe(true);
+    expect(isDevnetKey(anvilAccount(0).privateKey)).toBe(true);
+    expect(isDevnetKey(anvilAccount(11).privateKey)).toBe(true); // the tests' fee recipient
+    expect(isDevnetKey(generatePrivateKey())).toBe(false);
+    for (const a of [
+      DEVNET_RELAYER_ADDRESS,
+      DEVNET_USDC_ADDRESS,
+      DEVNET_PERMIT2_ADDRESS,
+      DEVNET_BRIDGE_MESSENGER_ADDRESS,
+      DEVNET_MERCHANT_ADDRESS,
+    ]) {
+      expect(isDevnetAddress(a)).toBe(true);
+    }
+    expect(isDevnetAddress(anvilAccount(5).address.toLowerCase())).toBe(true);
+    expect(isDevnetAddress(randomAddress())).toBe(false);
+    expect(DEVNET_RELAYER_ADDRESS).toBe(privateKeyToAddress(DEVNET_RELAYER_KEY));
+  });
+});
+
+describe('production mode: no devnet default applies', () => {
+  test('loadConfig in production gives no relayer key or address; devnet gives anvil #1', () => {
+    const prod = loadConfig(productionEnv());
+    expect(prod.production).toBe(true);
+    expect(prod.RELAYER_PRIVATE_KEY).toBeUndefined();
+    expect(prod.RELAYER_ADDRESS).toBeUndefined();
+    const dev = loadConfig({});
+    expect(dev.production).toBe(false);
+    expect(dev.RELAYER_PRIVATE_KEY).toBe(DEVNET_RELAYER_KEY);
+    expect(dev.RELAYER_ADDRESS).toBe(DEVNET_RELAYER_ADDRESS);
+    // MAINNETS_ENABLED alone is production mode too.
+    expect(loadConfig({ MAINNETS_ENABLED: 'true' }).production).toBe(true);
+  });
+
+  test('the network tables enable nothing by default in production (no devnet RPC, no devnet bridge)', () => {
+    const prod = buildNetworkTable(productionEnv());
+    expect([...prod.values()].filter((n) => n.enabled)).toEqual([]);
+    expect(prod.get('base-sepolia')!.bridgeMessenger).toBeUndefined();
+    expect(buildNetworkTable({}).get('base-sepolia')!.enabled).toBe(true);
+    expect(buildSolanaNetworkTable(productionEnv()).get('solana-devnet')!.enabled).toBe(false);
+  });
+
+  test('api: the devnet defaults are refused with the variables named', () => {
+    expect(refused(() => loadStartup('api', productionEnv({ INFERENCE_REVENUE_WALLET: randomAddress() })))).toEqual(['RELAYER_ADDRESS']);
+    expect(refused(() => loadStartup('api', productionEnv({ RELAYER_ADDRESS: randomAddress() })))).toEqual(['INFERENCE_REVENUE_WALLET']);
+    expect(refused(() => loadStartup('api', { ...apiEnv(), RELAYER_ADDRESS: DEVNET_RELAYER_ADDRESS }))).toEqual(['RELAYER_ADDRESS']);
+    expect(refused(() => loadStartup('api', { ...apiEnv(), OPERATOR_ADDRESSES: anvilAccount(0).address }))).toEqual(['OPERATOR_ADDRESSES']);
+    expect(refused(() => loadStartup('api', { ...apiEnv(), PLATFORM_FEE_RECIPIENT: anvilAccount(11).address }))).toEqual([
+      'PLATFORM_FEE_RECIPIENT',
+    ]);
+    expect(loadStartup('api', apiEnv()).config.production).toBe(true);
+  });
+
+  test('api: an enabled network with devnet contract defaults names each variable', () => {
+    const names = refused(() => loadStartup('api', { ...apiEnv(), RPC_URLS_BASE_SEPOLIA: 'https://rpc.example' }));
+    expect(names.sort()).toEqual(
+      [
+        'EXACT_PERMIT2_PROXY_ADDRESS',
+        'FACILITATOR_ADDRESS_TESTNET',
+        'GATEWAY_WALLET_TESTNET',
+        'PERMIT2_ADDRESS',
+        'UPTO_PERMIT2_PROXY_ADDRESS',
+        'USDC_ADDRESS_BASE_SEPOLIA',
+      ].sort(),
+    );
+    // An explicitly configured devnet address is refused the same way.
+    const explicit = {
+      ...apiEnv(),
+      RPC_URLS_BASE_SEPOLIA: 'https://rpc.example',
+      FACILITATOR_ADDRESS_TESTNET: randomAddress(),
+      USDC_ADDRESS_BASE_SEPOLIA: randomAddress(),
+      PERMIT2_ADDRESS: randomAddress(),
+      EXACT_PERMIT2_PROXY_ADDRESS: randomAddress(),
+      UPTO_PERMIT2_PROXY_ADDRESS: randomAddress(),
+      GATEWAY_WALLET_TESTNET: randomAddress(),
+      BRIDGE_MESSENGER_ADDRESS: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+    };
+    expect(refused(() => loadStartup('api', explicit))).toEqual(['BRIDGE_MESSENGER_ADDRESS']);
+    expect(loadStartup('api', { ...explicit, BRIDGE_MESSENGER_ADDRESS: randomAddress() }).networks.get('base-sepolia')!.enabled).toBe(true);
+  });
+
+  test('api and top-up hold no private key in production', () => {
+    expect(refused(() => loadStartup('api', { ...apiEnv(), RELAYER_PRIVATE_KEY: relayerKey }))).toEqual(['RELAYER_PRIVATE_KEY']);
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_RELAYER_PRIVATE_KEY: topupKey }))).toEqual([
+      'TOPUP_RELAYER_PRIVATE_KEY',
+    ]);
+  });
+
+  test('solana: an RPC URL without an own fee payer key, or with the devnet one, is refused', () => {
+    const rpcUrl = { SOLANA_RPC_URL_SOLANA_DEVNET: 'https://solana.example' };
+    expect(refused(() => loadStartup('api', { ...apiEnv(), ...rpcUrl }))).toEqual(['SOLANA_FEE_PAYER_KEY']);
+    const devnetKey = JSON.stringify([...DEVNET_SOLANA_FEE_PAYER.secretKey]);
+    expect(refused(() => loadStartup('api', { ...apiEnv(), ...rpcUrl, SOLANA_FEE_PAYER_KEY: devnetKey }))).toEqual([
+      'SOLANA_FEE_PAYER_KEY',
+    ]);
+  });
+
+  test('topup: the devnet merchant contract and relayer defaults are refused with the variables named', () => {
+    expect(refused(() => loadStartup('topup', productionEnv())).sort()).toEqual(['TOPUP_MERCHANT_CONTRACT', 'TOPUP_RELAYER_ADDRESS']);
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_MERCHANT_CONTRACT: DEVNET_MERCHANT_ADDRESS }))).toEqual([
+      'TOPUP_MERCHANT_CONTRACT',
+    ]);
+    expect(loadStartup('topup', topupEnv()).topup!.TOPUP_RELAYER_ADDRESS).toBe(privateKeyToAddress(topupKey));
+  });
+});
+
+describe('keys by role (worker only)', () => {
+  test('devnet: every role falls back to the relayer key', () => {
+    const keys = workerKeys(loadConfig({}));
+    expect(keys).toEqual({ relayer: DEVNET_RELAYER_KEY, revenue: DEVNET_RELAYER_KEY, topupRelayer: DEVNET_RELAYER_KEY });
+    const own = generatePrivateKey();
+    expect(workerKeys(loadConfig({ RELAYER_PRIVATE_KEY: own })).topupRelayer).toBe(own);
+  });
+
+  test('production: each key required, none a devnet key, no two the same, addresses matching', () => {
+    expect(refused(() => loadStartup('worker', apiEnv())).sort()).toEqual(WORKER_KEYS);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), RELAYER_PRIVATE_KEY: DEVNET_RELAYER_KEY }))).toContain(
+      'RELAYER_PRIVATE_KEY',
+    );
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_RELAYER_PRIVATE_KEY: anvilAccount(7).privateKey }))).toEqual([
+      'TOPUP_RELAYER_PRIVATE_KEY',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), REVENUE_WALLET_PRIVATE_KEY: relayerKey }))).toEqual([
+      'REVENUE_WALLET_PRIVATE_KEY',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), INFERENCE_REVENUE_WALLET: randomAddress() }))).toEqual([
+      'INFERENCE_REVENUE_WALLET',
+    ]);
+    expect(loadStartup('worker', workerEnv()).keys).toEqual({ relayer: relayerKey, revenue: revenueKey, topupRelayer: topupKey });
+  });
+
+  test('the revenue wallet is required in production and never derived from a key', () => {
+    expect(() => inferenceConfig(loadConfig(productionEnv({ RELAYER_ADDRESS: randomAddress() })))).toThrow(
+      /INFERENCE_REVENUE_WALLET: required in production/,
+    );
+    expect(inferenceConfig(loadConfig({ RELAYER_PRIVATE_KEY: relayerKey })).revenueWallet).toBe(privateKeyToAddress(relayerKey));
+  });
+});
+const WORKER_KEYS = ['RELAYER_PRIVATE_KEY', 'REVENUE_WALLET_PRIVATE_KEY', 'TOPUP_RELAYER_PRIVATE_KEY'].sort();
+
+describe('start-up contract code check (a real anvil)', () => {
+  let anvil: Anvil;
+  const withCode = randomAddress();
+  beforeAll(async () => {
+    anvil = await startAnvil({ chainId: 84532, log: () => undefined });
+    await rpc(anvil.rpcUrl, 'anvil_setCode', [withCode, '0x6000']);
+  });
+  afterAll(async () => {
+    await anvil?.stop();
+  });
+
+  test('an address without code is refused with the variable and network named; one with code passes', async () => {
+    const empty: Address = randomAddress();
+    const target = (variable: string, address: Address) => ({ variable, network: 'base-sepolia', rpcUrl: anvil.rpcUrl, address });
+    await expect(checkContractCode([target('PERMIT2_ADDRESS', withCode)])).resolves.toBeUndefined();
+    await expect(checkContractCode([target('PERMIT2_ADDRESS', withCode), target('UPTO_PERMIT2_PROXY_ADDRESS', empty)])).rejects.toThrow(
+      `Invalid configuration (contracts):\n  UPTO_PERMIT2_PROXY_ADDRESS: no contract code at ${empty} on base-sepolia`,
+    );
+  });
+
+  test('a chain that does not answer stops start-up within the bound, naming the variable', async () => {
+    const started = Date.now();
+    await expect(
+      checkContractCode(
+        [{ variable: 'FACILITATOR_ADDRESS_MAINNET', network: 'base', rpcUrl: 'http://127.0.0.1:1', address: withCode }],
+        2000,
+      ),
+    ).rejects.toThrow(/FACILITATOR_ADDRESS_MAINNET: could not read the code at 0x[0-9a-fA-F]{40} on base within 2000 ms/);
+    expect(Date.now() - started).toBeLessThan(5000);
+  });
+
+  test('startUp in production checks every contract of every enabled network', async () => {
+    const addresses = {
+      FACILITATOR_ADDRESS_TESTNET: withCode,
+      USDC_ADDRESS_BASE_SEPOLIA: withCode,
+      PERMIT2_ADDRESS: withCode,
+      EXACT_PERMIT2_PROXY_ADDRESS: withCode,
+      UPTO_PERMIT2_PROXY_ADDRESS: withCode,
+      GATEWAY_WALLET_TESTNET: withCode,
+    };
+    const env = { ...apiEnv(), RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl, ...addresses };
+    await expect(startUp('api', env)).resolves.toMatchObject({ role: 'api' });
+    const noCode = randomAddress();
+    await expect(startUp('api', { ...env, EXACT_PERMIT2_PROXY_ADDRESS: noCode })).rejects.toThrow(
+      `EXACT_PERMIT2_PROXY_ADDRESS: no contract code at ${noCode} on base-sepolia`,
+    );
+    // The top-up gateway also checks its merchant contract on `base`.
+    const topup = {
+      ...topupEnv(),
+      RPC_URLS_BASE: anvil.rpcUrl,
+      CHAIN_ID_BASE: '84532',
+      FACILITATOR_ADDRESS_MAINNET: withCode,
+      USDC_ADDRESS_BASE: withCode,
+    };
+    const perm = {
+      PERMIT2_ADDRESS: withCode,
+      EXACT_PERMIT2_PROXY_ADDRESS: withCode,
+      UPTO_PERMIT2_PROXY_ADDRESS: withCode,
+      GATEWAY_WALLET_MAINNET: withCode,
+    };
+    await expect(startUp('topup', { ...topup, ...perm })).rejects.toThrow(
+      /TOPUP_MERCHANT_CONTRACT: no contract code at 0x[0-9a-fA-F]{40} on base/,
+    );
+    await expect(startUp('topup', { ...topup, ...perm, TOPUP_MERCHANT_CONTRACT: withCode })).resolves.toMatchObject({ role: 'topup' });
+  });
+});
