@@ -1,5 +1,6 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import type { ServiceDeps } from '../deps';
+import { checkWithoutChain } from '../schemes/eip3009';
 import type { EvmNetwork } from '../chains/networks';
 import { InferenceCharge } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
@@ -65,6 +66,9 @@ export async function payForChat(
   const payload = decoded.payload;
   if (payload.network !== network.id)
     return { ok: false, status: 402, error: `network ${payload.network} is not accepted; pay on ${network.id}` };
+  // Signature, recipients, window and amount before any row or workflow: a forged payment costs nothing.
+  const offChain = await checkWithoutChain({ network: network.id, paymentPayload: payload, paymentRequirements: requirements }, deps);
+  if (!offChain.isValid) return { ok: false, status: 402, error: offChain.invalidReason };
   const a = payload.payload.authorization;
   const payer = a.from.toLowerCase();
   const chargeId = chatChargeId(network.id, payer, a.nonce);

@@ -311,21 +311,23 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
       expect.objectContaining({ kind: 'music', model: 'tone-1', contentType: 'audio/mpeg', costUsdc: MUSIC_PRICE.toString() }),
     ]);
     expect((await (await fetch(job.assets[0].url)).text()).startsWith('MP3 devnet artifact')).toBe(true);
-    // A wrong amount is refused by the settlement; the same key may then be paid correctly.
+    // A wrong amount is refused before any job row or workflow exists; the same key may then be paid correctly.
     const k = key('underpaid');
     const under = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, {
       json: { prompt: 'a march' },
       headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE - 1n) },
     });
     expect(under.status).toBe(402);
-    expect(under.body.error).toEqual(expect.any(String));
+    expect(under.body.error).toBe('invalid_exact_evm_payload_authorization_value');
     expect(under.body.accepts[0].maxAmountRequired).toBe(MUSIC_PRICE.toString());
+    expect(under.headers.get('x-media-job-id')).toBeNull();
+    expect(await h.tdb.db.em.fork().findOne(MediaJob, { workflowId: mediaWorkflowId(buyer.address, k) })).toBeNull();
     const paid = await request('POST', `${h.api.baseUrl}${MEDIA}/music`, {
       json: { prompt: 'a march' },
       headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(buyer, MUSIC_PRICE) },
     });
     expect(paid.status).toBe(202);
-    expect(paid.body.jobId).toBe(under.headers.get('x-media-job-id'));
+    expect(paid.body.jobId).toEqual(expect.any(String));
     await h.waitForJob(buyer, paid.body.jobId, (j) => j.state === 'succeeded');
   });
 

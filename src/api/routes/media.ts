@@ -1,4 +1,5 @@
 import { cancelMediaJob } from '../../../workflows/media-job';
+import { checkWithoutChain } from '../../schemes/eip3009';
 import type Router from '@koa/router';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import type { HttpContext, HttpState } from '../../http/context';
@@ -100,6 +101,9 @@ export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps
       const payload = decoded.payload;
       if (payload.network !== network.id)
         return answer(ctx, 402, challengeBody(`network ${payload.network} is not accepted; pay on ${network.id}`, requirements));
+      // The payment's signature binds the buyer (and so the idempotency key) before any row or workflow.
+      const offChain = await checkWithoutChain({ network: network.id, paymentPayload: payload, paymentRequirements: requirements }, deps);
+      if (!offChain.isValid) return answer(ctx, 402, challengeBody(offChain.invalidReason, requirements));
       const auth = payload.payload.authorization;
       const buyer = auth.from.toLowerCase();
 

@@ -5,10 +5,10 @@ import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { settleWorkflowId } from '../../temporal/workflow-ids';
 import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
-import type { Parsed, Scheme } from '../scheme';
+import type { Parsed, Scheme, VerifyDeps } from '../scheme';
 import { tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
-import { verifyExactEvm } from './verify';
+import { verifyExactEvm, type ExactEvmChainReads } from './verify';
 
 const bodyOf = (raw: unknown) => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
 
@@ -88,6 +88,25 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     return { response: receiptResponse(input, receipt), transaction: receipt.hash };
   },
 };
+
+/** Chain reads that assume the best: with them verification checks only what needs no chain. */
+const NO_CHAIN_READS: ExactEvmChainReads = {
+  balanceOf: async () => 2n ** 256n - 1n,
+  authorizationState: async () => false,
+};
+
+/**
+ * The EIP-3009 rules that need no chain: network, scheme, recipients, asset, signature, window,
+ * amount. Our own paid routes (chat, media) run them before any row or workflow exists, so an
+ * unverified payment costs us nothing; the settlement workflow then runs every rule.
+ */
+export function checkWithoutChain(p: Eip3009Payment, deps: Pick<VerifyDeps, 'config' | 'networks'>) {
+  return verifyExactEvm(p.paymentPayload, p.paymentRequirements, evmNetworkOf(deps.networks, p.network), {
+    nowSeconds: Math.floor(Date.now() / 1000),
+    minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
+    reads: NO_CHAIN_READS,
+  });
+}
 
 /** The facilitator's `settle`: pull the authorization, pay `payout` the value minus `fee`. */
 export function settleCallData(input: Eip3009SettleInput): Hex {
