@@ -54,10 +54,12 @@ interface Options {
   value: bigint;
   logs: boolean;
   trace: boolean;
+  /** --dynamic-config KEY=JSON (repeatable): Temporal dev-server settings over temporal/dynamic-config.ts. */
+  dynamicConfig: Record<string, unknown>;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 200, db: 'sqlite', concurrency: 16, value: 1_000_000n, logs: false, trace: false };
+  const o: Options = { n: 200, db: 'sqlite', concurrency: 16, value: 1_000_000n, logs: false, trace: false, dynamicConfig: {} };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const next = () => {
@@ -89,10 +91,16 @@ function parseArgs(argv: string[]): Options {
       case '--trace':
         o.trace = true;
         break;
+      case '--dynamic-config': {
+        const [key, json] = next().split(/=(.*)/s, 2);
+        if (!key || json === undefined) throw new Error('--dynamic-config needs KEY=JSON');
+        o.dynamicConfig[key] = JSON.parse(json);
+        break;
+      }
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--dynamic-config KEY=JSON ...]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -208,7 +216,7 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   cleanups.push(async () => rmSync(tmpDir, { recursive: true, force: true }));
 
   const started = await Promise.allSettled([
-    startTemporalDevServer({ uiPort: false, log: log('temporal') }),
+    startTemporalDevServer({ uiPort: false, log: log('temporal'), dynamicConfig: opts.dynamicConfig }),
     startAnvil({ chainId: 84532, log: log('anvil:84532') }),
     startAnvil({ chainId: 11155420, log: log('anvil:11155420') }),
   ]);
