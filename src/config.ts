@@ -53,6 +53,8 @@ const schema = z.object({
   MIN_VALIDITY_SECONDS: int().pipe(z.number().max(3600)).default(6),
   /** Upper bound on one receipt wait inside an activity; the activity retries after it. */
   RECEIPT_WAIT_MS: int().pipe(z.number().min(100)).default(30_000),
+  /** A relayer transaction not mined this long after it was sent is replaced (same nonce, fees +12.5%). */
+  RELAYER_REPLACE_AFTER_MS: int().pipe(z.number().min(100)).default(20_000),
 
   /** Relayer signing key of this worker process, used on every EVM network it serves. */
   RELAYER_PRIVATE_KEY: hexKey.default(DEVNET_RELAYER_KEY),

@@ -22,7 +22,8 @@ async function main() {
   const account = privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`);
 
   const relayers = new Map<EvmNetworkId, Relayer>();
-  for (const n of networks.values()) if (n.enabled) relayers.set(n.id, new Relayer(n, account, db));
+  for (const n of networks.values())
+    if (n.enabled) relayers.set(n.id, new Relayer(n, account, db, { replaceAfterMs: config.RELAYER_REPLACE_AFTER_MS }));
   const relayerFor = (id: EvmNetworkId) => {
     const r = relayers.get(id);
     if (!r) throw new Error(`no relayer for network ${id}`);

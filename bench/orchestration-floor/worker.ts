@@ -16,7 +16,9 @@ async function main() {
   const network = buildNetworkTable(config.env).get('base-sepolia');
   if (!network?.enabled) throw new Error('base-sepolia is not configured');
   const db = await openDatabase(config);
-  const relayer = new Relayer(network, privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`), db);
+  const relayer = new Relayer(network, privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`), db, {
+    replaceAfterMs: config.RELAYER_REPLACE_AFTER_MS,
+  });
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const worker = await Worker.create({
     connection,
