@@ -182,7 +182,12 @@ export class Relayer {
         this.nextNonce = undefined;
         return this.resign(tx, await this.allocateNonce(), await this.client.estimateFeesPerGas());
       }
-      await this.fillGaps(used, tx.nonce);
+      if (used < tx.nonce) {
+        // Lower nonces first; this one is looked at again a replaceAfterMs later if still unmined.
+        await this.fillGaps(used, tx.nonce);
+        await this.touch(tx);
+        return tx;
+      }
       const known = await this.client.getTransaction({ hash: tx.hash as Hex }).then(
         () => true,
         () => false,
