@@ -37,6 +37,7 @@ describe('loadConfig defaults', () => {
       SETTLE_WAIT_MS: 20_000,
       MIN_VALIDITY_SECONDS: 6,
       RECEIPT_WAIT_MS: 30_000,
+      RELAYER_REPLACE_AFTER_MS: 20_000,
       RELAYER_PRIVATE_KEY: DEVNET_RELAYER_KEY,
       MAINNETS_ENABLED: false,
       BRIDGE_ATTESTATION_URL: 'http://127.0.0.1:4023',
