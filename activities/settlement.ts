@@ -18,7 +18,8 @@ export interface SettlementActivityDeps {
   config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS'>;
   db: MikroORM;
   networks: NetworkTable;
-  relayerFor(network: EvmNetworkId): Relayer;
+  /** With a write-ahead id: the relayer lane that id always uses (RELAYER_PRIVATE_KEYS). */
+  relayerFor(network: EvmNetworkId, laneKey?: string): Relayer;
 }
 
 export type SubmitResult = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
@@ -84,7 +85,7 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
      */
     async submitSettlement(input: SettleInput): Promise<SubmitResult> {
       const n = network(input.network);
-      const relayer = deps.relayerFor(input.network);
+      const relayer = deps.relayerFor(input.network, relayerTxId(input.workflowId, 'settle'));
       const a = input.paymentPayload.payload.authorization;
       const data = encodeFunctionData({
         abi: facilitatorAbi,
@@ -123,7 +124,7 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
      * records the final outcome with the response that repeats of the request get.
      */
     async awaitSettlementReceipt(input: SettleInput): Promise<SettleResponse> {
-      const relayer = deps.relayerFor(input.network);
+      const relayer = deps.relayerFor(input.network, relayerTxId(input.workflowId, 'settle'));
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'settle'), deps.config.RECEIPT_WAIT_MS);
       const hash = (await relayer.find(relayerTxId(input.workflowId, 'settle')))!.hash;
       const payer = input.paymentPayload.payload.authorization.from;

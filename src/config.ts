@@ -58,6 +58,16 @@ const schema = z.object({
 
   /** Relayer signing key of this worker process, used on every EVM network it serves. */
   RELAYER_PRIVATE_KEY: hexKey.default(DEVNET_RELAYER_KEY),
+  /**
+   * Settlement relayer lanes: comma-separated keys, one ordered nonce lane each (default: just
+   * RELAYER_PRIVATE_KEY). Each must be an allowed relayer of the facilitator contracts. Effects tied
+   * to one address (withdrawals, refunds, top-up deposits) always use RELAYER_PRIVATE_KEY.
+   */
+  RELAYER_PRIVATE_KEYS: z
+    .string()
+    .trim()
+    .regex(/^0x[0-9a-fA-F]{64}(\s*,\s*0x[0-9a-fA-F]{64})*$/, 'must be comma-separated 0x-prefixed 32-byte hex private keys')
+    .optional(),
 
   /** Where platform fees are paid; fees are 0 unless an organization sets platformFeeBps. */
   PLATFORM_FEE_RECIPIENT: address.optional(),

@@ -174,6 +174,8 @@ export class Relayer {
   private repair(id: string): Promise<RelayerTransaction> {
     return this.serialized(async () => {
       const tx = (await this.find(id))!;
+      // Another key recorded it (lanes were reconfigured): only that key may sign for it; we just wait.
+      if (tx.signer !== this.address.toLowerCase()) return tx;
       if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
       const used = await this.client.getTransactionCount({ address: this.address, blockTag: 'latest' });
       if (used > tx.nonce) {
