@@ -52,10 +52,24 @@ interface Options {
   dynamicConfig: Record<string, unknown>;
   /** --block-time S: anvil interval mining (a block every S seconds) once the contracts are deployed. */
   blockTime?: number;
+  /** --lanes K: the worker gets K relayer keys (RELAYER_PRIVATE_KEYS), fresh and allowed at deploy. */
+  lanes: number;
+  /** --no-c1: skip the concurrency-1 rows (long with --block-time); repeats then replay the high row. */
+  c1: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 200, db: 'sqlite', concurrency: 16, value: 1_000_000n, logs: false, trace: false, dynamicConfig: {} };
+  const o: Options = {
+    n: 200,
+    db: 'sqlite',
+    concurrency: 16,
+    value: 1_000_000n,
+    logs: false,
+    trace: false,
+    dynamicConfig: {},
+    lanes: 1,
+    c1: true,
+  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const next = () => {
@@ -87,6 +101,12 @@ function parseArgs(argv: string[]): Options {
       case '--trace':
         o.trace = true;
         break;
+      case '--no-c1':
+        o.c1 = false;
+        break;
+      case '--lanes':
+        o.lanes = Number(next());
+        break;
       case '--block-time':
         o.blockTime = Number(next());
         break;
@@ -99,7 +119,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--dynamic-config KEY=JSON ...]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--dynamic-config KEY=JSON ...]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -109,6 +129,7 @@ function parseArgs(argv: string[]): Options {
   }
   if (!Number.isInteger(o.n) || o.n < 1) throw new Error('--n must be a positive integer');
   if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new Error('--concurrency must be a positive integer');
+  if (!Number.isInteger(o.lanes) || o.lanes < 1) throw new Error('--lanes must be a positive integer');
   if (o.blockTime !== undefined && !(o.blockTime > 0)) throw new Error('--block-time must be a positive number of seconds');
   return o;
 }
@@ -125,6 +146,8 @@ interface Stack {
   facilitator: Address;
   workflowBundlePath: string;
   floorBundlePath: string;
+  /** The worker's relayer keys: test relayer #1 alone, or --lanes fresh keys. */
+  laneKeys: Hex[];
   tmpDir: string;
 }
 
@@ -143,7 +166,8 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   const [temporal, base, optimism] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [DevServer, Anvil, Anvil];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
-  const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
+  const laneKeys = opts.lanes > 1 ? Array.from({ length: opts.lanes }, () => generatePrivateKey()) : [TEST_ACCOUNTS.relayerKeys[0] as Hex];
+  const relayers = [...TEST_ACCOUNTS.relayers.map((a) => a.address), ...laneKeys.map((k) => privateKeyToAccount(k).address)];
   const [deployed] = await Promise.all([
     deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
@@ -160,7 +184,17 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   const workflowBundlePath = await bundle(require.resolve('../workflows'), 'workflow-bundle.js');
   const floorBundlePath = await bundle(require.resolve('./orchestration-floor/workflow'), 'floor-bundle.js');
 
-  return { temporal, base, optimism, usdc: deployed.usdc, facilitator: deployed.facilitator, workflowBundlePath, floorBundlePath, tmpDir };
+  return {
+    temporal,
+    base,
+    optimism,
+    usdc: deployed.usdc,
+    facilitator: deployed.facilitator,
+    workflowBundlePath,
+    floorBundlePath,
+    laneKeys,
+    tmpDir,
+  };
 }
 
 /**
@@ -189,6 +223,7 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
     TEMPORAL_ADDRESS: stack.temporal.address,
     TEMPORAL_TASK_QUEUE: `bench-settle-${opts.db}-${randomBytes(4).toString('hex')}`,
     RELAYER_PRIVATE_KEY: relayerKey,
+    ...(opts.lanes > 1 ? { RELAYER_PRIVATE_KEYS: stack.laneKeys.join(',') } : {}),
     RPC_URLS_BASE_SEPOLIA: stack.base.rpcUrl,
     RPC_URLS_OPTIMISM_SEPOLIA: stack.optimism.rpcUrl,
     WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath,
@@ -436,6 +471,14 @@ async function settleLateApiRows(client: Client, results: PhaseResult[], timeout
   }
 }
 
+/** How many settle transactions each worker relayer key recorded (with --lanes). */
+async function laneUse(svc: Service, chainId: number): Promise<string> {
+  const rows = await svc.tdb.db.em.fork().find(RelayerTransaction, { chainId, id: { $like: 'settle:%' } }, { fields: ['signer'] });
+  const by = new Map<string, number>();
+  for (const r of rows) by.set(r.signer, (by.get(r.signer) ?? 0) + 1);
+  return [...by].map(([signer, count]) => `${signer.slice(0, 10)}… ${count}`).join(', ');
+}
+
 /** 1, 2, 3, 7 -> "1–3, 7" */
 function ranges(sorted: number[]): string {
   const out: string[] = [];
@@ -623,7 +666,7 @@ function printHeader(opts: Options): void {
   );
   console.log(
     `settings: N=${opts.n} per row, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
-      `${TEST_ACCOUNTS.buyers.length} buyers, anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}`,
+      `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}`,
   );
 }
 
@@ -678,17 +721,28 @@ async function main(): Promise<void> {
 
     const results: PhaseResult[] = [];
     const c = opts.concurrency;
-    let apiC1: (PhaseResult & ApiExtras) | undefined;
-    const phases: [string, () => Promise<PhaseResult>][] = [
-      ['api c=1', async () => (apiC1 = await benchApi(stack, svc, chain, opts, 1))],
-      ['api repeats c=1', () => benchDuplicates(svc, apiC1!)],
-      [`api c=${c}`, () => benchApi(stack, svc, chain, opts, c)],
-      ['orchestration floor c=1', () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, opts.n, 1)],
-      [`orchestration floor c=${c}`, () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, opts.n, c)],
-      ['floor c=1', () => benchFloor(floorChain, floorRelayer, opts.n, 1)],
-      [`floor c=${c}`, () => benchFloor(floorChain, floorRelayer, opts.n, c)],
-    ];
-    for (const [name, run] of phases) {
+    let apiFirst: (PhaseResult & ApiExtras) | undefined;
+    const api = async (conc: number) => {
+      const r = await benchApi(stack, svc, chain, opts, conc);
+      apiFirst ??= r;
+      return r;
+    };
+    // [name, concurrency, run]; the concurrency-1 rows are left out with --no-c1.
+    const orch = (conc: number) => () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, opts.n, conc);
+    const floor = (conc: number) => () => benchFloor(floorChain, floorRelayer, opts.n, conc);
+    const phases = (
+      [
+        ['api c=1', 1, () => api(1)],
+        ...(opts.c1 ? [] : ([[`api c=${c}`, c, () => api(c)]] as const)),
+        ['api repeats c=1', 0, () => benchDuplicates(svc, apiFirst!)],
+        ...(opts.c1 ? ([[`api c=${c}`, c, () => api(c)]] as const) : []),
+        ['orchestration floor c=1', 1, orch(1)],
+        [`orchestration floor c=${c}`, c, orch(c)],
+        ['floor c=1', 1, floor(1)],
+        [`floor c=${c}`, c, floor(c)],
+      ] as const
+    ).filter(([, conc]) => opts.c1 || conc !== 1);
+    for (const [name, , run] of phases) {
       process.stderr.write(`running ${name}...\n`);
       const before = cpuSnapshot(groups);
       const r = await run();
@@ -704,6 +758,7 @@ async function main(): Promise<void> {
     console.log('');
     printTable(results);
     for (const note of relayerNotes) console.log(`  relayer: ${note}`);
+    if (opts.lanes > 1) console.log(`  relayer lanes: ${await laneUse(svc, stack.base.chainId)}`);
     printCpu(results, Object.keys(groups));
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
     console.log(`\nRSS at the end of the rows: api ${mib(rss.api)}, worker ${mib(rss.worker)}`);
