@@ -179,8 +179,9 @@ export class Relayer {
       if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
       const used = await this.client.getTransactionCount({ address: this.address, blockTag: 'latest' });
       if (used > tx.nonce) {
-        // Our nonce is spent, yet none of our hashes has a receipt (checked after reading the count,
-        // so a transaction of ours mined in between would have shown): it went to another transaction.
+        // Our nonce is spent. Asked again after reading the count (one of ours may have been mined
+        // in between): if none of our hashes has a receipt, the nonce went to another transaction.
+        if (await this.receiptOfAny(tx)) return tx;
         this.nextNonce = undefined;
         return this.resign(tx, await this.allocateNonce(), await this.client.estimateFeesPerGas());
       }
