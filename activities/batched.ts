@@ -1,8 +1,8 @@
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { NetworkTable } from '../src/chains/networks';
-import { forwardToGateway, GatewayUnavailable } from '../src/batched/gateway-client';
-import type { BatchedSettleInput } from '../src/batched/types';
+import { forwardToGateway, GatewayUnavailable } from '../src/schemes/batched/gateway-client';
+import type { BatchedSettleInput } from '../src/schemes/batched/types';
 
 export interface BatchedActivityDeps {
   config: Pick<Config, 'GATEWAY_API_URL' | 'GATEWAY_API_URL_TESTNET' | 'GATEWAY_TIMEOUT_MS'>;

@@ -4,13 +4,13 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
 import { bridgeMessengerAbi, bridgeTransmitterAbi, decodeBurnMessage, facilitatorBridgeAbi } from '../src/chains/evm/bridge';
-import { tokenReads } from '../src/chains/evm/token-reads';
-import { verifyExactEvm, type Verification } from '../src/chains/evm/verify-exact';
+import { tokenReads } from '../src/schemes/eip3009/reads';
+import { verifyExactEvm, type Verification } from '../src/schemes/eip3009/verify';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { Settlement } from '../src/db/entities';
 import { BridgeTransfer } from '../src/db/bridge-transfer';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import type { BridgeTransferInput, CrossChainSettleInput } from '../src/settle/crosschain-types';
+import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import type { SettleReason } from '../src/x402/error-reasons';
 import type { SettleResponse } from '../src/x402/schemas';
 

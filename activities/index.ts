@@ -1,8 +1,6 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
 import { createPermitActivities } from './permit';
-import { createPermit2SettlementActivities } from './permit2-settlement';
 import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
-import { createSolanaSettlementActivities, type SolanaSettlementActivityDeps } from './solana-settlement';
 import { createTopUpActivities } from './topup';
 import { createRefundActivities } from './refund';
 import { createMediaActivities, type MediaActivityDeps } from './media';
@@ -10,20 +8,14 @@ import { createMediaActivities, type MediaActivityDeps } from './media';
 import { createWithdrawalActivities } from './withdrawal';
 import { createBatchedActivities, type BatchedActivityDeps } from './batched';
 
-export type ActivityDeps = SettlementActivityDeps &
-  CrossChainActivityDeps &
-  SolanaSettlementActivityDeps &
-  BatchedActivityDeps &
-  MediaActivityDeps;
+export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & BatchedActivityDeps & MediaActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
   return {
     ...createSettlementActivities(deps),
     ...createPermitActivities(deps),
-    ...createPermit2SettlementActivities(deps),
     ...createCrossChainActivities(deps),
-    ...createSolanaSettlementActivities(deps),
     ...createTopUpActivities(deps),
     ...createRefundActivities(deps),
     ...createWithdrawalActivities(deps),

@@ -1,5 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { awaitRecordedReceipt, type ReceiptResult as PermitReceiptResult } from './receipts';
+import { awaitRecordedReceipt, type ReceiptResult as PermitReceiptResult } from '../src/chains/evm/calls';
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
@@ -20,7 +20,7 @@ export interface PermitActivityDeps {
 }
 
 export type PermitSubmitResult = { submitted: true; hash: Hex } | { submitted: false; detail: string };
-export type { ReceiptResult as PermitReceiptResult } from './receipts';
+export type { ReceiptResult as PermitReceiptResult } from '../src/chains/evm/calls';
 
 /** The relayer transaction of one permit workflow (its write-ahead record id). */
 const permitTxId = (workflowId: string) => relayerTxId(workflowId, 'permit');

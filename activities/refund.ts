@@ -4,7 +4,7 @@ import { tokenAbi } from '../src/chains/evm/abi';
 import { InferenceCharge, Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { RefundInput } from '../src/inference/types';
-import { awaitRecordedReceipt, type ReceiptResult } from './receipts';
+import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { SettlementActivityDeps } from './settlement';
 
 /** The refund transfer of one refund workflow (its write-ahead record id). */

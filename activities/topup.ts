@@ -16,7 +16,7 @@ export type GasCheck =
   | { broadcast: true; costUsdc: string }
   | { broadcast: false; reason: Extract<GasVerdict, { broadcast: false }>['reason']; costUsdc?: string };
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
-import { awaitRecordedReceipt } from './receipts';
+import { awaitRecordedReceipt } from '../src/chains/evm/calls';
 
 export interface TopUpActivityDeps {
   config: Pick<Config, 'RECEIPT_WAIT_MS'> & Partial<Pick<Config, 'env'>>;

@@ -7,7 +7,7 @@ import type { Relayer } from '../src/chains/evm/relayer';
 import { revertReason } from '../src/permit/chain-errors';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { WithdrawalInput } from '../src/gateway/withdrawal-types';
-import { awaitRecordedReceipt, type ReceiptResult } from './receipts';
+import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 
 export interface WithdrawalActivityDeps {
   config: Pick<Config, 'RECEIPT_WAIT_MS'>;
@@ -17,7 +17,7 @@ export interface WithdrawalActivityDeps {
 
 export type WithdrawalSubmit = { submitted: true; hash: Hex } | { submitted: false; reason: 'not_ready' | 'refused'; detail: string };
 
-export type { ReceiptResult as WithdrawalReceipt } from './receipts';
+export type { ReceiptResult as WithdrawalReceipt } from '../src/chains/evm/calls';
 
 /** The two relayer transactions of one withdrawal (their write-ahead record ids). */
 export const withdrawalTxId = (workflowId: string, step: 'initiate' | 'withdraw') => relayerTxId(workflowId, step);

@@ -36,7 +36,7 @@ import {
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { z } from 'zod';
-import { transferWithAuthorizationTypedData } from '../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
 import { GATEWAY_BATCHED_DOMAIN, gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
 import { exactEvmPayloadSchema, paymentRequirementsSchema, type ExactEvmPayload } from '../src/x402/schemas';
 

@@ -14,7 +14,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../src/config';
 import { buildNetworkTable, isEvmNetworkId } from '../src/chains/networks';
 import { tokenAbi } from '../src/chains/evm/abi';
-import { transferWithAuthorizationTypedData } from '../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
 import { DEVNET_USDC_NAME, DEVNET_USDC_VERSION } from './deploy';
 import { DEMO_BUYERS } from './demo-accounts';
 

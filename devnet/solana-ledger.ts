@@ -9,7 +9,7 @@ import { LiteSVM, FailedTransactionMetadata, TransactionMetadata } from 'litesvm
 import { PublicKey, VersionedTransaction } from '@solana/web3.js';
 import { ACCOUNT_SIZE, AccountLayout, getAssociatedTokenAddressSync, MINT_SIZE, MintLayout, TOKEN_PROGRAM_ID } from '@solana/spl-token';
 import { base58Encode } from '../src/chains/solana/base58';
-import { isValidSignature } from '../src/chains/solana/verify-exact-svm';
+import { isValidSignature } from '../src/schemes/solana/verify';
 
 /** Real clusters accept a blockhash for 150 blocks. */
 export const BLOCKHASH_WINDOW = 150;

@@ -7,7 +7,7 @@ import { promises as fs } from 'node:fs';
 import path from 'node:path';
 import { findFreePort, prefixedStderr, retryOnPortClash, spawnManaged, waitUntil, type LogFn } from '../devnet/process';
 import { ensureTemporalCli } from './cli';
-import { registerSearchAttributes, searchAttributeCliFlags } from './search-attributes';
+import { registerSearchAttributes, searchAttributeCliFlags } from '../src/temporal/search-attributes';
 import { LOW_LATENCY_DYNAMIC_CONFIG } from './dynamic-config';
 
 export interface DevServerOptions {

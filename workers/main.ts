@@ -7,7 +7,7 @@ import { Relayer } from '../src/chains/evm/relayer';
 import { laneOf, relayerLaneKeys } from '../src/chains/evm/relayer-lanes';
 import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
-import { registerSearchAttributes } from '../temporal/search-attributes';
+import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { createActivities } from '../activities';
 import { solanaNetworks } from '../src/chains/solana/context';
 
@@ -36,7 +36,7 @@ async function main() {
         .get(key.toLowerCase())!;
     relayers.set(n.id, { primary: relayerOf(config.RELAYER_PRIVATE_KEY as `0x${string}`), lanes: laneKeys.map(relayerOf) });
   }
-  /** The primary relayer, or with a write-ahead id the settlement lane that id always uses. */
+  /** The primary relayer, or with a lane key (a settlement's workflow id) the lane that key always uses. */
   const relayerFor = (id: EvmNetworkId, laneKey?: string) => {
     const r = relayers.get(id);
     if (!r) throw new Error(`no relayer for network ${id}`);

@@ -7,8 +7,8 @@ import {
   BATCHED_ROUTE,
   type BatchedSettleInput,
   type BatchedSettleOutcome,
-} from '../src/batched/types';
-import { X402State } from '../temporal/search-attributes';
+} from '../src/schemes/batched/types';
+import { x402State } from '../src/temporal/search-attributes';
 
 // A few quick tries, then the caller hears 500 batched_settle_error (spec) instead of waiting.
 const { forwardBatchedSettle } = proxyActivities<BatchedActivities>({
@@ -38,7 +38,7 @@ export async function batchedSettlementWorkflow(input: BatchedSettleInput): Prom
     s: string,
     extra: { response?: Record<string, unknown>; errorReason?: string | null; transaction?: string | null } = {},
   ) => {
-    upsertSearchAttributes([{ key: X402State, value: s }]);
+    upsertSearchAttributes(x402State(s));
     await recordSettlement({
       id: input.workflowId,
       organizationId: input.organizationId,

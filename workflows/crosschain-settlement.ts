@@ -20,11 +20,11 @@ import {
   type BridgeTransferResult,
   type CrossChainOutcome,
   type CrossChainSettleInput,
-} from '../src/settle/crosschain-types';
+} from '../src/schemes/eip3009-crosschain/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
 import { bridgeTransferWorkflow } from './bridge-transfer';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
@@ -59,7 +59,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     await condition(() => early !== undefined);
     return { response: early!, organizationId: input.organizationId };
   });
-  const state = (s: string) => upsertSearchAttributes([{ key: X402State, value: s }]);
+  const state = (s: string) => upsertSearchAttributes(x402State(s));
   // Answer the update before ending, so the API never sees "workflow completed" instead of a response.
   const answer = async (response: SettleResponse) => {
     early = response;
@@ -130,13 +130,13 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     args: [child],
     // The bridge leg must finish even if someone terminates this parent.
     parentClosePolicy: ParentClosePolicy.ABANDON,
-    typedSearchAttributes: [
-      { key: X402Kind, value: 'bridge' },
-      { key: X402Network, value: input.destinationNetwork },
-      { key: X402Payer, value: child.payer.toLowerCase() },
-      { key: X402State, value: 'burned' },
-      { key: X402Organization, value: input.organizationId },
-    ],
+    typedSearchAttributes: x402SearchAttributes({
+      kind: 'bridge',
+      network: input.destinationNetwork,
+      payer: child.payer,
+      state: 'burned',
+      organization: input.organizationId,
+    }),
   });
   const final = result.state === 'delivered' ? 'settled' : 'needs_review';
   await recordCrossChainOutcome(input, final);

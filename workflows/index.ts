@@ -1,10 +1,11 @@
 // Every workflow the worker registers. Deterministic code only: no I/O here (see activities/).
 export { settlementWorkflow } from './settlement';
+// Type names of the per-scheme workflows the single skeleton replaced: registered so that runs started
+// before the change still find a worker (docs/decisions.md "One settlement skeleton": how they drain).
+export { settlementWorkflow as permit2SettlementWorkflow, settlementWorkflow as solanaSettlementWorkflow } from './settlement';
 export { permitWorkflow } from './permit';
-export { permit2SettlementWorkflow } from './permit2-settlement';
 export { crossChainSettlementWorkflow } from './crosschain-settlement';
 export { bridgeTransferWorkflow } from './bridge-transfer';
-export { solanaSettlementWorkflow } from './solana-settlement';
 export { topUpWorkflow } from './topup';
 export { refundWorkflow } from './refund';
 export { withdrawalWorkflow } from './withdrawal';

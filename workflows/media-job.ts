@@ -1,3 +1,5 @@
+import { refundWorkflow } from './refund';
+import { settlementWorkflow } from './settlement';
 import {
   ActivityFailure,
   ApplicationFailure,
@@ -20,7 +22,7 @@ import {
   type ProviderJobStatus,
 } from '../src/media/types';
 import { settlementRejection, type SettleOutcome } from '../src/settle/types';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
 
 // Records: cheap and safe to repeat; retried until the database answers.
 const { recordMediaJob, claimMediaCharge, setMediaCharge } = proxyActivities<MediaActivities>({
@@ -63,7 +65,7 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
   let current: MediaJobState = 'paying';
   const move = async (state: MediaJobState, extra: Parameters<typeof recordMediaJob>[2] = {}) => {
     current = state;
-    upsertSearchAttributes([{ key: X402State, value: state }]);
+    upsertSearchAttributes(x402State(state));
     await recordMediaJob(input.jobId, state, extra);
   };
   const rejectPayment = async (reason: string): Promise<never> => {
@@ -78,17 +80,17 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
 
   let settled: SettleOutcome;
   try {
-    settled = await executeChild('settlementWorkflow', {
+    settled = await executeChild(settlementWorkflow, {
       workflowId: input.settle.workflowId,
       args: [input.settle],
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [
-        { key: X402Kind, value: 'settle' },
-        { key: X402Network, value: input.network },
-        { key: X402Payer, value: input.buyer },
-        { key: X402State, value: 'verifying' },
-        { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-      ],
+      typedSearchAttributes: x402SearchAttributes({
+        kind: 'settle',
+        network: input.network,
+        payer: input.buyer,
+        state: 'verifying',
+        organization: INFERENCE_ORGANIZATION_ID,
+      }),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return rejectPayment('authorization_reused');
@@ -114,16 +116,16 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
       reason: `media job ${state}: ${reason}`,
       requestId: input.requestId,
     };
-    await executeChild('refundWorkflow', {
+    await executeChild(refundWorkflow, {
       workflowId: refundInput.workflowId,
       args: [refundInput],
-      typedSearchAttributes: [
-        { key: X402Kind, value: 'refund' },
-        { key: X402Network, value: input.network },
-        { key: X402Payer, value: input.buyer },
-        { key: X402State, value: 'refund_pending' },
-        { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-      ],
+      typedSearchAttributes: x402SearchAttributes({
+        kind: 'refund',
+        network: input.network,
+        payer: input.buyer,
+        state: 'refund_pending',
+        organization: INFERENCE_ORGANIZATION_ID,
+      }),
     }).catch((err) => {
       // Attached elsewhere already (a refund of this charge exists): the ledger has its outcome.
       if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;

@@ -3,7 +3,7 @@ import type { PermitActivities } from '../activities/permit';
 import type { SettlementActivities } from '../activities/settlement';
 import type { PermitReason, PermitResponse } from '../src/permit/schema';
 import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf } from '../src/permit/types';
-import { X402State } from '../temporal/search-attributes';
+import { x402State } from '../src/temporal/search-attributes';
 
 // Reads are cheap and safe to repeat; verification gives up after a few tries so a chain that is
 // down rejects the request instead of holding it (nothing has been sent yet).
@@ -53,7 +53,7 @@ export async function permitWorkflow(input: PermitInput): Promise<PermitOutcome>
     requestId: input.requestId ?? null,
   };
   const state = async (s: string, extra: Record<string, unknown> = {}) => {
-    upsertSearchAttributes([{ key: X402State, value: s }]);
+    upsertSearchAttributes(x402State(s));
     await recordSettlement({ ...base, state: s, ...extra });
   };
   const failure = (reason: PermitReason, message: string): PermitResponse => ({

@@ -5,10 +5,10 @@ import {
   type BridgeTransferResult,
   type CrossChainOutcome,
   type CrossChainSettleInput,
-} from '../src/settle/crosschain-types';
+} from '../src/schemes/eip3009-crosschain/types';
 import { settlementRejection } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes } from '../src/temporal/search-attributes';
 
 /** The cross-chain settlement child signals this once its source transaction (the burn) succeeded. */
 const sourceTransactionSignal = defineSignal<[SettleResponse]>(SOURCE_TRANSACTION_SIGNAL);
@@ -41,13 +41,13 @@ export async function settleAcrossBridge(
       args: [input],
       // As the API starts it: a settlement that completed elsewhere is not run again.
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [
-        { key: X402Kind, value: 'settle' },
-        { key: X402Network, value: input.network },
-        { key: X402Payer, value: input.paymentPayload.payload.authorization.from.toLowerCase() },
-        { key: X402State, value: 'verifying' },
-        { key: X402Organization, value: input.organizationId },
-      ],
+      typedSearchAttributes: x402SearchAttributes({
+        kind: 'settle',
+        network: input.network,
+        payer: input.paymentPayload.payload.authorization.from,
+        state: 'verifying',
+        organization: input.organizationId,
+      }),
     });
   } catch (err) {
     if (err instanceof WorkflowExecutionAlreadyStartedError) return { kind: 'reused' };

@@ -1,12 +1,14 @@
+import { settlementWorkflow } from './settlement';
 import { ApplicationFailure, executeChild, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { TopUpActivities } from '../activities/topup';
-import type { SettleInput, SettleOutcome } from '../src/settle/types';
+import type { SettleOutcome } from '../src/settle/types';
+import type { Eip3009SettleInput } from '../src/schemes/eip3009/types';
 import { settlementRejection } from '../src/settle/types';
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../temporal/search-attributes';
+import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
 import { settleAcrossBridge } from './topup-bridge';
 
 // Records and reads: quick, retried a few times.
@@ -32,7 +34,7 @@ const { ensureMerchantAllowance, submitDeposit, awaitDepositReceipt, refundPayer
  */
 export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   const move = async (state: TopUpState, extra: Parameters<typeof recordTopUp>[2] = {}) => {
-    upsertSearchAttributes([{ key: X402State, value: state }]);
+    upsertSearchAttributes(x402State(state));
     await recordTopUp(input, state, extra);
   };
   const fail = async (errorReason: string, error: string): Promise<TopUpOutcome> => {
@@ -108,21 +110,21 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
 
 /** The same-chain settlement child (`settle:<network>:<payer>:<nonce>`). */
 async function settleSameChain(
-  settle: SettleInput,
+  settle: Eip3009SettleInput,
 ): Promise<{ kind: 'settled'; outcome: SettleOutcome } | { kind: 'reused' } | { kind: 'rejected'; reason: string }> {
   try {
-    const outcome: SettleOutcome = await executeChild('settlementWorkflow', {
+    const outcome: SettleOutcome = await executeChild(settlementWorkflow, {
       workflowId: settle.workflowId,
       args: [settle],
       // As the API starts it: a settlement that completed elsewhere (POST /v1/settle) is not run again.
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
-      typedSearchAttributes: [
-        { key: X402Kind, value: 'settle' },
-        { key: X402Network, value: settle.network },
-        { key: X402Payer, value: settle.paymentPayload.payload.authorization.from.toLowerCase() },
-        { key: X402State, value: 'verifying' },
-        { key: X402Organization, value: settle.organizationId },
-      ],
+      typedSearchAttributes: x402SearchAttributes({
+        kind: 'settle',
+        network: settle.network,
+        payer: settle.paymentPayload.payload.authorization.from,
+        state: 'verifying',
+        organization: settle.organizationId,
+      }),
     });
     return { kind: 'settled', outcome };
   } catch (err) {

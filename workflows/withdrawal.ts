@@ -2,7 +2,7 @@ import { continueAsNew, proxyActivities, sleep, upsertSearchAttributes, workflow
 import type { SettlementActivities } from '../activities/settlement';
 import type { WithdrawalActivities } from '../activities/withdrawal';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord, type WithdrawalState } from '../src/gateway/withdrawal-types';
-import { X402State } from '../temporal/search-attributes';
+import { x402State } from '../src/temporal/search-attributes';
 
 // Once money may move, retry until the outcome is known: every activity is idempotent.
 const { initiateGatewayWithdrawal, withdrawFromGateway, readWithdrawalBlock } = proxyActivities<WithdrawalActivities>({
@@ -46,7 +46,7 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
   };
   const state = async (s: WithdrawalState, patch: Partial<WithdrawalRecord> = {}) => {
     Object.assign(rec, patch, { state: s });
-    upsertSearchAttributes([{ key: X402State, value: s }]);
+    upsertSearchAttributes(x402State(s));
     await recordSettlement({
       id: input.workflowId,
       organizationId: input.organizationId,

@@ -1,15 +1,16 @@
 import { randomBytes } from 'node:crypto';
 import Koa from 'koa';
 import Router from '@koa/router';
-import type { ApiDeps, ApiState } from './context';
-import { errorHandler } from './middleware/errors';
-import { requestId } from './middleware/request-id';
+import type { ServiceDeps } from '../deps';
+import type { HttpState } from '../http/context';
+import { errorHandler } from '../http/errors';
+import { requestId } from '../http/request-id';
 import { registerRoutes } from './routes';
 import { Metrics } from '../observability/metrics';
 
 /** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
-export function createApp(deps: ApiDeps): Koa<ApiState> {
-  const app = new Koa<ApiState>({ proxy: false });
+export function createApp(deps: ServiceDeps): Koa<HttpState> {
+  const app = new Koa<HttpState>({ proxy: false });
   // Signs the siwe-session cookie. Without SESSION_SECRET (devnet), sessions last one process.
   app.keys = [deps.config.SESSION_SECRET ?? randomBytes(32).toString('hex')];
   app.silent = true; // errors are logged by errorHandler with the request id
@@ -22,7 +23,7 @@ export function createApp(deps: ApiDeps): Koa<ApiState> {
     ctx.state.em = deps.db.em.fork();
     await next();
   });
-  const router = new Router<ApiState>();
+  const router = new Router<HttpState>();
   registerRoutes(router, deps);
   app.use(router.routes());
   app.use(router.allowedMethods());
@@ -30,9 +31,9 @@ export function createApp(deps: ApiDeps): Koa<ApiState> {
   return app;
 }
 
-const routers = new WeakMap<Koa<ApiState>, Router<ApiState>>();
+const routers = new WeakMap<Koa<HttpState>, Router<HttpState>>();
 
 /** Every (method, path template) the app's router serves; the OpenAPI test checks each is documented. */
-export function listRoutes(app: Koa<ApiState>): { method: string; path: string }[] {
+export function listRoutes(app: Koa<HttpState>): { method: string; path: string }[] {
   return (routers.get(app)?.stack ?? []).flatMap((layer) => layer.methods.map((method) => ({ method, path: String(layer.path) })));
 }

@@ -4,7 +4,7 @@ import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
 import { createApp } from './app';
-import { serveUntilSignal } from './serve';
+import { serveUntilSignal } from '../http/serve';
 
 /** The API process: Koa on HOST:PORT, talking to Temporal and the database. */
 async function main() {

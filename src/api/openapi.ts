@@ -36,7 +36,7 @@ import {
   gatewayStatusErrorSchema,
   gatewayStatusResponseSchema,
   withdrawalRecordSchema,
-} from '../batched/openapi-schemas';
+} from '../schemes/batched/openapi-schemas';
 import { withdrawalRequestSchema } from '../gateway/withdrawal-service';
 import { registerMediaOpenApi } from './openapi-media';
 

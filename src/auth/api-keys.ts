@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ApiKey } from '../db/entities';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 import { digestsEqual, generateApiKey, hashApiKey, isPublicApiKey } from './api-key-format';
 
 /** Organization-scoped API keys: create (secret shown once), list, get, revoke, and bearer lookup. */

@@ -3,7 +3,7 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import { checksumAddress, zeroAddress, type Address } from 'viem';
 import { z } from 'zod';
 import { Organization } from '../db/entities';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 
 /** Organizations: one per owner wallet, created on its first sign-in; payout settings. */
 

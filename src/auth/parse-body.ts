@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 
 /**
  * Validates a parsed JSON body with zod; any mismatch is a 400 in the generic envelope naming each

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import { SiweErrorType, SiweMessage, type SiweResponse } from 'siwe';
 import { z } from 'zod';
 import type { Config } from '../config';
-import { ApiError } from '../api/errors';
+import { ApiError } from '../errors';
 import { consumeNonce } from './siwe-nonces';
 import { ensureOrganizationForOwner } from './organizations';
 import { createSession } from './sessions';

@@ -3,18 +3,19 @@ import type { EntityManager } from '@mikro-orm/core';
 import { privateKeyToAddress } from 'viem/accounts';
 import type { Address } from 'viem';
 import { z } from 'zod';
-import type { ApiDeps, AuthContext } from '../api/context';
-import { ApiError } from '../api/errors';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
+import { ApiError } from '../errors';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
 import { publicClientFor } from '../chains/evm/clients';
 import { gatewayWalletAbi } from '../chains/evm/gateway-wallet-abi';
 import { Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { withdrawalWorkflow } from '../../workflows/withdrawal';
 import { withdrawalWorkflowId } from '../temporal/workflow-ids';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from './withdrawal-types';
 
 /**
@@ -23,11 +24,11 @@ import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from '.
  * relayer address (RELAYER_PRIVATE_KEY), the key the worker signs the withdrawal with.
  */
 
-export const depositorOf = (deps: Pick<ApiDeps, 'config'>): Address =>
+export const depositorOf = (deps: Pick<ServiceDeps, 'config'>): Address =>
   privateKeyToAddress(deps.config.RELAYER_PRIVATE_KEY as `0x${string}`);
 
 /** A network whose chain we reach, with a known USDC (the gateway wallet's token). */
-function gatewayChain(deps: ApiDeps, auth: AuthContext, id: unknown): EvmNetwork & { usdc: Address } {
+function gatewayChain(deps: ServiceDeps, auth: AuthContext, id: unknown): EvmNetwork & { usdc: Address } {
   if (typeof id !== 'string' || !isEvmNetworkId(id)) throw new ApiError(400, 'network: must be an EVM network id, e.g. base-sepolia');
   const network = deps.networks.get(id)!;
   assertKeyModeAllows(auth, network);
@@ -36,7 +37,7 @@ function gatewayChain(deps: ApiDeps, auth: AuthContext, id: unknown): EvmNetwork
   return network as EvmNetwork & { usdc: Address };
 }
 
-export async function gatewayBalances(deps: ApiDeps, auth: AuthContext, networkId: unknown) {
+export async function gatewayBalances(deps: ServiceDeps, auth: AuthContext, networkId: unknown) {
   const network = gatewayChain(deps, auth, networkId);
   const depositor = depositorOf(deps);
   const client = publicClientFor(network);
@@ -79,7 +80,7 @@ export const withdrawalRequestSchema = z.object({
 const ACTIVE = ['initiating', 'waiting', 'withdrawing'];
 
 /** POST /v1/gateway/withdrawals: checks, then starts (or attaches to) the withdrawal workflow. */
-export async function startWithdrawal(deps: ApiDeps, em: EntityManager, auth: AuthContext, requestId: string, raw: unknown) {
+export async function startWithdrawal(deps: ServiceDeps, em: EntityManager, auth: AuthContext, requestId: string, raw: unknown) {
   const parsed = withdrawalRequestSchema.safeParse(raw);
   if (!parsed.success) {
     const i = parsed.error.issues[0]!;
@@ -125,19 +126,19 @@ export async function startWithdrawal(deps: ApiDeps, em: EntityManager, auth: Au
     amount,
     pollMs: deps.config.WITHDRAWAL_POLL_MS,
   };
-  await startOrAttach(deps.temporal, WORKFLOW_TYPES.withdrawal, {
+  await startOrAttach(deps.temporal, withdrawalWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'withdrawal' },
-      { key: X402Network, value: network.id },
-      { key: X402Payer, value: depositor.toLowerCase() },
-      { key: X402State, value: 'initiating' },
-      { key: X402Organization, value: auth.organizationId },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'withdrawal',
+      network: network.id,
+      payer: depositor,
+      state: 'initiating',
+      organization: auth.organizationId,
+    }),
     memo: { requestId },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.withdrawal, requestId, workflowId),
+    onStart: observeWorkflowStart(deps, withdrawalWorkflow.name, requestId, workflowId),
   });
   const initial: WithdrawalRecord = {
     id: workflowId,

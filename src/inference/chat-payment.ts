@@ -1,14 +1,16 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import type { ApiDeps } from '../api/context';
+import type { ServiceDeps } from '../deps';
 import type { EvmNetwork } from '../chains/networks';
 import { InferenceCharge } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
-import { settlementRejection, type SettleInput, type SettleOutcome } from '../settle/types';
+import { settlementRejection, type SettleOutcome } from '../settle/types';
+import type { Eip3009SettleInput } from '../schemes/eip3009/types';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { refundWorkflow } from '../../workflows/refund';
+import { settlementWorkflow } from '../../workflows/settlement';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import { exactEvmPayloadSchema, type PaymentRequirements, type SettleResponse } from '../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import type { InferenceConfig } from './config';
 import { chargeGuardWorkflowId, chatChargeId, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from './types';
 
@@ -52,7 +54,7 @@ export function decodePaymentHeader(header: string) {
 }
 
 export async function payForChat(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   c: InferenceConfig,
   network: EvmNetwork,
   requirements: PaymentRequirements,
@@ -97,13 +99,15 @@ export async function payForChat(
   const setCharge = (fields: Partial<InferenceCharge>) =>
     em.nativeUpdate(InferenceCharge, { id: chargeId }, { ...fields, updatedAt: new Date() });
 
-  const input: SettleInput = {
+  const input: Eip3009SettleInput = {
     workflowId: settlementId,
     requestId: req.requestId,
     organizationId: INFERENCE_ORGANIZATION_ID,
     apiKeyId: '',
     route: 'eip3009',
     network: network.id,
+    payer: a.from,
+    amount: a.value,
     paymentPayload: payload,
     paymentRequirements: requirements,
     payout: c.revenueWallet,
@@ -120,19 +124,19 @@ export async function payForChat(
     amount: requirements.maxAmountRequired,
     requestId: req.requestId,
   }).catch((err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'));
-  const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.settlement, {
+  const handle = await startOrAttach(deps.temporal, settlementWorkflow, {
     workflowId: settlementId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'settle' },
-      { key: X402Network, value: network.id },
-      { key: X402Payer, value: payer },
-      { key: X402State, value: 'verifying' },
-      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'settle',
+      network: network.id,
+      payer: payer,
+      state: 'verifying',
+      organization: INFERENCE_ORGANIZATION_ID,
+    }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.settlement, req.requestId, settlementId),
+    onStart: observeWorkflowStart(deps, settlementWorkflow.name, req.requestId, settlementId),
   });
 
   await guard;
@@ -193,9 +197,9 @@ const refundInput = (c: InferenceConfig, charge: ChargeRef, reason: string): Ref
  * The charge guard: the refund workflow with `onlyIfStale`, starting INFERENCE_GUARD_DELAY_MS from
  * now (after every bound of the request: settle wait, first byte, max stream).
  */
-export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
+export async function startChargeGuard(deps: ServiceDeps, c: InferenceConfig, charge: ChargeRef): Promise<void> {
   const workflowId = chargeGuardWorkflowId(charge.chargeId);
-  await deps.temporal.workflow.start(WORKFLOW_TYPES.refund, {
+  await deps.temporal.workflow.start(refundWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [{ ...refundInput(c, charge, 'the API did not finish this paid chat (process stopped)'), onlyIfStale: true }],
@@ -204,33 +208,33 @@ export async function startChargeGuard(deps: ApiDeps, c: InferenceConfig, charge
     // only be mid-refund while the charge is refund_pending, never while it can be claimed again.
     workflowIdConflictPolicy: 'TERMINATE_EXISTING',
     workflowIdReusePolicy: 'ALLOW_DUPLICATE',
-    typedSearchAttributes: [
-      { key: X402Kind, value: 'refund' },
-      { key: X402Network, value: charge.network.id },
-      { key: X402Payer, value: charge.payer },
-      { key: X402State, value: 'guard' },
-      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-    ],
+    typedSearchAttributes: x402SearchAttributes({
+      kind: 'refund',
+      network: charge.network.id,
+      payer: charge.payer,
+      state: 'guard',
+      organization: INFERENCE_ORGANIZATION_ID,
+    }),
     memo: { requestId: charge.requestId },
   });
 }
 
 /** Starts (or attaches to) the one refund workflow of a charge. */
-export async function startRefund(deps: ApiDeps, c: InferenceConfig, charge: ChargeRef, reason: string): Promise<void> {
+export async function startRefund(deps: ServiceDeps, c: InferenceConfig, charge: ChargeRef, reason: string): Promise<void> {
   const input = refundInput(c, charge, reason);
   const workflowId = input.workflowId;
-  await startOrAttach(deps.temporal, WORKFLOW_TYPES.refund, {
+  await startOrAttach(deps.temporal, refundWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'refund' },
-      { key: X402Network, value: charge.network.id },
-      { key: X402Payer, value: charge.payer },
-      { key: X402State, value: 'refund_pending' },
-      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'refund',
+      network: charge.network.id,
+      payer: charge.payer,
+      state: 'refund_pending',
+      organization: INFERENCE_ORGANIZATION_ID,
+    }),
     memo: { requestId: charge.requestId },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.refund, charge.requestId, workflowId),
+    onStart: observeWorkflowStart(deps, refundWorkflow.name, charge.requestId, workflowId),
   });
 }

@@ -1,17 +1,17 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { z } from 'zod';
-import type { ApiDeps } from '../api/context';
+import type { ServiceDeps } from '../deps';
 import type { EvmNetwork } from '../chains/networks';
 import { MediaJob } from '../db/media';
 import { inferenceConfig } from '../inference/config';
 import { INFERENCE_ORGANIZATION_ID } from '../inference/types';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { mediaJobWorkflow } from '../../workflows/media-job';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import type { ExactEvmPayload, PaymentRequirements } from '../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import type { MediaConfig } from './config';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput, type MediaKindName } from './types';
 
@@ -56,7 +56,7 @@ export const priceOf = (c: MediaConfig, route: MediaRoute, body: { n?: number })
   KIND_OF[route] === 'image' ? (BigInt(c.prices.image) * BigInt(body.n ?? 1)).toString() : c.prices[KIND_OF[route]];
 
 export function mediaRequirements(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   c: MediaConfig,
   network: EvmNetwork,
   route: MediaRoute,
@@ -98,7 +98,7 @@ export type JobClaim = { job: MediaJob; start: boolean } | { conflict: true };
  * over by the new payment; any other existing job is attached to, without charging again.
  */
 export async function claimJob(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   hasWorkflow: (workflowId: string) => Promise<boolean>,
   fields: {
     workflowId: string;
@@ -146,7 +146,7 @@ export async function claimJob(
 
 /** Starts (or attaches to) the job's workflow. */
 export async function startMediaJob(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   c: MediaConfig,
   req: {
     job: MediaJob;
@@ -184,6 +184,8 @@ export async function startMediaJob(
       apiKeyId: '',
       route: 'eip3009',
       network: req.network.id,
+      payer: a.from,
+      amount: a.value,
       paymentPayload: req.payload,
       paymentRequirements: req.requirements,
       payout: ic.revenueWallet,
@@ -195,19 +197,19 @@ export async function startMediaJob(
     requestId: req.requestId,
   };
   await awaitPreviousRun(deps, job.workflowId);
-  return startOrAttach(deps.temporal, WORKFLOW_TYPES.mediaJob, {
+  return startOrAttach(deps.temporal, mediaJobWorkflow, {
     workflowId: job.workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'media' },
-      { key: X402Network, value: req.network.id },
-      { key: X402Payer, value: job.buyer },
-      { key: X402State, value: 'paying' },
-      { key: X402Organization, value: INFERENCE_ORGANIZATION_ID },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'media',
+      network: req.network.id,
+      payer: job.buyer,
+      state: 'paying',
+      organization: INFERENCE_ORGANIZATION_ID,
+    }),
     memo: { requestId: req.requestId, jobId: job.id },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.mediaJob, req.requestId, job.workflowId),
+    onStart: observeWorkflowStart(deps, mediaJobWorkflow.name, req.requestId, job.workflowId),
   });
 }
 
@@ -216,7 +218,7 @@ export async function startMediaJob(
  * before it fails; a new payment arriving in that instant must not attach to the run that is
  * ending (its job would then wait in `paying` with no workflow). Wait (bounded) for it to close.
  */
-async function awaitPreviousRun(deps: ApiDeps, workflowId: string): Promise<void> {
+async function awaitPreviousRun(deps: ServiceDeps, workflowId: string): Promise<void> {
   const handle = deps.temporal.workflow.getHandle(workflowId);
   const deadline = Date.now() + 10_000;
   while (Date.now() < deadline) {

@@ -1,5 +1,5 @@
 import type { EvmNetworkId } from '../chains/networks';
-import type { SettleInput } from '../settle/types';
+import type { Eip3009SettleInput } from '../schemes/eip3009/types';
 
 /**
  * Shared by the API, the media job workflow and its activities (pure: workflows import it).
@@ -56,7 +56,7 @@ export interface MediaJobInput {
   asset: string;
   chargeId: string;
   revenueWallet: string;
-  settle: SettleInput;
+  settle: Eip3009SettleInput;
   pollIntervalMs: number;
   jobTimeoutMs: number;
   requestId?: string;

@@ -1,11 +1,11 @@
-import type { ApiDeps } from '../api/context';
+import type { ServiceDeps } from '../deps';
 
 /**
  * The `onStart` of startOrAttach for API requests: counts the start as started or attached and
  * logs it with the request id, so one payment can be followed from the HTTP request to its workflow.
  */
 export function observeWorkflowStart(
-  deps: Pick<ApiDeps, 'metrics' | 'logger'>,
+  deps: Pick<ServiceDeps, 'metrics' | 'logger'>,
   workflowType: string,
   requestId: string,
   workflowId: string,

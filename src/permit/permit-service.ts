@@ -2,14 +2,15 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { ApplicationFailure } from '@temporalio/common';
 import type { EntityManager } from '@mikro-orm/core';
-import type { ApiDeps, AuthContext } from '../api/context';
-import { assertKeyModeAllows } from '../api/middleware/auth';
+import type { ServiceDeps } from '../deps';
+import type { AuthContext } from '../auth/key-mode';
+import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId } from '../chains/networks';
 import { Settlement } from '../db/entities';
 import { permitWorkflowId } from '../temporal/workflow-ids';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { permitWorkflow } from '../../workflows/permit';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import { parsePermitRequest, permitStatusFor, rawNetworkOf, type PermitReason, type PermitResponse } from './schema';
 import { resolvePermitSignature } from './signature';
 import { deadlineProblem } from './verify';
@@ -30,7 +31,7 @@ export const permitFailure = (reason: PermitReason, network: string, message?: s
 
 /** POST /v1/permit after authentication, counted in x402_settlements_total with route `permit`. */
 export async function executePermit(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
 ): Promise<PermitReply> {
   const started = performance.now();
@@ -46,7 +47,7 @@ export async function executePermit(
  * for it up to SETTLE_WAIT_MS.
  */
 async function permit(
-  deps: ApiDeps,
+  deps: ServiceDeps,
   req: { em: EntityManager; auth: AuthContext; requestId: string; body: unknown },
 ): Promise<PermitReply> {
   const raw = rawNetworkOf(req.body);
@@ -103,19 +104,19 @@ async function permit(
     r: sig.r,
     s: sig.s,
   };
-  const handle = await startOrAttach(deps.temporal, WORKFLOW_TYPES.permit, {
+  const handle = await startOrAttach(deps.temporal, permitWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'permit' },
-      { key: X402Network, value: network.id },
-      { key: X402Payer, value: input.owner },
-      { key: X402State, value: 'verifying' },
-      { key: X402Organization, value: req.auth.organizationId },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'permit',
+      network: network.id,
+      payer: input.owner,
+      state: 'verifying',
+      organization: req.auth.organizationId,
+    }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, WORKFLOW_TYPES.permit, req.requestId, workflowId),
+    onStart: observeWorkflowStart(deps, permitWorkflow.name, req.requestId, workflowId),
   });
 
   try {

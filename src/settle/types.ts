@@ -1,26 +1,31 @@
 import { ApplicationFailure } from '@temporalio/common';
-import type { EvmNetworkId } from '../chains/networks';
-import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../x402/schemas';
+import type { SettleResponse } from '../x402/schemas';
+import type { Eip3009SettleInput } from '../schemes/eip3009/types';
+import type { Permit2SettleInput } from '../schemes/permit2/types';
+import type { SolanaSettleInput } from '../schemes/solana/types';
 
 /**
- * Input of one settlement workflow. It describes the payment completely (payout and fee are resolved
- * by the API from the organization's settings at request time) and holds no secret: it is visible
- * in the Temporal UI.
+ * What every settlement workflow input carries, whatever its scheme. Resolved by the API from our own
+ * records at request time (payout and fee from the organization), so the worker never decides who is
+ * paid. Visible in the Temporal UI: no secret.
  */
-export interface SettleInput {
+export interface SettlementBase {
   workflowId: string;
   requestId?: string;
   organizationId: string;
   apiKeyId: string;
-  route: 'eip3009';
-  network: EvmNetworkId;
-  paymentPayload: ExactEvmPayload;
-  paymentRequirements: PaymentRequirements;
-  /** Wallet paid value minus fee: the organization's payout wallet or `extra.creditedRecipient`. */
+  network: string;
+  payer: string;
+  /** Base units that move from the payer. */
+  amount: string;
+  /** Wallet paid `amount - fee`: the organization's payout wallet, `extra.creditedRecipient`, or Solana's `payTo`. */
   payout: string;
   fee: string;
   feeRecipient: string;
 }
+
+/** The input of the one settlement skeleton (workflows/settlement.ts), told apart by `route`. */
+export type SettlementInput = Eip3009SettleInput | Permit2SettleInput | SolanaSettleInput;
 
 /** What the workflow returns: the settle response plus whose payment it was. */
 export interface SettleOutcome {
@@ -43,10 +48,10 @@ export function settlementRejection(err: unknown): { response?: SettleResponse }
 }
 
 /** The settle response of a payment refused before any transaction (no hash). Pure: workflows use it too. */
-export const rejectedResponse = (input: SettleInput, reason: string): SettleResponse => ({
+export const rejectedResponse = (input: Pick<SettlementBase, 'network' | 'payer'>, reason: string): SettleResponse => ({
   success: false,
   errorReason: reason,
   transaction: '',
   network: input.network,
-  payer: input.paymentPayload.payload.authorization.from,
+  payer: input.payer,
 });

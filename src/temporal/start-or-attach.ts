@@ -1,26 +1,28 @@
 import { WorkflowExecutionAlreadyStartedError, WorkflowFailedError, type Client, type WorkflowHandle } from '@temporalio/client';
 import type { SearchAttributePair, Workflow } from '@temporalio/common';
+import type { WorkflowStartOptions } from '@temporalio/client';
 
 /**
  * Starts the workflow under its business-key id, or attaches to the execution that already has it
  * (running, or completed successfully); a *failed* run (rejected before any transaction) may run
  * again. The conflict policy is FAIL rather than USE_EXISTING so that the answer itself says which
- * happened (`onStart`): the SDK's start() does not expose the server's `started` flag.
+ * happened (`onStart`): the SDK's start() does not expose the server's `started` flag. The workflow
+ * is passed as its function, so its input is type-checked against the workflow's signature.
  */
 export async function startOrAttach<W extends Workflow>(
   client: Client,
-  workflow: string,
+  workflow: W,
   opts: {
     workflowId: string;
     taskQueue: string;
-    args: unknown[];
+    args: Parameters<W>;
     searchAttributes: SearchAttributePair[];
     memo?: Record<string, unknown>;
     onStart?: (result: 'started' | 'attached') => void;
   },
 ): Promise<WorkflowHandle<W>> {
   try {
-    const handle = await client.workflow.start<Workflow>(workflow, {
+    const handle = await client.workflow.start(workflow, {
       workflowId: opts.workflowId,
       taskQueue: opts.taskQueue,
       args: opts.args,
@@ -28,9 +30,9 @@ export async function startOrAttach<W extends Workflow>(
       workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
       typedSearchAttributes: opts.searchAttributes,
       memo: opts.memo,
-    });
+    } as unknown as WorkflowStartOptions<W>);
     opts.onStart?.('started');
-    return handle as WorkflowHandle<W>;
+    return handle;
   } catch (err) {
     if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
     opts.onStart?.('attached');

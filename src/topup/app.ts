@@ -2,10 +2,10 @@ import Koa from 'koa';
 import Router from '@koa/router';
 import { getAddress } from 'viem';
 import { z } from 'zod';
-import { requestId } from '../api/middleware/request-id';
-import { errorHandler } from '../api/middleware/errors';
-import { jsonBody } from '../api/middleware/json-body';
-import type { ApiState } from '../api/context';
+import { requestId } from '../http/request-id';
+import { errorHandler } from '../http/errors';
+import { jsonBody } from '../http/json-body';
+import type { HttpState } from '../http/context';
 import { TopUp } from '../db/entities';
 import { addressSchema, uintStringSchema } from '../x402/schemas';
 import { TOPUP_SOURCE_IDS } from './config';
@@ -21,8 +21,8 @@ import { amountMessage, topupError, type TopupReply } from './replies';
  * database and the Temporal cluster with the API. Errors use the top-up shape
  * `{success: false, errorReason, error}`; nothing answers with a stack trace.
  */
-export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
-  const app = new Koa<ApiState>({ proxy: false });
+export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
+  const app = new Koa<HttpState>({ proxy: false });
   app.silent = true;
   app.use(requestId(deps.logger));
   app.use(errorHandler());
@@ -41,13 +41,13 @@ export function createTopupApp(deps: TopupDeps): Koa<ApiState> {
     }
   });
 
-  const send = (ctx: Koa.ParameterizedContext<ApiState>, reply: TopupReply) => {
+  const send = (ctx: Koa.ParameterizedContext<HttpState>, reply: TopupReply) => {
     ctx.status = reply.status;
     for (const [k, v] of Object.entries(reply.headers ?? {})) ctx.set(k, v);
     ctx.body = reply.body;
   };
 
-  const router = new Router<ApiState>();
+  const router = new Router<HttpState>();
   router.get('/healthz', async (ctx) => send(ctx, await health(deps)));
 
   // Unknown merchants are answered 404 before anything else is looked at.

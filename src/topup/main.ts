@@ -3,7 +3,7 @@ import { buildNetworkTable } from '../chains/networks';
 import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
-import { serveUntilSignal } from '../api/serve';
+import { serveUntilSignal } from '../http/serve';
 import { createTopupApp } from './app';
 import { loadTopupConfig } from './config';
 

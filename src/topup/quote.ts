@@ -14,7 +14,7 @@ import {
 import type { TopupConfig, TopupSourceId } from './config';
 import type { TopupDeps } from './context';
 import { readBuyerPosition, tokenDomain } from './merchant-reads';
-import { crossChainRouteOf } from '../settle/crosschain-route';
+import { crossChainRouteOf } from '../schemes/eip3009-crosschain/route';
 import { TOPUP_DESTINATION_NETWORK } from './types';
 
 /** One source network of a top-up, with its fee schedule and accepted gross range for a buyer. */

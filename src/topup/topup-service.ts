@@ -1,18 +1,17 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { getAddress, isAddressEqual, verifyTypedData, type Address, type Hex } from 'viem';
+import { getAddress, isAddressEqual, type Address, type Hex } from 'viem';
 import { z } from 'zod';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
-import { transferWithAuthorizationTypedData } from '../chains/evm/eip3009';
-import { tokenReads } from '../chains/evm/token-reads';
+import { tokenReads } from '../schemes/eip3009/reads';
 import { TopUp } from '../db/entities';
-import type { SettleInput } from '../settle/types';
-import type { CrossChainSettleInput } from '../settle/crosschain-types';
+import type { Eip3009SettleInput } from '../schemes/eip3009/types';
+import type { CrossChainSettleInput } from '../schemes/eip3009-crosschain/types';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
-import { WORKFLOW_TYPES } from '../temporal/task-queues';
+import { topUpWorkflow } from '../../workflows/topup';
 import { settleWorkflowId, topupWorkflowId } from '../temporal/workflow-ids';
 import { addressSchema, bytes32Schema, exactEvmPayloadSchema, uintStringSchema, type ExactEvmPayload } from '../x402/schemas';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { x402SearchAttributes } from '../temporal/search-attributes';
 import { facilitatorFee, netOf } from './amounts';
 import type { TopupDeps } from './context';
 import { PAYER_COMMITMENT_VERSION, verifyPayerCommitment } from './payer-commitment';
@@ -21,6 +20,7 @@ import { topupRecordJson } from './record';
 import { amountMessage, challenge, replyFor, topupError, type TopupReply } from './replies';
 import { topupStatusFor } from './reasons';
 import { tokenDomain } from './merchant-reads';
+import { isSignedByPayer } from '../schemes/eip3009/verify';
 import { FINAL_TOPUP_STATES, TOPUP_DESTINATION_NETWORK, type TopUpInput } from './types';
 
 export const topupBodySchema = z.object({
@@ -134,17 +134,17 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
     settle: await settleInputFor(deps, source, payload, gross, fee, quote.fees.bridgeFee, req.requestId),
     createdAt: Date.now(),
   };
-  await startOrAttach(deps.temporal, WORKFLOW_TYPES.topup, {
+  await startOrAttach(deps.temporal, topUpWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
-    searchAttributes: [
-      { key: X402Kind, value: 'topup' },
-      { key: X402Network, value: source.id },
-      { key: X402Payer, value: payer.toLowerCase() },
-      { key: X402State, value: 'settling' },
-      { key: X402Organization, value: deps.topup.TOPUP_ORGANIZATION_ID },
-    ],
+    searchAttributes: x402SearchAttributes({
+      kind: 'topup',
+      network: source.id,
+      payer: payer,
+      state: 'settling',
+      organization: deps.topup.TOPUP_ORGANIZATION_ID,
+    }),
     memo: { requestId: req.requestId },
   });
   return waitAndReply(deps, workflowId, body);
@@ -165,7 +165,7 @@ async function settleInputFor(
   fee: bigint,
   bridgeFee: bigint,
   requestId: string,
-): Promise<SettleInput | CrossChainSettleInput> {
+): Promise<Eip3009SettleInput | CrossChainSettleInput> {
   const a = payload.payload.authorization;
   const common = {
     workflowId: settleWorkflowId(source.id, a.from, a.nonce),
@@ -173,6 +173,8 @@ async function settleInputFor(
     organizationId: deps.topup.TOPUP_ORGANIZATION_ID,
     apiKeyId: '',
     network: source.id,
+    payer: a.from,
+    amount: a.value,
     paymentPayload: payload,
     paymentRequirements: await requirementFor(deps, source, gross),
     payout: deps.topup.TOPUP_RELAYER_ADDRESS,
@@ -234,16 +236,8 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, _body: TopupBod
   return replyFor(deps, row);
 }
 
+/** The EIP-3009 signature rule itself (src/schemes/eip3009/verify.ts), under the source token's own domain. */
 async function signatureValid(source: EvmNetwork, payload: ExactEvmPayload): Promise<boolean> {
-  const a = payload.payload.authorization;
   const domain = await tokenDomain(source);
-  const typed = transferWithAuthorizationTypedData(
-    { ...domain, chainId: source.chainId!, verifyingContract: source.usdc! },
-    { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) },
-  );
-  try {
-    return await verifyTypedData({ address: getAddress(a.from.toLowerCase()), signature: payload.payload.signature as Hex, ...typed });
-  } catch {
-    return false;
-  }
+  return isSignedByPayer(payload, { ...domain, chainId: source.chainId!, verifyingContract: source.usdc! });
 }

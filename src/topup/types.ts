@@ -1,5 +1,5 @@
-import type { SettleInput } from '../settle/types';
-import type { CrossChainSettleInput } from '../settle/crosschain-types';
+import type { Eip3009SettleInput } from '../schemes/eip3009/types';
+import type { CrossChainSettleInput } from '../schemes/eip3009-crosschain/types';
 
 /** The destination of every top-up: the merchant contract lives on Base. */
 export const TOPUP_DESTINATION_NETWORK = 'base' as const;
@@ -30,7 +30,7 @@ export interface TopUpInput {
    * EIP-3009 settlement for `base`, the cross-chain one (burn on the source, mint and payout to the
    * relayer on Base) for the other sources.
    */
-  settle: SettleInput | CrossChainSettleInput;
+  settle: Eip3009SettleInput | CrossChainSettleInput;
   /** Epoch ms when the gateway accepted the payment. */
   createdAt: number;
 }

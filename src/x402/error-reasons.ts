@@ -1,4 +1,4 @@
-import { PERMIT2_SETTLE_REASON_STATUS } from './permit2-reasons';
+import { PERMIT2_SETTLE_REASON_STATUS } from '../schemes/permit2/reasons';
 
 /**
  * x402 v1 `errorReason` / `invalidReason` strings we emit on the settle path, with the HTTP status

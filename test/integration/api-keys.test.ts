@@ -2,8 +2,9 @@ import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { ApiKey } from '../../src/db/entities';
-import type { ApiState } from '../../src/api/context';
-import { assertKeyModeAllows, requireApiKey } from '../../src/api/middleware/auth';
+import type { HttpState } from '../../src/http/context';
+import { assertKeyModeAllows } from '../../src/auth/key-mode';
+import { requireApiKey } from '../../src/api/middleware/auth';
 import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
 import { request, signIn, startApi, type RunningApi } from '../support/http';
 
@@ -37,7 +38,7 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
       {
         // Test-only routes exercising the middleware the settle/verify/permit routes use.
         mount: (router, deps) => {
-          const echo: Middleware<ApiState> = (ctx) => {
+          const echo: Middleware<HttpState> = (ctx) => {
             ctx.body = ctx.state.auth;
           };
           router.get('/test/api-key', requireApiKey(deps), echo);

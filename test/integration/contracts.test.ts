@@ -12,7 +12,7 @@ import {
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { startAnvil, type Anvil } from '../../devnet/anvil';
-import { transferWithAuthorizationTypes } from '../../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypes } from '../../src/schemes/eip3009/typed-data';
 import { EIP2612_PERMIT_TYPES, revertOf, waitForReceipt } from '../support/evm';
 import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';

@@ -15,7 +15,7 @@ import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { deployDevnet } from '../../devnet/deploy';
 import { deployGatewayWallet } from '../../devnet/deploy-gateway-wallet';
 import { DEVNET_GATEWAY_OPERATOR_KEY, DEVNET_GATEWAY_WALLET_ADDRESS } from '../../src/chains/devnet-addresses';
-import { transferWithAuthorizationTypedData } from '../../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData } from '../../src/schemes/eip3009/typed-data';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { revertOf, waitForReceipt } from '../support/evm';
 

@@ -8,7 +8,7 @@ import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { permitSighash } from '../../src/permit/signature';
 import { permitWorkflowId } from '../../src/temporal/workflow-ids';
-import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402Network, X402Organization, X402Payer, X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';

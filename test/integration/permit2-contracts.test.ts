@@ -21,7 +21,7 @@ import {
   DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
-import { facilitatorPermit2Abi } from '../../src/chains/evm/permit2-settle-abi';
+import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { EIP2612_PERMIT_TYPES } from '../support/evm';
 import { PERMIT_WITNESS_TRANSFER_FROM, TOKEN_PERMISSIONS } from '../support/permit2-payments';
 import { parseSignature, type Abi } from 'viem';

@@ -1,13 +1,13 @@
 import { privateKeyToAccount } from 'viem/accounts';
 import { laneOf } from '../../src/chains/evm/relayer-lanes';
-import { relayerTxId, settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
  * RELAYER_PRIVATE_KEYS: one worker with two settlement lanes. Each payment is sent from the lane its
- * write-ahead id hashes to, both lanes carry settlements at once, and each settles exactly once.
+ * settlement's workflow id hashes to, both lanes carry settlements at once, and each settles exactly once.
  */
 describe.each(DB_KINDS)('relayer lanes (%s)', (kind) => {
   let h: SettleHarness;
@@ -28,7 +28,7 @@ describe.each(DB_KINDS)('relayer lanes (%s)', (kind) => {
     while (perLane.some((l) => l.length < 3)) {
       const body = await h.pay(buyer, { value: 10_000n });
       const a = body.paymentPayload.payload.authorization;
-      const lane = laneOf(relayerTxId(settleWorkflowId('base-sepolia', a.from, a.nonce), 'settle'), 2);
+      const lane = laneOf(settleWorkflowId('base-sepolia', a.from, a.nonce), 2);
       if (perLane[lane].length < 3) perLane[lane].push(body);
     }
     const bodies = perLane.flat();

@@ -8,7 +8,7 @@ import {
   DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { permit2Abi, tokenAbi } from '../../src/chains/evm/abi';
-import { facilitatorPermit2Abi } from '../../src/chains/evm/permit2-settle-abi';
+import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { permit2SettleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';

@@ -15,7 +15,7 @@ import { createLogger } from '../../src/logger';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { createTopupApp } from '../../src/topup/app';
 import { tokenAbi } from '../../src/chains/evm/abi';
-import { X402Kind, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { waitForReceipt } from '../support/evm';

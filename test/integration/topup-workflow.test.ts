@@ -29,17 +29,25 @@ describe('TopUpWorkflow orchestration', () => {
       calls.push('checkSettlementGas');
       return scenario.gas ? { broadcast: true, costUsdc: '1' } : { broadcast: false, reason: 'gas_price_unavailable' };
     },
-    async verifyExactPayment(input: any) {
+    async verifyPayment(input: any) {
       calls.push('verify');
-      if (scenario.settleRejects)
-        return { isValid: false, invalidReason: scenario.settleRejects, payer: input.paymentPayload.payload.authorization.from };
-      return { isValid: true, payer: input.paymentPayload.payload.authorization.from };
+      if (scenario.settleRejects) {
+        const response = {
+          success: false,
+          errorReason: scenario.settleRejects,
+          transaction: '',
+          network: input.network,
+          payer: input.payer,
+        };
+        return { isValid: false, response };
+      }
+      return { isValid: true };
     },
-    async submitSettlement() {
-      calls.push('submitSettlement');
-      return { submitted: true, hash: '0x' + '11'.repeat(32) };
+    async submitPayment() {
+      calls.push('submitPayment');
+      return { submitted: true, transaction: '0x' + '11'.repeat(32) };
     },
-    async awaitSettlementReceipt(input: any) {
+    async confirmPayment(input: any) {
       return {
         success: true,
         transaction: '0x' + '11'.repeat(32),
@@ -105,6 +113,8 @@ describe('TopUpWorkflow orchestration', () => {
         apiKeyId: '',
         route: 'eip3009',
         network: network as any,
+        payer,
+        amount: '5000000',
         paymentPayload: {
           x402Version: 1,
           scheme: 'exact',
@@ -145,7 +155,7 @@ describe('TopUpWorkflow orchestration', () => {
   test('a deposit that reverts on chain after it was signed is refunded', async () => {
     scenario = { depositReverts: true };
     expect(await run(input('base'))).toEqual({ state: 'refunded', errorReason: 'deposit_failed' });
-    expect(calls).toEqual(['verify', 'submitSettlement', 'ensureMerchantAllowance', 'submitDeposit', 'refundPayer']);
+    expect(calls).toEqual(['verify', 'submitPayment', 'ensureMerchantAllowance', 'submitDeposit', 'refundPayer']);
     expect(records.map((r) => r.state)).toEqual(['settling', 'depositing', 'refunding', 'refunded']);
     expect(records[3].extra).toEqual({
       settlementTx: '0x' + '11'.repeat(32),

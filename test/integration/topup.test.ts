@@ -4,7 +4,7 @@ import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
 import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
 import { settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
-import { X402Kind, X402State } from '../../temporal/search-attributes';
+import { X402Kind, X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from '../support/evm';

@@ -10,7 +10,7 @@ import {
   type LocalAccount,
   type PublicClient,
 } from 'viem';
-import { transferWithAuthorizationTypedData } from '../../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData } from '../../src/schemes/eip3009/typed-data';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from './evm';

@@ -6,7 +6,8 @@ import { Client, Connection } from '@temporalio/client';
 import { SiweMessage } from 'siwe';
 import type { LocalAccount } from 'viem';
 import { createApp } from '../../src/api/app';
-import type { ApiDeps, ApiState } from '../../src/api/context';
+import type { ServiceDeps } from '../../src/deps';
+import type { HttpState } from '../../src/http/context';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
 
@@ -16,23 +17,26 @@ export interface StartApiOptions {
   /** Public URL in the config (the SIWE domain is its host). Default: the listening base URL. */
   publicUrl?: string;
   /** Extra test-only routes, mounted after the app's own routers (inside its error handler). */
-  mount?: (router: Router<ApiState>, deps: ApiDeps) => void;
+  mount?: (router: Router<HttpState>, deps: ServiceDeps) => void;
 }
 
 export interface RunningApi {
   baseUrl: string;
-  deps: ApiDeps;
-  app: Koa<ApiState>;
+  deps: ServiceDeps;
+  app: Koa<HttpState>;
   close(): Promise<void>;
 }
 
-export async function startApi(given: Partial<ApiDeps> & Pick<ApiDeps, 'db' | 'config'>, opts: StartApiOptions = {}): Promise<RunningApi> {
+export async function startApi(
+  given: Partial<ServiceDeps> & Pick<ServiceDeps, 'db' | 'config'>,
+  opts: StartApiOptions = {},
+): Promise<RunningApi> {
   const server: Server = createServer();
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // Lazy: never dials Temporal unless a route actually uses the client.
   const ownTemporal = given.temporal ? undefined : new Client({ connection: Connection.lazy({ address: given.config.TEMPORAL_ADDRESS }) });
-  const deps: ApiDeps = {
+  const deps: ServiceDeps = {
     networks: given.networks ?? buildNetworkTable(given.config.env),
     logger: given.logger ?? createLogger(process.env.LOG_LEVEL ?? 'silent', 'test-api'),
     temporal: given.temporal ?? ownTemporal!,
@@ -41,7 +45,7 @@ export async function startApi(given: Partial<ApiDeps> & Pick<ApiDeps, 'db' | 'c
   };
   const app = createApp(deps);
   if (opts.mount) {
-    const router = new Router<ApiState>();
+    const router = new Router<HttpState>();
     opts.mount(router, deps);
     app.use(router.routes());
   }

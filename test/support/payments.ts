@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Address, Hex, LocalAccount } from 'viem';
-import { transferWithAuthorizationTypedData } from '../../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData } from '../../src/schemes/eip3009/typed-data';
 
 /** Builds what a seller sends to POST /v1/settle, signed exactly as an x402 v1 buyer signs it. */
 export interface ExactPaymentOptions {

@@ -1,6 +1,6 @@
-import { ApiError } from '../../src/api/errors';
-import { assertKeyModeAllows } from '../../src/api/middleware/auth';
-import type { AuthContext } from '../../src/api/context';
+import { ApiError } from '../../src/errors';
+import { assertKeyModeAllows } from '../../src/auth/key-mode';
+import type { AuthContext } from '../../src/auth/key-mode';
 
 const key = (testNet: boolean): AuthContext => ({ organizationId: 'org', method: 'api_key', apiKeyId: 'k', testNet });
 const thrown = (fn: () => void) => {

@@ -1,4 +1,4 @@
-import { ApiError } from '../../src/api/errors';
+import { ApiError } from '../../src/errors';
 import { createApiKeyBody } from '../../src/auth/api-keys';
 import { patchOrganizationBody } from '../../src/auth/organizations';
 import { parseBody } from '../../src/auth/parse-body';

@@ -1,14 +1,14 @@
 import { buildNetworkTable } from '../../src/chains/networks';
 import { withdrawalRequestSchema } from '../../src/gateway/withdrawal-service';
 import { batchedWorkflowId, withdrawalWorkflowId } from '../../src/temporal/workflow-ids';
-import { gatewayNetwork, networkStatus, verifyTestnetFlag } from '../../src/batched/gateway-networks';
+import { gatewayNetwork, networkStatus, verifyTestnetFlag } from '../../src/schemes/batched/gateway-networks';
 import {
   batchedSettleFailure,
   batchedSettleReply,
   batchedVerifyFailure,
   batchedVerifyReply,
   forwardedBody,
-} from '../../src/batched/responses';
+} from '../../src/schemes/batched/responses';
 
 const now = new Date('2026-01-02T03:04:05.000Z');
 const auth = { organizationId: 'org-1' };

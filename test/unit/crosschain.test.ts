@@ -1,6 +1,6 @@
 import { buildNetworkTable } from '../../src/chains/networks';
 import { bpsOf, bridgeFeeFor, decodeBurnMessage, destinationSplit, encodeBurnMessage, type BurnMessage } from '../../src/chains/evm/bridge';
-import { crossChainRouteOf } from '../../src/settle/crosschain-route';
+import { crossChainRouteOf } from '../../src/schemes/eip3009-crosschain/route';
 
 const message: BurnMessage = {
   version: 1,

@@ -10,7 +10,7 @@ import {
   type Hex,
 } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
-import { transferWithAuthorizationTypedData, transferWithAuthorizationTypes, type TokenDomain } from '../../src/chains/evm/eip3009';
+import { transferWithAuthorizationTypedData, transferWithAuthorizationTypes, type TokenDomain } from '../../src/schemes/eip3009/typed-data';
 import type { Eip3009Authorization } from '../../src/x402/schemas';
 
 // Anvil's public dev keys #5 and #6; devnet only.

@@ -1,5 +1,5 @@
 import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/x402/error-reasons';
-import { PERMIT2_SETTLE_REASON_STATUS } from '../../src/x402/permit2-reasons';
+import { PERMIT2_SETTLE_REASON_STATUS } from '../../src/schemes/permit2/reasons';
 
 describe('settleStatusFor', () => {
   test.each<[string, number]>([

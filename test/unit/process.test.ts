@@ -1,6 +1,6 @@
 import net from 'node:net';
 import { findFreePort, spawnManaged, waitUntil, type ManagedProcess } from '../../devnet/process';
-import { searchAttributeCliFlags } from '../../temporal/search-attributes';
+import { searchAttributeCliFlags } from '../../src/temporal/search-attributes';
 
 const node = process.execPath;
 

@@ -4,8 +4,11 @@ import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { base58Encode } from '../../src/chains/solana/base58';
 import { solanaNetworks } from '../../src/chains/solana/context';
 import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey, solanaFeePayerFor } from '../../src/chains/solana/fee-payer';
-import { settleRouteOf } from '../../src/settle/classify';
-import { solanaSupportedKinds } from '../../src/settle/supported-solana';
+import { routeOf } from '../../src/schemes/registry';
+import { buildNetworkTable } from '../../src/chains/networks';
+
+const settleRouteOf = (body: unknown) => routeOf(buildNetworkTable({}), body)?.route;
+import { solanaSupportedKinds } from '../../src/schemes/solana/supported';
 
 describe('Solana network table and fee payer', () => {
   test('defaults: solana-devnet on the local node with Circle devnet USDC; solana off without an RPC URL', () => {

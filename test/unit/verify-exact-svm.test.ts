@@ -16,7 +16,7 @@ import {
   MAX_COMPUTE_UNIT_PRICE,
   verifyExactSvmOnChain,
   type Inspection,
-} from '../../src/chains/solana/verify-exact-svm';
+} from '../../src/schemes/solana/verify';
 import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/x402/error-reasons';
 import { svmPaymentTransaction, toBase64, type SvmPaymentOptions } from '../support/solana';
 

@@ -1,7 +1,7 @@
 import { hexToBigInt, numberToHex, parseSignature, serializeSignature } from 'viem';
 import type { Address, Hex, LocalAccount } from 'viem';
 import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
-import { verifyExactEvm, type ExactEvmChainReads } from '../../src/chains/evm/verify-exact';
+import { verifyExactEvm, type ExactEvmChainReads } from '../../src/schemes/eip3009/verify';
 import type { ExactEvmPayload, PaymentRequirements } from '../../src/x402/schemas';
 import { exactPayment, type ExactPaymentOptions } from '../support/payments';
 import { TEST_ACCOUNTS } from '../support/accounts';

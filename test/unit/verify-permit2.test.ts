@@ -1,7 +1,7 @@
 import { hashDomain, hexToBigInt, numberToHex, parseSignature, serializeSignature, type Address, type Hex } from 'viem';
 import { buildNetworkTable } from '../../src/chains/networks';
-import { uptoSettleAmount, verifyPermit2, type Permit2ChainReads } from '../../src/chains/evm/verify-permit2';
-import { permit2PaymentPayloadSchema, type Permit2PaymentPayload } from '../../src/x402/permit2-payload';
+import { uptoSettleAmount, verifyPermit2, type Permit2ChainReads } from '../../src/schemes/permit2/verify';
+import { permit2PaymentPayloadSchema, type Permit2PaymentPayload } from '../../src/schemes/permit2/payload';
 import { paymentRequirementsSchema, type PaymentRequirements } from '../../src/x402/schemas';
 import { settleStatusFor } from '../../src/x402/error-reasons';
 import { TEST_ACCOUNTS } from '../support/accounts';

@@ -1,6 +1,8 @@
 import type { Middleware } from 'koa';
-import type { ApiContext, ApiDeps, ApiState, AuthContext } from '../context';
-import { ApiError } from '../errors';
+import type { HttpContext, HttpState } from '../../http/context';
+import type { ServiceDeps } from '../../deps';
+import type { AuthContext } from '../../auth/key-mode';
+import { ApiError } from '../../errors';
 import { authenticateApiKey } from '../../auth/api-keys';
 import { findActiveSession } from '../../auth/sessions';
 import { readSessionCookie, SESSION_COOKIE } from '../../auth/session-cookie';
@@ -14,7 +16,7 @@ import type { Session } from '../../db/entities';
 const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 /** The signed-in session behind the cookie, or 401. */
-export async function currentSession(ctx: ApiContext, deps: ApiDeps): Promise<Session> {
+export async function currentSession(ctx: HttpContext, deps: ServiceDeps): Promise<Session> {
   const id = readSessionCookie(ctx);
   if (!id) throw new ApiError(401, 'sign-in required: missing or invalid siwe-session cookie');
   const em = ctx.state.em ?? deps.db.em.fork();
@@ -23,13 +25,13 @@ export async function currentSession(ctx: ApiContext, deps: ApiDeps): Promise<Se
   return session;
 }
 
-async function authenticateSession(ctx: ApiContext, deps: ApiDeps): Promise<AuthContext> {
+async function authenticateSession(ctx: HttpContext, deps: ServiceDeps): Promise<AuthContext> {
   const session = await currentSession(ctx, deps);
   return { organizationId: session.organizationId, method: 'session', address: session.address };
 }
 
 /** Requires a valid `siwe-session` cookie; sets ctx.state.auth (method 'session'). */
-export function requireSession(deps: ApiDeps): Middleware<ApiState> {
+export function requireSession(deps: ServiceDeps): Middleware<HttpState> {
   return async (ctx, next) => {
     ctx.state.auth = await authenticateSession(ctx, deps);
     await next();
@@ -41,7 +43,7 @@ export function requireSession(deps: ApiDeps): Middleware<ApiState> {
  * With `allowSession`, a request without an Authorization header may sign in by cookie instead; a
  * present but bad Authorization header never falls back to the cookie.
  */
-export function requireApiKey(deps: ApiDeps, opts: { allowSession?: boolean } = {}): Middleware<ApiState> {
+export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean } = {}): Middleware<HttpState> {
   return async (ctx, next) => {
     const header = ctx.get('authorization');
     if (!header && opts.allowSession && ctx.cookies.get(SESSION_COOKIE, { signed: false })) {
@@ -56,14 +58,4 @@ export function requireApiKey(deps: ApiDeps, opts: { allowSession?: boolean } = 
     ctx.state.auth = { organizationId: key.organizationId, method: 'api_key', apiKeyId: key.apiKeyId, testNet: key.testNet };
     await next();
   };
-}
-
-/**
- * Test keys settle testnets only and live keys mainnets only (403 otherwise). Sessions carry no key
- * mode and are not restricted here.
- */
-export function assertKeyModeAllows(auth: AuthContext, network: { testnet: boolean }): void {
-  if (auth.method !== 'api_key' || auth.testNet === undefined) return;
-  if (auth.testNet && !network.testnet) throw new ApiError(403, 'test keys settle testnets only');
-  if (!auth.testNet && network.testnet) throw new ApiError(403, 'live keys settle mainnets only');
 }

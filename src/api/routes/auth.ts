@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { currentSession } from '../middleware/auth';
 import { parseBody } from '../../auth/parse-body';
 import { issueNonce } from '../../auth/siwe-nonces';
@@ -13,7 +14,7 @@ import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../../a
 /** Sign-in bodies are a short message and a signature. */
 export const AUTH_BODY_LIMIT = '8kb';
 
-export function registerAuthRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerAuthRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.get('/v1/auth/nonce', async (ctx) => {
     const { nonce } = await issueNonce(ctx.state.em, deps.config.SIWE_NONCE_TTL_SECONDS);
     ctx.set('Cache-Control', 'no-store');

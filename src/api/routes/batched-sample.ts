@@ -1,15 +1,16 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { ApiError } from '../errors';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { ApiError } from '../../errors';
 import { requireApiKey } from '../middleware/auth';
-import { gatewayStatusRecord } from '../../batched/gateway-status';
+import { gatewayStatusRecord } from '../../schemes/batched/gateway-status';
 
 /**
  * GET /v1/batched-sample: the gateway status record. Its errors have their own shape: no
  * organization (missing or bad key) -> `{error}` with the auth status, failure -> 500
  * `{error: 'Internal server error', message}`.
  */
-export function registerBatchedSampleRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerBatchedSampleRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   const auth = requireApiKey(deps);
   router.get('/v1/batched-sample', async (ctx) => {
     try {

@@ -1,7 +1,8 @@
 import { readFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
 import { API_TITLE, buildOpenApiDocument, OPENAPI_PATH, type OpenApiDocument } from '../openapi';
 import { metricsEnabled } from './metrics';
 
@@ -11,7 +12,7 @@ import { metricsEnabled } from './metrics';
  * describes the API. The UI loads the document by a relative URL, so it also works behind a proxy
  * that mounts the service under a path prefix.
  */
-export function registerDocsRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerDocsRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   let document: OpenApiDocument | undefined;
   router.get(OPENAPI_PATH, (ctx) => {
     document ??= buildOpenApiDocument({ publicUrl: deps.config.publicUrl, metrics: metricsEnabled(deps.config.env) });

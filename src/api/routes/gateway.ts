@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
 import { gatewayBalances, getWithdrawal, startWithdrawal } from '../../gateway/withdrawal-service';
 
@@ -9,7 +10,7 @@ import { gatewayBalances, getWithdrawal, startWithdrawal } from '../../gateway/w
  * docs/decisions.md "Batched payments and withdrawals"): balance views and durable withdrawals.
  * API key auth; errors use the generic envelope.
  */
-export function registerGatewayRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerGatewayRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.get('/v1/gateway/balances', requireApiKey(deps), async (ctx) => {
     ctx.body = await gatewayBalances(deps, ctx.state.auth!, ctx.query.network);
   });

@@ -1,5 +1,6 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
 import { registerApiKeyRoutes } from './api-keys';
 import { registerAuthRoutes } from './auth';
 import { registerOrganizationRoutes } from './organization';
@@ -15,7 +16,7 @@ import { registerGatewayRoutes } from './gateway';
 import { registerMediaRoutes } from './media';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
-export function registerRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.get('/healthz', (ctx) => {
     ctx.body = { ok: true };
   });

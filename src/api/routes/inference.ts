@@ -1,8 +1,9 @@
 import { PassThrough } from 'node:stream';
 import type Router from '@koa/router';
 import { z } from 'zod';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { InferenceCharge } from '../../db/entities';
 import { inferenceConfig } from '../../inference/config';
 import { registryFor, ProvidersUnavailable } from '../../inference/providers';
@@ -20,7 +21,7 @@ const messagesSchema = z.array(z.object({ role: z.enum(ROLES), content: z.string
  * with the payment requirements when unpaid, settles X-PAYMENT through the settlement workflow,
  * then relays the provider's stream. See docs/decisions.md "Paid inference".
  */
-export function registerInferenceRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerInferenceRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   const cfg = () => inferenceConfig(deps.config);
   const registry = () => registryFor(deps, cfg());
 

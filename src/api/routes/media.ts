@@ -1,7 +1,8 @@
 import type Router from '@koa/router';
 import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
-import type { ApiContext, ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { HttpContext, HttpState } from '../../http/context';
+import type { ServiceDeps } from '../../deps';
+import { jsonBody } from '../../http/json-body';
 import { InferenceCharge } from '../../db/entities';
 import { MediaAsset, MediaJob } from '../../db/media';
 import { decodePaymentHeader } from '../../inference/chat-payment';
@@ -35,15 +36,15 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
  * MediaJobWorkflow keyed by (buyer, Idempotency-Key); jobs, library and assets are read with the
  * buyer signature headers; stored objects are served under /media when the filesystem store is used.
  */
-export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   const cfg = () => mediaConfig(deps.config);
   let store: MediaStore | undefined;
   const theStore = () => (store ??= createMediaStore(cfg()));
-  const answer = (ctx: ApiContext, status: number, body: unknown) => {
+  const answer = (ctx: HttpContext, status: number, body: unknown) => {
     ctx.status = status;
     ctx.body = body;
   };
-  const mediaShape = async (ctx: ApiContext, next: () => Promise<unknown>) => {
+  const mediaShape = async (ctx: HttpContext, next: () => Promise<unknown>) => {
     // Malformed or oversized bodies and crashes answer in the media error shape.
     ctx.state.errorShape = (status, message) => ({
       status,
@@ -209,7 +210,7 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
       });
 
   /** Buyer signature check for the read/delete routes; answers 401 itself when it fails. */
-  const buyerOf = async (ctx: ApiContext): Promise<string | undefined> => {
+  const buyerOf = async (ctx: HttpContext): Promise<string | undefined> => {
     const c = cfg();
     const r = await verifyBuyerRequest(
       deps.db.em.fork(),
@@ -220,14 +221,14 @@ export function registerMediaRoutes(router: Router<ApiState>, deps: ApiDeps): vo
     answer(ctx, 401, mediaError(r.error, r.message));
     return undefined;
   };
-  const ownJob = async (ctx: ApiContext, buyer: string) => {
+  const ownJob = async (ctx: HttpContext, buyer: string) => {
     const id = String(ctx.params.id);
     const job = UUID.test(id) ? await deps.db.em.fork().findOne(MediaJob, { id, buyer }) : null;
     // Another buyer's job is indistinguishable from a missing one.
     if (!job) answer(ctx, 404, mediaError('job_not_found', `no job ${id} for this buyer`));
     return job;
   };
-  const ownAsset = async (ctx: ApiContext, buyer: string) => {
+  const ownAsset = async (ctx: HttpContext, buyer: string) => {
     const id = String(ctx.params.id);
     const asset = UUID.test(id) ? await deps.db.em.fork().findOne(MediaAsset, { id, buyer }) : null;
     if (!asset) answer(ctx, 404, mediaError('asset_not_found', `no asset ${id} for this buyer`));

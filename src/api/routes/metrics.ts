@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import { ConfigError } from '../../config';
-import type { ApiDeps, ApiState } from '../context';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
 
 /**
  * GET /metrics: Prometheus text format, on the API port, without authentication, unless
@@ -9,7 +10,7 @@ import type { ApiDeps, ApiState } from '../context';
  * who do not want it public block `/metrics` at the proxy or turn it off. See docs/decisions.md
  * "OpenAPI, metrics and logs".
  */
-export function registerMetricsRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerMetricsRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   if (!metricsEnabled(deps.config.env)) return;
   router.get('/metrics', async (ctx) => {
     const { contentType, body } = await deps.metrics!.render();

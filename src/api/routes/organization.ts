@@ -1,13 +1,14 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { requireSession } from '../middleware/auth';
 import { parseBody } from '../../auth/parse-body';
 import { getOrganization, patchOrganizationBody, toOrganizationBody, updateOrganization } from '../../auth/organizations';
 import { AUTH_BODY_LIMIT } from './auth';
 
 /** The signed-in owner's organization: name, payout wallets and platform fee. */
-export function registerOrganizationRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerOrganizationRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.get('/v1/organization', requireSession(deps), async (ctx) => {
     ctx.body = toOrganizationBody(await getOrganization(ctx.state.em, ctx.state.auth!.organizationId));
   });

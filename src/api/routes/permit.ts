@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
 import { executePermit, permitFailure } from '../../permit/permit-service';
 import { rawNetworkOf } from '../../permit/schema';
@@ -9,7 +10,7 @@ import { rawNetworkOf } from '../../permit/schema';
  * POST /v1/permit: authenticate (API key, or the session cookie as the spec's alternative scheme),
  * parse, hand over to the permit service, map the reply.
  */
-export function registerPermitRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerPermitRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.post(
     '/v1/permit',
     async (ctx, next) => {

@@ -1,11 +1,13 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
-import { settleFailure, settlePayment } from '../../settle/settle-service';
+import { settlePayment } from '../../schemes/registry';
+import { settleFailure } from '../../settle/run';
 
 /** POST /v1/settle: parse, authenticate, hand over to the settlement service, map the reply. */
-export function registerSettleRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.post(
     '/v1/settle',
     async (ctx, next) => {

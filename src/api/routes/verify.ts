@@ -1,14 +1,15 @@
 import type Router from '@koa/router';
-import type { ApiDeps, ApiState } from '../context';
-import { jsonBody } from '../middleware/json-body';
+import type { ServiceDeps } from '../../deps';
+import type { HttpState } from '../../http/context';
+import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
-import { verifyPayment } from '../../settle/verify-service';
+import { verifyPayment } from '../../schemes/registry';
 
 /** Deprecated since 2026-01-01 (RFC 9745 form); settle is the successor. */
 const DEPRECATED_SINCE = '@1767225600';
 
 /** POST /v1/verify (deprecated, legacy EIP-3009 only). */
-export function registerVerifyRoutes(router: Router<ApiState>, deps: ApiDeps): void {
+export function registerVerifyRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.post(
     '/v1/verify',
     async (ctx, next) => {

@@ -11,9 +11,9 @@ export function relayerLaneKeys(config: Pick<Config, 'RELAYER_PRIVATE_KEY' | 'RE
 }
 
 /**
- * The lane of one write-ahead id: a hash of the id, so every attempt of an activity (and every
- * worker with the same key list) sends that effect from the same key.
+ * The lane of one settlement (its workflow id): a hash of the id, so every attempt of its activities
+ * (and every worker with the same key list) sends and repairs its transaction with the same key.
  */
-export function laneOf(writeAheadId: string, lanes: number): number {
-  return Number(BigInt(keccak256(stringToBytes(writeAheadId))) % BigInt(lanes));
+export function laneOf(laneKey: string, lanes: number): number {
+  return Number(BigInt(keccak256(stringToBytes(laneKey))) % BigInt(lanes));
 }

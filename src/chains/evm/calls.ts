@@ -1,0 +1,60 @@
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import { BaseError, ContractFunctionRevertedError, type Address, type Hex } from 'viem';
+import type { Relayer } from './relayer';
+import { relayerTxId } from '../../temporal/workflow-ids';
+
+/**
+ * Sending and confirming relayer calls through the write-ahead relayer, shared by the EVM
+ * schemes (EIP-3009, Permit2) and the cross-chain burn. The relayer record id is
+ * `<workflowId>:<purpose>`, so a retried activity re-sends the recorded bytes, never a second call.
+ */
+
+export type CallSent = { sent: true; hash: Hex } | { sent: false; revert: string };
+
+/** A revert found while estimating (nothing signed), or undefined for a transient error. */
+export const revertOf = (err: unknown): string | undefined => {
+  const hit =
+    err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
+  return hit ? (hit as Error).message.split('\n')[0] : undefined;
+};
+
+/** Whether this workflow's call for `purpose` was already signed (its write-ahead record exists). */
+export const callSent = async (relayer: Relayer, workflowId: string, purpose = 'settle') =>
+  (await relayer.find(relayerTxId(workflowId, purpose))) !== null;
+
+/** Sends `call` once for this workflow; a call that would revert is reported before anything is signed. */
+export async function sendCall(
+  relayer: Relayer,
+  workflowId: string,
+  call: { to: Address; data: Hex },
+  purpose = 'settle',
+): Promise<CallSent> {
+  try {
+    const { hash } = await relayer.send(relayerTxId(workflowId, purpose), call);
+    return { sent: true, hash };
+  } catch (err) {
+    const revert = revertOf(err);
+    if (revert === undefined) throw err; // transient (RPC down, timeout): Temporal retries
+    return { sent: false, revert };
+  }
+}
+
+export type ReceiptResult = { status: 'success' | 'reverted'; blockNumber: string };
+
+/**
+ * Waits, bounded, for the receipt of the relayer transaction recorded under `txId`; throws
+ * (retryable) on timeout after re-broadcasting, so a dropped transaction is sent again with the same
+ * bytes. The record is written before broadcast, so a miss is retried rather than failing a
+ * workflow whose transaction may be out (an operator sees it waiting in `submitted`).
+ */
+export async function awaitRecordedReceipt(relayer: Relayer, txId: string, timeoutMs: number): Promise<ReceiptResult & { hash: Hex }> {
+  const tx = await relayer.find(txId);
+  if (!tx) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
+  const receipt = await relayer.waitForReceipt(tx, timeoutMs, () => Context.current().heartbeat());
+  if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
+  return { status: receipt.status, blockNumber: receipt.blockNumber.toString(), hash: tx.hash as Hex };
+}
+
+/** The receipt of the call this workflow sent for `purpose` (see awaitRecordedReceipt). */
+export const awaitCall = (relayer: Relayer, workflowId: string, timeoutMs: number, purpose = 'settle') =>
+  awaitRecordedReceipt(relayer, relayerTxId(workflowId, purpose), timeoutMs);

@@ -1,0 +1,17 @@
+import type { Client } from '@temporalio/client';
+import type { Config } from './config';
+import type { Database } from './db/orm';
+import type { NetworkTable } from './chains/networks';
+import type { Logger } from './logger';
+import type { Metrics } from './observability/metrics';
+
+/** What the services need, built once at start-up by the process that hosts them (API or top-up gateway). */
+export interface ServiceDeps {
+  config: Config;
+  db: Database;
+  networks: NetworkTable;
+  temporal: Client;
+  logger: Logger;
+  /** Prometheus metrics of this app; createApp creates them when absent. */
+  metrics?: Metrics;
+}

@@ -1,0 +1,137 @@
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
+import type { AuthContext } from '../../auth/key-mode';
+import type { ServiceDeps } from '../../deps';
+import { bpsOf } from '../../chains/evm/bridge';
+import { Settlement } from '../../db/entities';
+import { payoutFor, platformFee } from '../../settle/payout';
+import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
+import { x402SearchAttributes } from '../../temporal/search-attributes';
+import type { SettleResponse } from '../../x402/schemas';
+import { crossChainSettlementWorkflow, sourceTransactionUpdate } from '../../../workflows/crosschain-settlement';
+import { eip3009 } from '../eip3009';
+import type { Eip3009Payment } from '../eip3009/types';
+import type { SettleRoute } from '../scheme';
+import { crossChainRouteOf, type CrossChainRoute } from './route';
+import type { CrossChainSettleInput } from './types';
+
+/** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
+const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);
+
+const sameChain = skeletonRoute(eip3009);
+
+/**
+ * Routing step 4 with a destination: an EIP-3009 payment whose `extra.destinationChainId` names
+ * another chain is bridged (spec "Cross-chain settlement"). It is checked like any EIP-3009 payment
+ * first (same parse, same answers), and verified like one.
+ */
+export const eip3009CrossChain: SettleRoute = {
+  route: 'eip3009-crosschain',
+  claims: (body) => {
+    const destination = body.extra?.destinationChainId;
+    return typeof destination === 'number' && body.chainId !== undefined && destination !== body.chainId;
+  },
+  async settle(deps, req) {
+    const parsed = eip3009.parse(deps, req.auth, req.body);
+    if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer);
+    const source = deps.networks.get(parsed.payment.network)!;
+    const destinationChainId = parsed.payment.paymentRequirements.extra?.destinationChainId ?? undefined;
+    const route = crossChainRouteOf(source, destinationChainId, deps.networks, { mainnetsEnabled: deps.config.MAINNETS_ENABLED });
+    if (route.kind === 'same-chain') return sameChain.settle(deps, req);
+    if (route.kind === 'reject') return settleFailure(route.reason, source.id, parsed.payer);
+    return settleCrossChain(deps, req, parsed.payment, route);
+  },
+  verify: (deps, auth, body) => sameChain.verify(deps, auth, body),
+};
+
+/**
+ * Starts the cross-chain workflow with update-with-start and answers as soon as the source
+ * transaction has succeeded (success, the source hash, the source network); the bridge leg goes on
+ * in the workflow. Past SETTLE_WAIT_MS: 202 settlement_pending; a repeat attaches or replays.
+ */
+async function settleCrossChain(
+  deps: ServiceDeps,
+  req: SettleRequest,
+  p: Eip3009Payment,
+  route: Extract<CrossChainRoute, { kind: 'cross-chain' }>,
+): Promise<SettleReply> {
+  const { paymentPayload: payload, paymentRequirements: requirements, network: networkId } = p;
+  const network = deps.networks.get(networkId)!;
+  const destination = route.destination;
+  const payer = payload.payload.authorization.from;
+  const resolved = await payoutFor(req, network.testnet, requirements.extra?.creditedRecipient);
+  if (!resolved) return settleFailure('payout_wallet_not_configured', network.id, payer);
+  const { org, payout } = resolved;
+
+  const a = payload.payload.authorization;
+  const workflowId = eip3009.businessKey(p); // one authorization, one settlement, bridged or not
+  const recorded = await answerFromRecord(req, workflowId, req.auth, network.id);
+  if (recorded) return recorded;
+
+  const value = BigInt(a.value);
+  const { fee, feeRecipient } = platformFee(value, org, deps);
+  const input: CrossChainSettleInput = {
+    workflowId,
+    requestId: req.requestId,
+    organizationId: org.id,
+    apiKeyId: req.auth.apiKeyId ?? '',
+    route: 'eip3009-crosschain',
+    network: network.id,
+    destinationNetwork: destination.id,
+    sourceDomain: route.sourceDomain,
+    destinationDomain: destination.gatewayDomain,
+    paymentPayload: payload,
+    paymentRequirements: requirements,
+    payout,
+    fee: fee.toString(),
+    feeRecipient,
+    maxBridgeFee: bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS).toString(),
+  };
+  const start = new WithStartWorkflowOperation(crossChainSettlementWorkflow, {
+    workflowId,
+    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+    args: [input],
+    workflowIdConflictPolicy: 'USE_EXISTING',
+    workflowIdReusePolicy: 'ALLOW_DUPLICATE_FAILED_ONLY',
+    typedSearchAttributes: x402SearchAttributes({ kind: 'settle', network: network.id, payer, state: 'verifying', organization: org.id }),
+    memo: { requestId: req.requestId },
+  });
+  const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
+  try {
+    const outcome = await deps.temporal.withDeadline(deadline, () =>
+      deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, {
+        startWorkflowOperation: start,
+      }),
+    );
+    deps.logger.info({ requestId: req.requestId, workflowId }, 'cross-chain settlement answered');
+    return replyFor(outcome.response, outcome.organizationId, req.auth, network.id);
+  } catch (err) {
+    // Completed meanwhile (a concurrent duplicate finished it): the record has the answer.
+    const em = req.em.fork();
+    const again = await answerFromRecord({ em }, workflowId, req.auth, network.id);
+    if (again) return again;
+    // The same authorization is being settled on the source chain (sent earlier without a
+    // destination): that settlement has no cross-chain update, and this one cannot happen too.
+    const other = await em.findOne(Settlement, { id: workflowId });
+    if (other && other.route !== 'eip3009-crosschain') return settleFailure('invalid_transaction_state', network.id, payer);
+    if (!(err instanceof WorkflowExecutionAlreadyStartedError) && !(Date.now() >= deadline - 50 || isDeadline(err))) throw err;
+  }
+  return pendingReply(req, workflowId, network.id, payer);
+}
+
+const isDeadline = (err: unknown) =>
+  (isGrpcServiceError(err) && (err.code === 4 || err.code === 1)) || /deadline|cancel/i.test(String((err as Error)?.message));
+
+/** The recorded answer of a settlement that has one (source transaction succeeded, or it ended). */
+async function answerFromRecord(
+  req: Pick<SettleRequest, 'em'>,
+  workflowId: string,
+  auth: AuthContext,
+  network: string,
+): Promise<SettleReply | undefined> {
+  const row = await req.em.findOne(Settlement, { id: workflowId });
+  if (!row?.response) return undefined;
+  // A same-chain settlement of this very authorization answers once it is final.
+  const answered = row.route === 'eip3009-crosschain' ? ANSWERED_STATES.has(row.state) : ['settled', 'failed'].includes(row.state);
+  if (!answered) return undefined;
+  return replyFor(JSON.parse(row.response) as SettleResponse, row.organizationId, auth, network);
+}

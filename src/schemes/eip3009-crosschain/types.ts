@@ -1,0 +1,78 @@
+import type { EvmNetworkId } from '../../chains/networks';
+import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../../x402/schemas';
+
+/**
+ * Input of one cross-chain EIP-3009 settlement (spec routing step 4 with a different destination).
+ * Resolved by the API at request time, visible in the Temporal UI: no secrets.
+ */
+export interface CrossChainSettleInput {
+  workflowId: string;
+  requestId?: string;
+  organizationId: string;
+  apiKeyId: string;
+  route: 'eip3009-crosschain';
+  /** Source network (where the buyer signed and USDC is pulled and burned). */
+  network: EvmNetworkId;
+  destinationNetwork: EvmNetworkId;
+  sourceDomain: number;
+  destinationDomain: number;
+  paymentPayload: ExactEvmPayload;
+  paymentRequirements: PaymentRequirements;
+  /** Paid on the destination: what arrived minus `fee`. */
+  payout: string;
+  /** Platform fee in base units, from the signed value (capped at what arrives). */
+  fee: string;
+  feeRecipient: string;
+  /** The most the bridge may keep (BRIDGE_MAX_FEE_BPS of the value; a top-up: its buffered bridge fee quote). */
+  maxBridgeFee: string;
+  /** How long the bridge leg waits for an attestation before `needs_review` (default 6 h; top-ups: TOPUP_BRIDGE_TIMEOUT_MS). */
+  attestationBudgetMs?: number;
+}
+
+/** Input of the bridge leg (child workflow `bridge:<sourceNetwork>:<sourceDomain>:<nonce>`). */
+export interface BridgeTransferInput {
+  bridgeId: string;
+  settlementId: string;
+  organizationId: string;
+  payer: string;
+  sourceNetwork: EvmNetworkId;
+  destinationNetwork: EvmNetworkId;
+  sourceDomain: number;
+  destinationDomain: number;
+  sourceTx: string;
+  /** The burn message as emitted on the source chain (hex). */
+  message: string;
+  bridgeNonce: string;
+  amount: string;
+  payout: string;
+  fee: string;
+  feeRecipient: string;
+  /** Attestation wait before `needs_review` (default 6 h). */
+  attestationBudgetMs?: number;
+}
+
+export interface BridgeTransferResult {
+  state: 'delivered' | 'needs_review';
+  mintTx?: string;
+  received?: string;
+  bridgeFee?: string;
+  fee?: string;
+  payoutAmount?: string;
+  error?: string;
+}
+
+/** The update the API sends with update-with-start: answers once the source transaction is known. */
+export const SOURCE_TRANSACTION_UPDATE = 'sourceTransaction';
+
+export interface CrossChainOutcome {
+  response: SettleResponse;
+  organizationId: string;
+  /** How the bridge leg ended (absent when the source transaction failed or the payment was refused). */
+  bridge?: BridgeTransferResult;
+}
+
+/**
+ * Signal a cross-chain settlement started as a child (the TopUpWorkflow) sends its parent once the
+ * source transaction succeeded: the settle response, so the parent can move to `bridging`.
+ */
+export const SOURCE_TRANSACTION_SIGNAL = 'crossChainSourceTransaction';

@@ -1,0 +1,138 @@
+import { encodeFunctionData, type Address, type Hex } from 'viem';
+import { assertKeyModeAllows } from '../../auth/key-mode';
+import { isEvmNetworkId } from '../../chains/networks';
+import { facilitatorAbi } from '../../chains/evm/abi';
+import { awaitCall, callSent, sendCall } from '../../chains/evm/calls';
+import { evmNetworkOf } from '../../settle/records';
+import { payoutFor, platformFee } from '../../settle/payout';
+import { settleWorkflowId } from '../../temporal/workflow-ids';
+import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
+import type { Parsed, Scheme } from '../scheme';
+import { tokenReads } from './reads';
+import type { Eip3009Payment, Eip3009SettleInput } from './types';
+import { verifyExactEvm } from './verify';
+
+const bodyOf = (raw: unknown) => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+
+/**
+ * EIP-3009 `exact` (spec routing step 4): the buyer signs `TransferWithAuthorization` to our
+ * facilitator contract, whose `settle` pulls it and pays the payout and fee in one transaction.
+ */
+export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
+  route: 'eip3009',
+  claims: () => true, // the last routing step takes every payment the earlier ones did not
+
+  /**
+   * The request checks settle and verify share, in order (docs/decisions.md, rules 2-8): both objects
+   * parse, the network is known, allowed for the key's mode (403 ApiError) and enabled.
+   */
+  parse(deps, auth, raw): Parsed<Eip3009Payment> {
+    const body = bodyOf(raw);
+    const rawNetwork = (body.paymentPayload as { network?: unknown } | undefined)?.network;
+    const networkName = typeof rawNetwork === 'string' ? rawNetwork : '';
+    const refuse = (refused: string, payer?: string) => ({ ok: false as const, refused, network: networkName, payer });
+
+    if (!paymentPayloadEnvelopeSchema.safeParse(body.paymentPayload).success) return refuse('invalid_payload');
+    const requirements = paymentRequirementsSchema.safeParse(body.paymentRequirements);
+    if (!requirements.success) return refuse('invalid_payment_requirements');
+    const payload = exactEvmPayloadSchema.safeParse(body.paymentPayload);
+    if (!payload.success) return refuse('invalid_payload');
+    const payer = payload.data.payload.authorization.from;
+
+    const network = isEvmNetworkId(payload.data.network) ? deps.networks.get(payload.data.network) : undefined;
+    if (!network) return refuse('invalid_network', payer);
+    assertKeyModeAllows(auth, network); // 403 before anything else is said about the network
+    if (!network.enabled || network.permitOnly) return refuse('invalid_network', payer);
+    if (!network.testnet && !deps.config.MAINNETS_ENABLED) return refuse('invalid_network', payer);
+    return {
+      ok: true,
+      network: network.id,
+      payer,
+      payment: { network: network.id, paymentPayload: payload.data, paymentRequirements: requirements.data },
+    };
+  },
+
+  businessKey: (p) =>
+    settleWorkflowId(p.network, p.paymentPayload.payload.authorization.from, p.paymentPayload.payload.authorization.nonce),
+
+  async input(deps, req, p) {
+    const network = deps.networks.get(p.network)!;
+    const resolved = await payoutFor(req, network.testnet, p.paymentRequirements.extra?.creditedRecipient);
+    const payer = p.paymentPayload.payload.authorization.from;
+    if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer };
+    const amount = p.paymentPayload.payload.authorization.value;
+    const { fee, feeRecipient } = platformFee(BigInt(amount), resolved.org, deps);
+    return {
+      ...p,
+      workflowId: eip3009.businessKey(p),
+      requestId: req.requestId,
+      organizationId: resolved.org.id,
+      apiKeyId: req.auth.apiKeyId ?? '',
+      route: 'eip3009',
+      payer,
+      amount,
+      payout: resolved.payout,
+      fee: fee.toString(),
+      feeRecipient,
+    };
+  },
+
+  verify(p, deps) {
+    const network = evmNetworkOf(deps.networks, p.network);
+    return verifyExactEvm(p.paymentPayload, p.paymentRequirements, network, {
+      nowSeconds: Math.floor(Date.now() / 1000),
+      minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
+      reads: tokenReads(network),
+    });
+  },
+
+  sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
+
+  async submit(input, deps) {
+    const network = evmNetworkOf(deps.networks, input.network);
+    const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
+      to: network.facilitator as Address,
+      data: settleCallData(input),
+    });
+    return sent.sent
+      ? { submitted: true, transaction: sent.hash }
+      : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
+  },
+
+  async confirm(input, deps) {
+    const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
+    return { response: receiptResponse(input, receipt), transaction: receipt.hash };
+  },
+};
+
+/** The facilitator's `settle`: pull the authorization, pay `payout` the value minus `fee`. */
+export function settleCallData(input: Eip3009SettleInput): Hex {
+  const a = input.paymentPayload.payload.authorization;
+  return encodeFunctionData({
+    abi: facilitatorAbi,
+    functionName: 'settle',
+    args: [
+      input.paymentRequirements.asset as Address,
+      a.from as Address,
+      BigInt(a.value),
+      BigInt(a.validAfter),
+      BigInt(a.validBefore),
+      a.nonce as Hex,
+      input.paymentPayload.payload.signature as Hex,
+      input.payout as Address,
+      BigInt(input.fee),
+      input.feeRecipient as Address,
+    ],
+  });
+}
+
+/** The settle response of an EVM call's receipt: the hash on success, `invalid_transaction_state` on revert. */
+export function receiptResponse(
+  input: { network: string; payer: string },
+  receipt: { status: 'success' | 'reverted'; hash: string },
+  extra: Partial<SettleResponse> = {},
+): SettleResponse {
+  return receipt.status === 'success'
+    ? { success: true, transaction: receipt.hash, network: input.network, payer: input.payer, ...extra }
+    : { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: input.network, payer: input.payer };
+}

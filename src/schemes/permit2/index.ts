@@ -1,0 +1,140 @@
+import { encodeFunctionData, type Address, type Hex } from 'viem';
+import { assertKeyModeAllows } from '../../auth/key-mode';
+import { isEvmNetworkId } from '../../chains/networks';
+import { awaitCall, callSent, sendCall } from '../../chains/evm/calls';
+import { evmNetworkOf } from '../../settle/records';
+import { payoutFor, platformFee } from '../../settle/payout';
+import { permit2SettleWorkflowId } from '../../temporal/workflow-ids';
+import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/schemas';
+import { receiptResponse } from '../eip3009';
+import type { Parsed, Scheme } from '../scheme';
+import { facilitatorPermit2Abi } from './abi';
+import { permit2PaymentPayloadSchema } from './payload';
+import { permit2Reads } from './reads';
+import type { Permit2Payment, Permit2SettleInput } from './types';
+import { uptoSettleAmount, verifyPermit2 } from './verify';
+
+const ZERO32 = `0x${'0'.repeat(64)}` as Hex;
+
+/**
+ * Permit2 `exact` and `upto` (spec routing step 3): the buyer signs a Permit2 witness transfer to
+ * our proxy; the facilitator's `settlePermit2Exact` / `settlePermit2Upto` pulls it through the proxy
+ * and pays out in one transaction (an EIP-2612 `permit2612` rides along when Permit2 lacks allowance).
+ */
+export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
+  route: 'permit2',
+  // The spec words step 3 as "the payload parses as Permit2" (the full schema).
+  claims: (body) => permit2PayloadBodySchema.safeParse(body.payload).success,
+
+  parse(deps, auth, raw): Parsed<Permit2Payment> {
+    const body = (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+    const rawNetwork = (body.paymentPayload as { network?: unknown } | undefined)?.network;
+    const networkName = typeof rawNetwork === 'string' ? rawNetwork : '';
+    const refuse = (refused: string, payer?: string) => ({ ok: false as const, refused, network: networkName, payer });
+
+    const payload = permit2PaymentPayloadSchema.safeParse(body.paymentPayload);
+    if (!payload.success) return refuse('invalid_payload');
+    const payer = payload.data.payload.owner;
+    const requirements = paymentRequirementsSchema.safeParse(body.paymentRequirements);
+    if (!requirements.success) return refuse('invalid_payment_requirements', payer);
+
+    const network = isEvmNetworkId(networkName) ? deps.networks.get(networkName) : undefined;
+    if (!network) return refuse('invalid_network', payer);
+    assertKeyModeAllows(auth, network); // 403 before anything else is said about the network
+    if (!network.enabled || network.permitOnly) return refuse('invalid_network', payer);
+    if (!network.testnet && !deps.config.MAINNETS_ENABLED) return refuse('invalid_network', payer);
+    return {
+      ok: true,
+      network: network.id,
+      payer,
+      payment: { network: network.id, paymentPayload: payload.data, paymentRequirements: requirements.data },
+    };
+  },
+
+  businessKey: (p) => permit2SettleWorkflowId(p.network, p.paymentPayload.payload.owner, p.paymentPayload.payload.permit.nonce),
+
+  async input(deps, req, p) {
+    const network = deps.networks.get(p.network)!;
+    const payer = p.paymentPayload.payload.owner;
+    const resolved = await payoutFor(req, network.testnet, p.paymentRequirements.extra?.creditedRecipient);
+    if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer };
+    // The amount that moves; an invalid settleAmount is rejected by the workflow's verification.
+    const amount =
+      p.paymentPayload.scheme === 'upto'
+        ? uptoSettleAmount(p.paymentRequirements)
+        : BigInt(p.paymentPayload.payload.permit.permitted.amount);
+    const { fee, feeRecipient } = platformFee(amount, resolved.org, deps);
+    return {
+      ...p,
+      workflowId: permit2.businessKey(p),
+      requestId: req.requestId,
+      organizationId: resolved.org.id,
+      apiKeyId: req.auth.apiKeyId ?? '',
+      route: 'permit2',
+      payer,
+      amount: amount.toString(),
+      payout: resolved.payout,
+      fee: fee.toString(),
+      feeRecipient,
+    };
+  },
+
+  verify(p, deps) {
+    const network = evmNetworkOf(deps.networks, p.network);
+    return verifyPermit2(p.paymentPayload, p.paymentRequirements, network, {
+      nowSeconds: Math.floor(Date.now() / 1000),
+      minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
+      reads: permit2Reads(network),
+    });
+  },
+
+  sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
+
+  async submit(input, deps) {
+    const network = evmNetworkOf(deps.networks, input.network);
+    const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
+      to: network.facilitator as Address,
+      data: settlePermit2CallData(input, network),
+    });
+    return sent.sent
+      ? { submitted: true, transaction: sent.hash }
+      : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
+  },
+
+  async confirm(input, deps) {
+    const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
+    // An upto settlement says how much it took.
+    const extra = input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {};
+    return { response: receiptResponse(input, receipt, extra), transaction: receipt.hash };
+  },
+};
+
+/**
+ * `settlePermit2Exact` / `settlePermit2Upto`: the payment through the scheme's proxy, the optional
+ * `permit2612` (applied by the contract only while Permit2's allowance is short), and the payout.
+ */
+function settlePermit2CallData(input: Permit2SettleInput, network: { exactPermit2Proxy?: string; uptoPermit2Proxy?: string }): Hex {
+  const p = input.paymentPayload.payload;
+  const payment = {
+    proxy: (input.paymentPayload.scheme === 'exact' ? network.exactPermit2Proxy : network.uptoPermit2Proxy) as Address,
+    token: p.permit.permitted.token as Address,
+    amount: BigInt(p.permit.permitted.amount),
+    nonce: BigInt(p.permit.nonce),
+    deadline: BigInt(p.permit.deadline),
+    owner: p.owner as Address,
+    validAfter: BigInt(p.witness.validAfter),
+    signature: p.signature as Hex,
+  };
+  const e = p.permit2612;
+  const permit2612 = e
+    ? { value: BigInt(e.value), deadline: BigInt(e.deadline), v: e.v < 27 ? e.v + 27 : e.v, r: e.r as Hex, s: e.s as Hex }
+    : { value: 0n, deadline: 0n, v: 0, r: ZERO32, s: ZERO32 };
+  const out = { payout: input.payout as Address, fee: BigInt(input.fee), feeRecipient: input.feeRecipient as Address };
+  return input.paymentPayload.scheme === 'exact'
+    ? encodeFunctionData({ abi: facilitatorPermit2Abi, functionName: 'settlePermit2Exact', args: [payment, permit2612, out] })
+    : encodeFunctionData({
+        abi: facilitatorPermit2Abi,
+        functionName: 'settlePermit2Upto',
+        args: [payment, BigInt(input.amount), permit2612, out],
+      });
+}

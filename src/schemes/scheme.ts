@@ -1,0 +1,85 @@
+import type { MikroORM } from '@mikro-orm/core';
+import type { AuthContext } from '../auth/key-mode';
+import type { Config } from '../config';
+import type { NetworkTable, EvmNetworkId } from '../chains/networks';
+import type { Relayer } from '../chains/evm/relayer';
+import type { ServiceDeps } from '../deps';
+import type { SettleReason } from '../x402/error-reasons';
+import type { SettleResponse } from '../x402/schemas';
+import type { SettleReply, SettleRequest } from '../settle/run';
+import type { SettlementInput } from '../settle/types';
+
+/**
+ * The one interface every settlement scheme implements (docs/architecture.md). A scheme is pure
+ * protocol knowledge: how its payload parses, which business key it has, what must be true on chain,
+ * which transaction settles it and how its rejections read. It imports nothing from HTTP or workflows;
+ * the single settlement skeleton (src/settle/run.ts, workflows/settlement.ts, activities/settlement.ts)
+ * runs every scheme the same way.
+ */
+export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementInput & P> {
+  /** Recorded on settlements and metrics; also the discriminator of the workflow input. */
+  readonly route: I['route'];
+  /** Routing (spec "POST /v1/settle", steps 1-4): whether a request belongs to this scheme. */
+  claims(body: RoutingView): boolean;
+  /** The request checks that need no I/O, in the spec's order (403 ApiError for a key of the wrong mode). */
+  parse(deps: ParseDeps, auth: AuthContext, body: unknown): Parsed<P>;
+  /** Business key: the workflow id every duplicate of this payment lands on. */
+  businessKey(p: P): string;
+  /** The workflow input: the payment plus payout and fee resolved from our own records. */
+  input(deps: ServiceDeps, req: SettleRequest, p: P): Promise<I | Refusal>;
+  /** Every rule the chain must confirm, before anything is sent (worker, or the API for /v1/verify). */
+  verify(p: P, deps: VerifyDeps): Promise<Verification>;
+  /** Whether this payment's transaction was already signed (write-ahead record): then it is never re-judged. */
+  sent(input: I, deps: WorkerDeps): Promise<boolean>;
+  /** Sends the settling transaction once (write-ahead), or reports that it would revert. */
+  submit(input: I, deps: WorkerDeps): Promise<SubmitResult>;
+  /** Waits (bounded, retried by Temporal) for the sent transaction's outcome: the final settle response. */
+  confirm(input: I, deps: WorkerDeps): Promise<Confirmed>;
+}
+
+/** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/schemes/registry.ts). */
+export interface RoutingView {
+  network: string;
+  payload: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+  /** Chain id of `network` from the table, when it is a known EVM network. */
+  chainId?: number;
+}
+
+/** What parsing needs: the network table and the mainnet switch. */
+export type ParseDeps = Pick<ServiceDeps, 'networks' | 'config'>;
+export type VerifyDeps = { config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'env' | 'SOLANA_FEE_PAYER_KEY'>; networks: NetworkTable };
+export interface WorkerDeps extends VerifyDeps {
+  config: VerifyDeps['config'] & Pick<Config, 'RECEIPT_WAIT_MS'>;
+  db: MikroORM;
+  /** With a lane key (a settlement's workflow id): the relayer lane that key always uses (RELAYER_PRIVATE_KEYS). */
+  relayerFor(network: EvmNetworkId, laneKey?: string): Relayer;
+}
+
+/** A request refused before any workflow: the settle reason and what is known of it. */
+export interface Refusal {
+  refused: SettleReason | string;
+  network: string;
+  payer?: string;
+}
+/** A parsed payment: the scheme's own part of the workflow input, with its network and payer. */
+export type Parsed<P> = { ok: true; payment: P; network: string; payer: string } | ({ ok: false } & Refusal);
+
+export type Verification = { isValid: true; payer: string } | { isValid: false; invalidReason: SettleReason | string; payer: string };
+export type SubmitResult =
+  { submitted: true; transaction: string } | { submitted: false; reason: string; detail?: string; transaction?: string };
+/** The final response, and the transaction it is about (kept on the record even when it failed). */
+export type Confirmed = { response: SettleResponse; transaction: string };
+
+/** A registry entry: a skeleton scheme, or a route with its own flow (batched forwarding, cross-chain). */
+export interface SettleRoute {
+  readonly route: string;
+  claims(body: RoutingView): boolean;
+  settle(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply>;
+  verify(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply>;
+}
+
+export interface VerifyReply {
+  status: number;
+  body: Record<string, unknown>;
+}
