@@ -1,48 +1,42 @@
 /**
  * Settlement benchmark: POST /v1/settle over real HTTP against the real stack (Temporal dev server,
- * anvil, our contracts, a real worker process, SQLite or PostgreSQL), at concurrency 1 and 16,
- * next to the floor: the same payments settled directly with the token's `transferWithAuthorization`
- * from one relayer account with local nonce management, on the same anvil, in the same run.
+ * anvil, our contracts, real API and worker processes, SQLite or PostgreSQL), at concurrency 1 and
+ * 16, next to two baselines on the same anvil in the same run (bench/floor.ts): the floor (the
+ * token's `transferWithAuthorization` sent directly from one relayer account) and the orchestration
+ * floor (the same call as the one local activity of a tiny workflow). Also: repeats of settled
+ * payments, CPU per settlement of each process and the API's and worker's memory.
  *
- *   npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace]
+ *   npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000]
+ *                           [--block-time S] [--logs] [--trace] [--dynamic-config KEY=JSON ...]
  *
  * Every settlement is checked on chain (events and balance deltas); failures = N - confirmed.
  * See bench/README.md.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { waitForReceipt } from '../test/support/evm';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import {
-  createPublicClient,
-  encodeFunctionData,
-  http,
-  keccak256,
-  parseEventLogs,
-  type Address,
-  type Hex,
-  type LocalAccount,
-  type PublicClient,
-} from 'viem';
+import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
-import { startAnvil, type Anvil } from '../devnet/anvil';
+import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { prefixedStderr, type ManagedProcess } from '../devnet/process';
 import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
-import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from '../test/support/db';
-import { request, signIn, startApi, type RunningApi } from '../test/support/http';
+import { request, signIn } from '../test/support/http';
 import { exactPayment } from '../test/support/payments';
 import { dbEnv, startWorker } from '../test/support/services';
 import { settleWorkflowId } from '../src/temporal/workflow-ids';
-import { createLogger } from '../src/logger';
 import { RelayerTransaction } from '../src/db/entities';
+import { benchFloor, benchOrchestrationFloor, type FloorChain } from './floor';
+import { percentile, runClosedLoop, sleep, type Mode, type PhaseResult } from './measure';
+import { cpuDelta, cpuSnapshot, isAlive, processTree, rssBytes } from './proc';
+import { spawnApi, spawnFloorWorker, stopTree } from './processes';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -54,10 +48,28 @@ interface Options {
   value: bigint;
   logs: boolean;
   trace: boolean;
+  /** --dynamic-config KEY=JSON (repeatable): Temporal dev-server settings over temporal/dynamic-config.ts. */
+  dynamicConfig: Record<string, unknown>;
+  /** --block-time S: anvil interval mining (a block every S seconds) once the contracts are deployed. */
+  blockTime?: number;
+  /** --lanes K: the worker gets K relayer keys (RELAYER_PRIVATE_KEYS), fresh and allowed at deploy. */
+  lanes: number;
+  /** --no-c1: skip the concurrency-1 rows (long with --block-time); repeats then replay the high row. */
+  c1: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 200, db: 'sqlite', concurrency: 16, value: 1_000_000n, logs: false, trace: false };
+  const o: Options = {
+    n: 200,
+    db: 'sqlite',
+    concurrency: 16,
+    value: 1_000_000n,
+    logs: false,
+    trace: false,
+    dynamicConfig: {},
+    lanes: 1,
+    c1: true,
+  };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const next = () => {
@@ -89,10 +101,25 @@ function parseArgs(argv: string[]): Options {
       case '--trace':
         o.trace = true;
         break;
+      case '--no-c1':
+        o.c1 = false;
+        break;
+      case '--lanes':
+        o.lanes = Number(next());
+        break;
+      case '--block-time':
+        o.blockTime = Number(next());
+        break;
+      case '--dynamic-config': {
+        const [key, json] = next().split(/=(.*)/s, 2);
+        if (!key || json === undefined) throw new Error('--dynamic-config needs KEY=JSON');
+        o.dynamicConfig[key] = JSON.parse(json);
+        break;
+      }
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--dynamic-config KEY=JSON ...]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -102,90 +129,9 @@ function parseArgs(argv: string[]): Options {
   }
   if (!Number.isInteger(o.n) || o.n < 1) throw new Error('--n must be a positive integer');
   if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new Error('--concurrency must be a positive integer');
+  if (!Number.isInteger(o.lanes) || o.lanes < 1) throw new Error('--lanes must be a positive integer');
+  if (o.blockTime !== undefined && !(o.blockTime > 0)) throw new Error('--block-time must be a positive number of seconds');
   return o;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Measurement helpers
-
-interface PhaseResult {
-  mode: 'api' | 'floor';
-  concurrency: number;
-  n: number;
-  wallMs: number;
-  latencies: number[];
-  /** Settlements on chain when the row ended (throughput counts these). */
-  confirmed: number;
-  /** Settlements on chain after every workflow of the row finished (failures = n − this). */
-  finalConfirmed: number;
-  recount?: () => Promise<{ confirmed: number; issues: string[] }>;
-  /** On-chain inconsistencies (duplicate events, balance != count) at the last count. */
-  chainIssues: string[];
-  /** Things worth printing under the table (non-200 answers, balance mismatches, errors). */
-  notes: string[];
-  /** api rows: workflow id of payment i (for --trace). */
-  workflowIds?: string[];
-}
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
-
-/** Nearest-rank percentile of an ascending array. */
-function percentile(sorted: number[], p: number): number {
-  if (sorted.length === 0) return NaN;
-  const rank = Math.ceil((p / 100) * sorted.length);
-  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
-}
-
-/** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight (closed loop). */
-async function runClosedLoop(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number> {
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: Math.min(concurrency, n) }, async () => {
-      for (let i = next++; i < n; i = next++) await task(i);
-    }),
-  );
-  return performance.now() - t0;
-}
-
-/** A FIFO mutex: callers run one at a time, in call order. */
-function mutex() {
-  let tail: Promise<unknown> = Promise.resolve();
-  return <T>(fn: () => Promise<T>): Promise<T> => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => undefined);
-    return run;
-  };
-}
-
-/** `pid` and all its descendants (Linux /proc; just `pid` elsewhere). */
-function processTree(pid: number): number[] {
-  const out = [pid];
-  let tids: string[];
-  try {
-    tids = readdirSync(`/proc/${pid}/task`);
-  } catch {
-    return out; // gone already, or no /proc
-  }
-  for (const tid of tids) {
-    let kids: string;
-    try {
-      kids = readFileSync(`/proc/${pid}/task/${tid}/children`, 'utf8').trim();
-    } catch {
-      continue; // that thread ended meanwhile
-    }
-    for (const kid of kids ? kids.split(/\s+/).map(Number) : []) if (!out.includes(kid)) out.push(...processTree(kid));
-  }
-  return out;
-}
-
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'EPERM';
-  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -199,6 +145,9 @@ interface Stack {
   usdc: Address;
   facilitator: Address;
   workflowBundlePath: string;
+  floorBundlePath: string;
+  /** The worker's relayer keys: test relayer #1 alone, or --lanes fresh keys. */
+  laneKeys: Hex[];
   tmpDir: string;
 }
 
@@ -208,7 +157,7 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   cleanups.push(async () => rmSync(tmpDir, { recursive: true, force: true }));
 
   const started = await Promise.allSettled([
-    startTemporalDevServer({ uiPort: false, log: log('temporal') }),
+    startTemporalDevServer({ uiPort: false, log: log('temporal'), dynamicConfig: opts.dynamicConfig }),
     startAnvil({ chainId: 84532, log: log('anvil:84532') }),
     startAnvil({ chainId: 11155420, log: log('anvil:11155420') }),
   ]);
@@ -217,25 +166,49 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   const [temporal, base, optimism] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [DevServer, Anvil, Anvil];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
-  const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
+  const laneKeys = opts.lanes > 1 ? Array.from({ length: opts.lanes }, () => generatePrivateKey()) : [TEST_ACCOUNTS.relayerKeys[0] as Hex];
+  const relayers = [...TEST_ACCOUNTS.relayers.map((a) => a.address), ...laneKeys.map((k) => privateKeyToAccount(k).address)];
   const [deployed] = await Promise.all([
     deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
   ]);
 
-  const workflowBundlePath = join(tmpDir, 'workflow-bundle.js');
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
-  writeFileSync(workflowBundlePath, code);
+  // Deployed in automine (one block per transaction, fast); interval mining only for the rows.
+  if (opts.blockTime) await rpc(base.rpcUrl, 'evm_setIntervalMining', [opts.blockTime]);
 
-  return { temporal, base, optimism, usdc: deployed.usdc, facilitator: deployed.facilitator, workflowBundlePath, tmpDir };
+  const bundle = async (workflowsPath: string, file: string) => {
+    const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+    writeFileSync(join(tmpDir, file), code);
+    return join(tmpDir, file);
+  };
+  const workflowBundlePath = await bundle(require.resolve('../workflows'), 'workflow-bundle.js');
+  const floorBundlePath = await bundle(require.resolve('./orchestration-floor/workflow'), 'floor-bundle.js');
+
+  return {
+    temporal,
+    base,
+    optimism,
+    usdc: deployed.usdc,
+    facilitator: deployed.facilitator,
+    workflowBundlePath,
+    floorBundlePath,
+    laneKeys,
+    tmpDir,
+  };
 }
 
-/** The facilitator service (as test/support/settle-harness.ts builds it): DB, API in-process, worker process. */
+/**
+ * The facilitator service (as test/support/settle-harness.ts builds it, but with the API as its own
+ * process so its CPU and memory can be read apart from the load generator's): DB, API process,
+ * worker process; and the orchestration floor's worker on its own task queue and relayer key.
+ */
 interface Service {
   tdb: TestDatabase;
-  api: RunningApi;
+  api: { baseUrl: string; proc: ManagedProcess };
   temporal: Client;
   worker: ManagedProcess;
+  floorWorker: ManagedProcess;
+  floorTaskQueue: string;
   apiKey: string;
   cookie: string;
   relayer: Address;
@@ -250,6 +223,7 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
     TEMPORAL_ADDRESS: stack.temporal.address,
     TEMPORAL_TASK_QUEUE: `bench-settle-${opts.db}-${randomBytes(4).toString('hex')}`,
     RELAYER_PRIVATE_KEY: relayerKey,
+    ...(opts.lanes > 1 ? { RELAYER_PRIVATE_KEYS: stack.laneKeys.join(',') } : {}),
     RPC_URLS_BASE_SEPOLIA: stack.base.rpcUrl,
     RPC_URLS_OPTIMISM_SEPOLIA: stack.optimism.rpcUrl,
     WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath,
@@ -260,35 +234,56 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
   const connection = await Connection.connect({ address: stack.temporal.address });
   cleanups.push(() => connection.close());
   const temporal = new Client({ connection });
-  // --logs: the API's warnings and errors (a 500's cause) on stderr; silent otherwise.
-  const logger = createLogger(opts.logs ? 'warn' : 'silent', 'bench-api');
-  const api = await startApi({ db: tdb.db, config: tdb.config, temporal, logger });
-  cleanups.push(() => api.close());
+  // --logs: the API's warnings and errors (a 500's cause) on stderr.
+  const api = await spawnApi({ ...env, ...dbEnv(tdb.config), LOG_LEVEL: 'warn' }, opts.logs);
+  cleanups.push(() => stopTree(api.proc));
   const worker = await startWorker({ ...env, ...dbEnv(tdb.config) });
-  // Stop the worker as a process tree: if it runs under a launcher (the tsx CLI), SIGKILLing only
-  // the launcher when shutdown is slow (activities still in flight) would orphan the real worker.
-  // So: SIGINT, wait, then SIGKILL whatever of its tree is left, by pid.
-  const workerTree = processTree(worker.child.pid!);
-  cleanups.push(async () => {
-    await worker.stop({ signal: 'SIGINT', timeoutMs: 20_000 });
-    const deadline = Date.now() + 5_000;
-    while (workerTree.some(isAlive) && Date.now() < deadline) await sleep(100);
-    for (const pid of workerTree.filter(isAlive).reverse()) process.kill(pid, 'SIGKILL');
-    const killed = Date.now() + 5_000;
-    while (workerTree.some(isAlive) && Date.now() < killed) await sleep(50);
-  });
+  cleanups.push(() => stopTree(worker));
+  const floorTaskQueue = `${env.TEMPORAL_TASK_QUEUE}-floor`;
+  const floorWorker = await spawnFloorWorker(
+    {
+      ...env,
+      ...dbEnv(tdb.config),
+      TEMPORAL_TASK_QUEUE: floorTaskQueue,
+      RELAYER_PRIVATE_KEY: TEST_ACCOUNTS.relayerKeys[2],
+      FLOOR_WORKFLOW_BUNDLE_PATH: stack.floorBundlePath,
+    },
+    opts.logs,
+  );
+  cleanups.push(() => stopTree(floorWorker));
 
   const owner = privateKeyToAccount(generatePrivateKey());
   const cookie = await signIn(api.baseUrl, owner);
   const key = await request('POST', `${api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'bench seller', test_net: true } });
   if (key.status !== 201) throw new Error(`POST /v1/api_keys: ${key.status} ${JSON.stringify(key.body)}`);
-  return { tdb, api, temporal, worker, apiKey: key.body.api_key, cookie, relayer: privateKeyToAccount(relayerKey).address };
+  return {
+    tdb,
+    api,
+    temporal,
+    worker,
+    floorWorker,
+    floorTaskQueue,
+    apiKey: key.body.api_key,
+    cookie,
+    relayer: privateKeyToAccount(relayerKey).address,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
 // (a)/(b): POST /v1/settle
 
-async function benchApi(stack: Stack, svc: Service, chain: PublicClient, opts: Options, concurrency: number): Promise<PhaseResult> {
+/** What an api row keeps for the duplicates row: the bodies sent and the transaction each was answered with. */
+interface ApiExtras {
+  replay: { bodies: Awaited<ReturnType<typeof exactPayment>>[]; transactions: (string | undefined)[] };
+}
+
+async function benchApi(
+  stack: Stack,
+  svc: Service,
+  chain: PublicClient,
+  opts: Options,
+  concurrency: number,
+): Promise<PhaseResult & ApiExtras> {
   const { n, value } = opts;
   // A fresh payout wallet per phase: its balance delta is exactly this phase's settlements.
   const payout = privateKeyToAccount(generatePrivateKey()).address;
@@ -317,6 +312,7 @@ async function benchApi(stack: Stack, svc: Service, chain: PublicClient, opts: O
   const fromBlock = await chain.getBlockNumber();
 
   const latencies: number[] = new Array(n);
+  const transactions: (string | undefined)[] = new Array(n);
   const answers = new Map<string, number>();
   const url = `${svc.api.baseUrl}/v1/settle`;
   const headers = { authorization: `Bearer ${svc.apiKey}` };
@@ -327,6 +323,7 @@ async function benchApi(stack: Stack, svc: Service, chain: PublicClient, opts: O
       const res = await request('POST', url, { json: bodies[i], headers });
       label =
         res.status === 200 && res.body?.success === true ? 'ok' : `${res.status} ${res.body?.errorReason ?? JSON.stringify(res.body)}`;
+      if (label === 'ok') transactions[i] = res.body.transaction;
     } catch (err) {
       label = `error ${(err as Error).message}`;
     }
@@ -373,6 +370,54 @@ async function benchApi(stack: Stack, svc: Service, chain: PublicClient, opts: O
     notes,
     chainIssues: issues,
     workflowIds,
+    replay: { bodies, transactions },
+  };
+}
+
+/**
+ * Duplicates: every payment of an api row that was answered `success`, sent again one at a time.
+ * Each must be answered 200 with the same transaction, and the chain must show no second
+ * settlement (the api row's count is taken again: no duplicate event, balance unchanged).
+ */
+async function benchDuplicates(svc: Service, row: PhaseResult & ApiExtras): Promise<PhaseResult> {
+  const settled = row.replay.bodies.flatMap((body, i) => (row.replay.transactions[i] ? [{ body, tx: row.replay.transactions[i]! }] : []));
+  const latencies: number[] = new Array(settled.length);
+  const answers = new Map<string, number>();
+  const url = `${svc.api.baseUrl}/v1/settle`;
+  const headers = { authorization: `Bearer ${svc.apiKey}` };
+  let same = 0;
+  const wallMs = await runClosedLoop(settled.length, 1, async (i) => {
+    const t = performance.now();
+    let label: string;
+    try {
+      const res = await request('POST', url, { json: settled[i].body, headers });
+      const ok = res.status === 200 && res.body?.success === true;
+      label = !ok
+        ? `${res.status} ${res.body?.errorReason ?? JSON.stringify(res.body)}`
+        : res.body.transaction === settled[i].tx
+          ? 'ok'
+          : 'another transaction';
+    } catch (err) {
+      label = `error ${(err as Error).message}`;
+    }
+    latencies[i] = performance.now() - t;
+    if (label === 'ok') same++;
+    answers.set(label, (answers.get(label) ?? 0) + 1);
+  });
+  const notes: string[] = [];
+  for (const [label, count] of answers) if (label !== 'ok') notes.push(`${count} × HTTP ${label}`);
+  const again = await row.recount!();
+  if (again.confirmed !== row.confirmed) notes.push(`the api row's on-chain count moved from ${row.confirmed} to ${again.confirmed}`);
+  return {
+    mode: 'duplicate',
+    concurrency: 1,
+    n: settled.length,
+    wallMs,
+    latencies,
+    confirmed: same,
+    finalConfirmed: same,
+    notes,
+    chainIssues: again.issues,
   };
 }
 
@@ -426,6 +471,14 @@ async function settleLateApiRows(client: Client, results: PhaseResult[], timeout
   }
 }
 
+/** How many settle transactions each worker relayer key recorded (with --lanes). */
+async function laneUse(svc: Service, chainId: number): Promise<string> {
+  const rows = await svc.tdb.db.em.fork().find(RelayerTransaction, { chainId, id: { $like: 'settle:%' } }, { fields: ['signer'] });
+  const by = new Map<string, number>();
+  for (const r of rows) by.set(r.signer, (by.get(r.signer) ?? 0) + 1);
+  return [...by].map(([signer, count]) => `${signer.slice(0, 10)}… ${count}`).join(', ');
+}
+
 /** 1, 2, 3, 7 -> "1–3, 7" */
 function ranges(sorted: number[]): string {
   const out: string[] = [];
@@ -468,111 +521,6 @@ async function relayerDiagnosis(svc: Service, chain: PublicClient, chainId: numb
     `recorded relayer transactions: ${rows.length} (nonces 0..${max}; ${[...byStatus].map(([k, v]) => `${k} ${v}`).join(', ')}); ` +
       `nonces never recorded: ${missing.length ? `${missing.length} (${ranges(missing)})` : 'none'}`,
   ];
-}
-
-// ---------------------------------------------------------------------------------------------
-// (c): the floor — transferWithAuthorization straight to the token from one relayer account
-
-async function benchFloor(
-  stack: Stack,
-  chain: PublicClient,
-  relayer: LocalAccount,
-  opts: Options,
-  concurrency: number,
-): Promise<PhaseResult> {
-  const { n, value } = opts;
-  const seller = privateKeyToAccount(generatePrivateKey()).address;
-  const now = BigInt(Math.floor(Date.now() / 1000));
-  const buyers = TEST_ACCOUNTS.buyers;
-
-  // Pre-signed (untimed) buyer authorizations to the seller, and their calldata.
-  const calls = await Promise.all(
-    Array.from({ length: n }, async (_, i) => {
-      const buyer = buyers[i % buyers.length];
-      const authorization = {
-        from: buyer.address,
-        to: seller,
-        value: value.toString(),
-        validAfter: (now - 600n).toString(),
-        validBefore: (now + 3600n).toString(),
-        nonce: `0x${randomBytes(32).toString('hex')}` as Hex,
-      };
-      const typed = transferWithAuthorizationTypedData(
-        { name: 'USDC', version: '2', chainId: stack.base.chainId, verifyingContract: stack.usdc },
-        authorization,
-      );
-      const signature = await buyer.signTypedData(typed);
-      const data = encodeFunctionData({
-        abi: tokenAbi,
-        functionName: 'transferWithAuthorization',
-        args: [
-          buyer.address,
-          seller,
-          value,
-          BigInt(authorization.validAfter),
-          BigInt(authorization.validBefore),
-          authorization.nonce,
-          signature,
-        ],
-      });
-      return { data, from: buyer.address, nonce: authorization.nonce };
-    }),
-  );
-
-  // One gas limit and fee for the whole phase (estimated on the first call, which also pays the
-  // seller's zero-to-non-zero balance write, so it is the most expensive); nonces counted locally.
-  const gas = ((await chain.estimateGas({ account: relayer.address, to: stack.usdc, data: calls[0].data })) * 3n) / 2n;
-  const fees = await chain.estimateFeesPerGas();
-  let nextNonce = await chain.getTransactionCount({ address: relayer.address, blockTag: 'pending' });
-  const chainId = stack.base.chainId;
-  const serialized = mutex();
-  const fromBlock = await chain.getBlockNumber();
-
-  const latencies: number[] = new Array(n);
-  const errors = new Map<string, number>();
-  let reverted = 0;
-  const wallMs = await runClosedLoop(n, concurrency, async (i) => {
-    const t = performance.now();
-    try {
-      // Nonce, signature and broadcast one at a time, so anvil sees this sender's nonces in order.
-      const hash = await serialized(async () => {
-        const rawTx = await relayer.signTransaction({
-          chainId,
-          type: 'eip1559',
-          to: stack.usdc,
-          data: calls[i].data,
-          nonce: nextNonce,
-          gas,
-          maxFeePerGas: fees.maxFeePerGas,
-          maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
-        });
-        await chain.sendRawTransaction({ serializedTransaction: rawTx });
-        nextNonce++;
-        return keccak256(rawTx);
-      });
-      const receipt = await waitForReceipt(chain, hash, { timeoutMs: 60_000, maxDelayMs: 250 }); // as the relayer polls
-      if (receipt.status !== 'success') reverted++;
-    } catch (err) {
-      const msg = (err as Error).message.split('\n')[0];
-      errors.set(msg, (errors.get(msg) ?? 0) + 1);
-    }
-    latencies[i] = performance.now() - t;
-  });
-
-  const wanted = new Set(calls.map((c) => `${c.from.toLowerCase()}:${c.nonce}`));
-  const logs = await chain.getLogs({ address: stack.usdc, fromBlock, toBlock: 'latest' });
-  const seen = new Set<string>();
-  for (const l of parseEventLogs({ abi: tokenAbi, logs, eventName: 'AuthorizationUsed' })) {
-    const k = `${l.args.authorizer.toLowerCase()}:${l.args.nonce}`;
-    if (wanted.has(k)) seen.add(k);
-  }
-  const balance = await chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [seller] });
-  const notes: string[] = [];
-  for (const [msg, count] of errors) notes.push(`${count} × ${msg}`);
-  if (reverted) notes.push(`${reverted} reverted`);
-  if (balance !== BigInt(seen.size) * value) notes.push(`seller balance ${balance} != ${seen.size} × ${value}`);
-  const confirmed = Math.min(seen.size, Number(balance / value));
-  return { mode: 'floor', concurrency, n, wallMs, latencies, confirmed, finalConfirmed: confirmed, notes, chainIssues: [] };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -633,40 +581,74 @@ async function printTrace(client: Client, r: PhaseResult): Promise<void> {
 // ---------------------------------------------------------------------------------------------
 // Report
 
-function printTable(results: PhaseResult[]): void {
-  const floorAt = new Map(results.filter((r) => r.mode === 'floor').map((r) => [r.concurrency, r]));
-  const rows: string[][] = [['mode', 'conc', 'N', 'settle/s', 'p50 ms', 'p95 ms', 'failures', 'tput/floor', 'p50/floor']];
-  for (const r of results) {
-    const sorted = [...r.latencies].sort((a, b) => a - b);
-    const tput = r.confirmed / (r.wallMs / 1000);
-    const p50 = percentile(sorted, 50);
-    const floor = floorAt.get(r.concurrency);
-    let tRatio = '-';
-    let pRatio = '-';
-    if (floor) {
-      const fs = [...floor.latencies].sort((a, b) => a - b);
-      tRatio = (tput / (floor.confirmed / (floor.wallMs / 1000))).toFixed(3);
-      pRatio = (p50 / percentile(fs, 50)).toFixed(2);
-    }
-    rows.push([
-      r.mode === 'api' ? 'api POST /v1/settle' : 'floor transferWithAuth',
-      String(r.concurrency),
-      String(r.n),
-      tput.toFixed(1),
-      p50.toFixed(1),
-      percentile(sorted, 95).toFixed(1),
-      String(r.n - r.finalConfirmed),
-      tRatio,
-      pRatio,
-    ]);
-  }
+const MODE_LABEL: Record<Mode, string> = {
+  api: 'api POST /v1/settle',
+  duplicate: 'api repeat (settled)',
+  orchestration: 'orchestration floor',
+  floor: 'floor transferWithAuth',
+};
+
+function printRows(rows: string[][]): void {
   const widths = rows[0].map((_, c) => Math.max(...rows.map((row) => row[c].length)));
   const line = (row: string[]) => row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  ');
   console.log(line(rows[0]));
   console.log(widths.map((w) => '-'.repeat(w)).join('  '));
   for (const row of rows.slice(1)) console.log(line(row));
+}
+
+/**
+ * The main table: each row's throughput and latency, its throughput as a ratio of the floor's and of
+ * the orchestration floor's at the same concurrency, and its p50/p95 minus the orchestration floor's.
+ */
+function printTable(results: PhaseResult[]): void {
+  const stats = (r: PhaseResult) => {
+    const sorted = [...r.latencies].sort((a, b) => a - b);
+    return { tput: r.confirmed / (r.wallMs / 1000), p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
+  };
+  const at = (mode: Mode, c: number) => results.find((r) => r.mode === mode && r.concurrency === c);
+  const rows: string[][] = [
+    ['mode', 'conc', 'N', 'settle/s', 'p50 ms', 'p95 ms', 'failures', 'tput/floor', 'tput/orch', 'p50−orch', 'p95−orch'],
+  ];
+  for (const r of results) {
+    const s = stats(r);
+    const floor = r.mode === 'duplicate' ? undefined : at('floor', r.concurrency);
+    const orch = r.mode === 'duplicate' ? undefined : at('orchestration', r.concurrency);
+    const f = floor && stats(floor);
+    const o = orch && stats(orch);
+    rows.push([
+      MODE_LABEL[r.mode],
+      String(r.concurrency),
+      String(r.n),
+      s.tput.toFixed(1),
+      s.p50.toFixed(1),
+      s.p95.toFixed(1),
+      String(r.n - r.finalConfirmed),
+      f ? (s.tput / f.tput).toFixed(3) : '-',
+      o ? (s.tput / o.tput).toFixed(3) : '-',
+      o ? (s.p50 - o.p50).toFixed(1) : '-',
+      o ? (s.p95 - o.p95).toFixed(1) : '-',
+    ]);
+  }
+  printRows(rows);
   for (const r of results)
     for (const note of [...r.notes, ...r.chainIssues]) console.log(`  note (${r.mode}, c=${r.concurrency}): ${note}`);
+}
+
+/** CPU ms per settlement of each process group during each row (from /proc; the load generator excluded). */
+function printCpu(results: PhaseResult[], groups: string[]): void {
+  console.log('\nCPU ms per settlement (user + system, from /proc, during the row; ÷ N)');
+  const rows: string[][] = [['mode', 'conc', ...groups, 'api+worker']];
+  for (const r of results) {
+    if (!r.cpu) continue;
+    const per = (k: string) => (r.cpu![k] ?? 0) / r.n;
+    rows.push([
+      MODE_LABEL[r.mode],
+      String(r.concurrency),
+      ...groups.map((g) => per(g).toFixed(1)),
+      (per('api') + per('worker')).toFixed(1),
+    ]);
+  }
+  printRows(rows);
 }
 
 function printHeader(opts: Options): void {
@@ -684,7 +666,7 @@ function printHeader(opts: Options): void {
   );
   console.log(
     `settings: N=${opts.n} per row, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
-      `${TEST_ACCOUNTS.buyers.length} buyers, anvil automine`,
+      `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}`,
   );
 }
 
@@ -724,24 +706,51 @@ async function main(): Promise<void> {
         `worker relayer ${svc.relayer}, floor relayer ${TEST_ACCOUNTS.relayers[1].address}, ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
     // Every process this run started (and their children), checked after cleanup.
-    for (const pid of [stack.temporal.pid, stack.base.pid, stack.optimism.pid, svc.worker.child.pid!]) children.push(...processTree(pid));
+    const groups: Record<string, number[]> = {
+      api: [svc.api.proc.child.pid!],
+      worker: [svc.worker.child.pid!],
+      'floor worker': [svc.floorWorker.child.pid!],
+      temporal: [stack.temporal.pid],
+      anvil: [stack.base.pid, stack.optimism.pid],
+    };
+    for (const pid of Object.values(groups).flat()) children.push(...processTree(pid));
     console.log(`processes: ${children.join(' ')}`);
     const chain = createPublicClient({ transport: http(stack.base.rpcUrl) }) as PublicClient;
+    const floorChain: FloorChain = { chain, chainId: stack.base.chainId, usdc: stack.usdc, value: opts.value };
     const floorRelayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[1]);
 
     const results: PhaseResult[] = [];
-    const phases: [string, () => Promise<PhaseResult>][] = [
-      ['api c=1', () => benchApi(stack, svc, chain, opts, 1)],
-      [`api c=${opts.concurrency}`, () => benchApi(stack, svc, chain, opts, opts.concurrency)],
-      ['floor c=1', () => benchFloor(stack, chain, floorRelayer, opts, 1)],
-      [`floor c=${opts.concurrency}`, () => benchFloor(stack, chain, floorRelayer, opts, opts.concurrency)],
-    ];
-    for (const [name, run] of phases) {
-      process.stderr.write(`running ${name} (N=${opts.n})...\n`);
+    const c = opts.concurrency;
+    let apiFirst: (PhaseResult & ApiExtras) | undefined;
+    const api = async (conc: number) => {
+      const r = await benchApi(stack, svc, chain, opts, conc);
+      apiFirst ??= r;
+      return r;
+    };
+    // [name, concurrency, run]; the concurrency-1 rows are left out with --no-c1.
+    const orch = (conc: number) => () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, opts.n, conc);
+    const floor = (conc: number) => () => benchFloor(floorChain, floorRelayer, opts.n, conc);
+    const phases = (
+      [
+        ['api c=1', 1, () => api(1)],
+        ...(opts.c1 ? [] : ([[`api c=${c}`, c, () => api(c)]] as const)),
+        ['api repeats c=1', 0, () => benchDuplicates(svc, apiFirst!)],
+        ...(opts.c1 ? ([[`api c=${c}`, c, () => api(c)]] as const) : []),
+        ['orchestration floor c=1', 1, orch(1)],
+        [`orchestration floor c=${c}`, c, orch(c)],
+        ['floor c=1', 1, floor(1)],
+        [`floor c=${c}`, c, floor(c)],
+      ] as const
+    ).filter(([, conc]) => opts.c1 || conc !== 1);
+    for (const [name, , run] of phases) {
+      process.stderr.write(`running ${name}...\n`);
+      const before = cpuSnapshot(groups);
       const r = await run();
+      r.cpu = cpuDelta(before, cpuSnapshot(groups));
       process.stderr.write(`  ${name}: ${(r.wallMs / 1000).toFixed(2)} s, confirmed ${r.confirmed}/${r.n}\n`);
       results.push(r);
     }
+    const rss = { api: rssBytes(svc.api.proc.child.pid!), worker: rssBytes(svc.worker.child.pid!) };
     await settleLateApiRows(svc.temporal, results);
     const relayerNotes = results.some((r) => r.mode === 'api' && r.finalConfirmed !== r.n)
       ? await relayerDiagnosis(svc, chain, stack.base.chainId).catch((err) => [`relayer diagnosis failed: ${(err as Error).message}`])
@@ -749,6 +758,10 @@ async function main(): Promise<void> {
     console.log('');
     printTable(results);
     for (const note of relayerNotes) console.log(`  relayer: ${note}`);
+    if (opts.lanes > 1) console.log(`  relayer lanes: ${await laneUse(svc, stack.base.chainId)}`);
+    printCpu(results, Object.keys(groups));
+    const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
+    console.log(`\nRSS at the end of the rows: api ${mib(rss.api)}, worker ${mib(rss.worker)}`);
     if (opts.trace) for (const r of results) if (r.mode === 'api') await printTrace(svc.temporal, r);
     failed = results.some((r) => r.finalConfirmed !== r.n);
   } finally {
@@ -758,7 +771,7 @@ async function main(): Promise<void> {
     const left = children.filter(isAlive);
     console.log(
       left.length === 0
-        ? `cleanup: stopped all ${children.length} processes this run started (temporal, anvil ×2, worker, and their children): none left`
+        ? `cleanup: stopped all ${children.length} processes this run started (temporal, anvil ×2, api, worker, floor worker, and their children): none left`
         : `cleanup: STILL RUNNING: ${left.join(' ')}`,
     );
     if (left.length) failed = true;

@@ -65,6 +65,8 @@ const schema = z.object({
   MIN_VALIDITY_SECONDS: int().pipe(z.number().max(3600)).default(6),
   /** Upper bound on one receipt wait inside an activity; the activity retries after it. */
   RECEIPT_WAIT_MS: int().pipe(z.number().min(100)).default(30_000),
+  /** A relayer transaction not mined this long after it was sent is replaced (same nonce, fees +12.5%). */
+  RELAYER_REPLACE_AFTER_MS: int().pipe(z.number().min(100)).default(20_000),
 
   /**
    * Keys by role (docs/security.md "Roles and keys"); only the worker holds keys. Devnet defaults:
@@ -92,6 +94,16 @@ const schema = z.object({
     )
     .pipe(z.array(address))
     .default([]),
+  /**
+   * Settlement relayer lanes: comma-separated keys, one ordered nonce lane each (default: just
+   * RELAYER_PRIVATE_KEY). Each must be an allowed relayer of the facilitator contracts. Effects tied
+   * to one address (withdrawals, refunds, top-up deposits) always use RELAYER_PRIVATE_KEY.
+   */
+  RELAYER_PRIVATE_KEYS: z
+    .string()
+    .trim()
+    .regex(/^0x[0-9a-fA-F]{64}(\s*,\s*0x[0-9a-fA-F]{64})*$/, 'must be comma-separated 0x-prefixed 32-byte hex private keys')
+    .optional(),
 
   /** Where platform fees are paid; fees are 0 unless an organization sets platformFeeBps. */
   PLATFORM_FEE_RECIPIENT: address.optional(),

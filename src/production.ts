@@ -1,5 +1,6 @@
 import { createPublicClient, getAddress, getContractAddress, http, toHex, type Address, type Hex } from 'viem';
 import { mnemonicToAccount, privateKeyToAddress } from 'viem/accounts';
+import { relayerLaneKeys } from './chains/evm/relayer-lanes';
 import { ConfigError, DEVNET_RELAYER_KEY, type Config } from './config';
 import { contractVariables, type NetworkTable } from './chains/networks';
 import { buildSolanaNetworkTable } from './chains/networks';
@@ -63,6 +64,8 @@ export const WORKER_KEY_VARIABLES = ['RELAYER_PRIVATE_KEY', 'REVENUE_WALLET_PRIV
 
 export interface WorkerKeys {
   relayer: Hex;
+  /** Settlement lanes (RELAYER_PRIVATE_KEYS), else the relayer key alone. */
+  lanes: Hex[];
   revenue: Hex;
   topupRelayer: Hex;
 }
@@ -71,7 +74,9 @@ export interface WorkerKeys {
  * The worker's keys by role. Devnet: the revenue and top-up roles fall back to the relayer key.
  * Production: all three explicit, none a devnet key, no two the same.
  */
-export function workerKeys(config: Pick<Config, 'production' | (typeof WORKER_KEY_VARIABLES)[number]>): WorkerKeys {
+export function workerKeys(
+  config: Pick<Config, 'production' | 'RELAYER_PRIVATE_KEYS' | (typeof WORKER_KEY_VARIABLES)[number]>,
+): WorkerKeys {
   const problems: string[] = [];
   const get = (name: (typeof WORKER_KEY_VARIABLES)[number]): Hex => {
     const key = config[name] as Hex | undefined;
@@ -80,11 +85,20 @@ export function workerKeys(config: Pick<Config, 'production' | (typeof WORKER_KE
     else if (isDevnetKey(key)) problems.push(`${name}: is a public devnet key; production needs its own key`);
     return key ?? '0x';
   };
+  const relayer = get('RELAYER_PRIVATE_KEY');
   const keys = {
-    relayer: get('RELAYER_PRIVATE_KEY'),
+    relayer,
+    lanes: relayerLaneKeys(relayer, config.RELAYER_PRIVATE_KEYS),
     revenue: get('REVENUE_WALLET_PRIVATE_KEY'),
     topupRelayer: get('TOPUP_RELAYER_PRIVATE_KEY'),
   };
+  if (config.production) {
+    for (const lane of keys.lanes) {
+      if (isDevnetKey(lane)) problems.push('RELAYER_PRIVATE_KEYS: lists a public devnet key; production needs its own keys');
+      const other = [keys.revenue, keys.topupRelayer].some((k) => k.toLowerCase() === lane.toLowerCase());
+      if (other) problems.push('RELAYER_PRIVATE_KEYS: lists a key of another role (separate roles)');
+    }
+  }
   if (config.production && problems.length === 0) {
     const [a, b, c] = WORKER_KEY_VARIABLES;
     if (keys.relayer.toLowerCase() === keys.revenue.toLowerCase()) problems.push(`${b}: must differ from ${a} (separate roles)`);

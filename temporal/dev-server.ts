@@ -8,6 +8,7 @@ import path from 'node:path';
 import { findFreePort, prefixedStderr, retryOnPortClash, spawnManaged, waitUntil, type LogFn } from '../devnet/process';
 import { ensureTemporalCli } from './cli';
 import { registerSearchAttributes, searchAttributeCliFlags } from '../src/temporal/search-attributes';
+import { LOW_LATENCY_DYNAMIC_CONFIG } from './dynamic-config';
 
 export interface DevServerOptions {
   /** SQLite file that keeps workflows across restarts; undefined = in memory. */
@@ -19,7 +20,7 @@ export interface DevServerOptions {
   /** Namespace to create and wait for; default `default`. */
   namespace?: string;
   log?: LogFn;
-  /** Extra `--dynamic-config-value KEY=JSON` settings. */
+  /** `--dynamic-config-value KEY=JSON` settings over LOW_LATENCY_DYNAMIC_CONFIG (./dynamic-config.ts). */
   dynamicConfig?: Record<string, unknown>;
   /** Server log level; default warn. */
   logLevel?: 'debug' | 'info' | 'warn' | 'error' | 'never';
@@ -78,14 +79,14 @@ async function startOnce(cli: string, opts: DevServerOptions, log: LogFn): Promi
   const uiPort = opts.uiPort === false ? false : (opts.uiPort ?? (await findFreePort(HOST)));
   // Update-with-start and updates need frontend.enableUpdateWorkflowExecution and
   // frontend.enableExecuteMultiOperation, both already true by default in server 1.29.1 (CLI v1.5.1),
-  // so nothing is forced here; callers can still add settings.
+  // so nothing is forced for them. The low-latency settings are (see dynamic-config.ts).
   const args = devServerArgs({
     port,
     uiPort,
     namespace,
     dbFile: opts.dbFile && path.resolve(opts.dbFile),
     logLevel: opts.logLevel ?? 'warn',
-    dynamicConfig: opts.dynamicConfig ?? {},
+    dynamicConfig: { ...LOW_LATENCY_DYNAMIC_CONFIG, ...opts.dynamicConfig },
   });
   const address = `${HOST}:${port}`;
   // Shutting down, the server warns about every connection it closes; that is noise, not news.

@@ -1,10 +1,11 @@
 import { Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { privateKeyToAccount } from 'viem/accounts';
 import { ConfigError } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { startUp } from '../src/startup';
 import { Relayer } from '../src/chains/evm/relayer';
+import { laneOf } from '../src/chains/evm/relayer-lanes';
 import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
@@ -13,9 +14,9 @@ import { solanaNetworks } from '../src/chains/solana/context';
 
 /**
  * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It holds the keys by
- * role (docs/security.md): the relayer (RELAYER_PRIVATE_KEY: settlements, gas), the revenue wallet
- * (refunds) and the top-up relayer (deposits); no other process may sign with them. In devnet the
- * three are one key.
+ * role (docs/security.md): the relayer (RELAYER_PRIVATE_KEY: settlements, gas) and its settlement lane
+ * keys (RELAYER_PRIVATE_KEYS), the revenue wallet (refunds) and the top-up relayer (deposits); no
+ * other process may sign with them. In devnet the roles share one key.
  */
 async function main() {
   // All config (media and inference too) parsed, and in production checked, before anything starts.
@@ -23,23 +24,28 @@ async function main() {
   const log = createLogger(config.LOG_LEVEL, 'worker');
   const db = await openDatabase(config);
   const account = privateKeyToAccount(keys!.relayer);
+  const laneKeys = keys!.lanes;
   // One Relayer (one nonce manager) per distinct key and network, however many roles the key has.
-  const accounts = new Map<string, PrivateKeyAccount>();
-  for (const key of [keys!.relayer, keys!.revenue, keys!.topupRelayer]) {
-    const a = privateKeyToAccount(key);
-    if (!accounts.has(a.address.toLowerCase())) accounts.set(a.address.toLowerCase(), a);
-  }
-
   const relayers = new Map<string, Relayer>();
   const slot = (id: EvmNetworkId, address: string) => `${id}:${address.toLowerCase()}`;
+  const lanesOf = new Map<EvmNetworkId, Relayer[]>();
   for (const n of networks.values()) {
     if (!n.enabled) continue;
-    for (const a of accounts.values()) relayers.set(slot(n.id, a.address), new Relayer(n, a, db));
+    const relayerOf = (key: `0x${string}`) => {
+      const a = privateKeyToAccount(key);
+      const k = slot(n.id, a.address);
+      if (!relayers.has(k)) relayers.set(k, new Relayer(n, a, db, { replaceAfterMs: config.RELAYER_REPLACE_AFTER_MS }));
+      return relayers.get(k)!;
+    };
+    for (const key of [keys!.relayer, keys!.revenue, keys!.topupRelayer]) relayerOf(key);
+    lanesOf.set(n.id, laneKeys.map(relayerOf));
   }
-  const relayerFor = (id: EvmNetworkId) => {
+  /** The relayer, or with a lane key (a settlement's workflow id) the lane that key always uses. */
+  const relayerFor = (id: EvmNetworkId, laneKey?: string) => {
     const r = relayers.get(slot(id, account.address));
-    if (!r) throw new Error(`no relayer for network ${id}`);
-    return r;
+    const lanes = lanesOf.get(id);
+    if (!r || !lanes) throw new Error(`no relayer for network ${id}`);
+    return laneKey === undefined ? r : lanes[laneOf(laneKey, lanes.length)];
   };
   const signerFor = (id: EvmNetworkId, address: string) => relayers.get(slot(id, address));
   // Transactions these keys signed before a crash but that never got a receipt are sent again first,
@@ -65,10 +71,14 @@ async function main() {
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities({ config, db, networks, relayerFor, signerFor }),
   });
-  const solana = [...solanaNetworks(config).keys()];
-  const evm = [...networks.values()].filter((n) => n.enabled).map((n) => n.id);
-  const signers = [...accounts.keys()];
-  log.info({ taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, signers, networks: [...evm, ...solana] }, 'worker ready');
+  const solana = [...solanaNetworks(config).keys()]; // a bad SOLANA_FEE_PAYER_KEY stops start-up here
+  const evm = [...lanesOf.keys()];
+  const signers = [...new Set([...relayers.values()].map((r) => r.address))];
+  const lanes = laneKeys.map((k) => privateKeyToAccount(k).address);
+  log.info(
+    { taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, signers, lanes, networks: [...evm, ...solana] },
+    'worker ready',
+  );
   await worker.run();
   await connection.close();
   await db.close();

@@ -85,8 +85,10 @@ export class RelayerTransaction {
   chainId!: number;
   signer!: string;
   nonce!: number;
-  rawTx!: string;
-  hash!: string;
+  rawTx!: string; // the latest signed bytes (a fee-bumped replacement replaces them)
+  hash!: string; // the latest sent hash; once mined, the hash that was mined
+  /** JSON array of every hash ever sent for this effect (replacements, re-nonced sends); null = [hash]. */
+  hashes?: string | null;
   status!: string; // signed | mined | reverted
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -209,6 +211,7 @@ export const RelayerTransactionSchema = new EntitySchema<RelayerTransaction>({
     nonce: { type: 'integer' },
     rawTx: { type: 'text' },
     hash: { type: 'string', length: 66 },
+    hashes: { type: 'text', nullable: true },
     status: { type: 'string', length: 16 },
     ...timestamps,
   },

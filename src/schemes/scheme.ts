@@ -52,7 +52,8 @@ export type VerifyDeps = { config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'env' |
 export interface WorkerDeps extends VerifyDeps {
   config: VerifyDeps['config'] & Pick<Config, 'RECEIPT_WAIT_MS'>;
   db: MikroORM;
-  relayerFor(network: EvmNetworkId): Relayer;
+  /** With a lane key (a settlement's workflow id): the relayer lane that key always uses (RELAYER_PRIVATE_KEYS). */
+  relayerFor(network: EvmNetworkId, laneKey?: string): Relayer;
 }
 
 /** A request refused before any workflow: the settle reason and what is known of it. */

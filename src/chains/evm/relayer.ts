@@ -1,4 +1,13 @@
-import { keccak256, type Address, type Hex, type PrivateKeyAccount, type PublicClient, type TransactionReceipt } from 'viem';
+import {
+  keccak256,
+  parseTransaction,
+  type Address,
+  type Hex,
+  type PrivateKeyAccount,
+  type PublicClient,
+  type TransactionReceipt,
+  type TransactionSerializableEIP1559,
+} from 'viem';
 import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
 import { RelayerTransaction } from '../../db/entities';
 import type { EvmNetwork } from '../networks';
@@ -9,18 +18,35 @@ import { publicClientFor } from './clients';
  * it), allocates nonces itself, and writes every signed transaction to the database *before*
  * broadcasting it. A retried activity finds that record and re-sends the same bytes (same hash,
  * same nonce), so a crash or retry can never produce a second transaction for one effect.
+ *
+ * Hygiene while waiting for a receipt (waitForReceipt), once a transaction has gone unmined for
+ * `replaceAfterMs` since it was last signed:
+ * - lower nonces of this signer that the chain has not used are re-sent (a dropped transaction
+ *   leaves a gap that every later one waits behind) or, if nothing was ever recorded for one,
+ *   filled with a zero-value transfer to ourselves;
+ * - a transaction the node no longer knows is re-sent with the same bytes;
+ * - one the node holds but does not mine is replaced: same nonce, both fees raised by 12.5%
+ *   (EIP-1559 pools require at least 10%) or to the current estimate if higher;
+ * - if the chain has used our nonce but no hash we ever sent for this effect has a receipt, the
+ *   nonce went to some other transaction (never assume it was ours): the same call is signed again
+ *   with a new nonce.
+ * Every hash sent for an effect is recorded before it is broadcast, and a receipt of any of them
+ * settles the effect.
  */
 export class Relayer {
   private nextNonce: number | undefined;
   private queue: Promise<unknown> = Promise.resolve();
   readonly client: PublicClient;
+  private readonly replaceAfterMs: number;
 
   constructor(
     readonly network: EvmNetwork,
     readonly account: PrivateKeyAccount,
     private readonly db: MikroORM,
+    opts: { replaceAfterMs?: number } = {},
   ) {
     this.client = publicClientFor(network);
+    this.replaceAfterMs = opts.replaceAfterMs ?? 20_000;
   }
 
   get address(): Address {
@@ -97,25 +123,176 @@ export class Relayer {
   }
 
   /**
-   * Waits (bounded) for the receipt with a back-off that starts at ~1 ms: anvil mines within
-   * milliseconds and viem's default 1 s poll would dominate settlement latency. Returns null on
-   * timeout after re-broadcasting, so the caller's retry finds a dropped transaction again.
+   * Waits (bounded) for a receipt of any hash sent for this effect, with a back-off that starts at
+   * ~1 ms: anvil mines within milliseconds and viem's default 1 s poll would dominate settlement
+   * latency. Past `replaceAfterMs` without one it repairs what it can (see the class comment).
+   * Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
+   * transaction again. On success `tx.hash` (and the record's) is the mined hash.
    */
   async waitForReceipt(tx: RelayerTransaction, timeoutMs: number, onPoll?: () => void): Promise<TransactionReceipt | null> {
     const deadline = Date.now() + timeoutMs;
     let delay = 1;
+    let current = tx;
     while (Date.now() < deadline) {
-      const receipt = await this.client.getTransactionReceipt({ hash: tx.hash as Hex }).catch(() => null);
+      const receipt = await this.receiptOfAny(current);
       if (receipt) {
-        await this.markStatus(tx.id, receipt.status === 'success' ? 'mined' : 'reverted');
+        await this.markMined(current.id, receipt);
+        tx.hash = receipt.transactionHash;
         return receipt;
       }
       onPoll?.();
+      if (Date.now() - new Date(current.updatedAt).getTime() >= this.replaceAfterMs) {
+        // On RPC trouble, try again a replaceAfterMs later (re-read: the record may have moved on).
+        current = await this.repair(current.id).catch(async () => (await this.find(current.id)) ?? current);
+        delay = 1;
+      }
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, 250);
     }
-    await this.rebroadcast(tx);
+    await this.rebroadcast(current).catch(() => undefined);
     return null;
+  }
+
+  /** Every hash ever sent for this effect, latest first. */
+  static hashesOf(tx: RelayerTransaction): Hex[] {
+    const all = tx.hashes ? (JSON.parse(tx.hashes) as Hex[]) : [];
+    return [tx.hash as Hex, ...all.filter((h) => h !== tx.hash).reverse()];
+  }
+
+  private async receiptOfAny(tx: RelayerTransaction): Promise<TransactionReceipt | null> {
+    for (const hash of Relayer.hashesOf(tx)) {
+      const receipt = await this.client.getTransactionReceipt({ hash }).catch(() => null);
+      if (receipt) return receipt;
+    }
+    return null;
+  }
+
+  /**
+   * One repair step for an effect that has waited `replaceAfterMs`: fill gaps below it, then re-send,
+   * replace or re-nonce it. Serialized with sends, so nonces stay in order. Returns the fresh record.
+   */
+  private repair(id: string): Promise<RelayerTransaction> {
+    return this.serialized(async () => {
+      const tx = (await this.find(id))!;
+      // Another key recorded it (lanes were reconfigured): only that key may sign for it; we just wait.
+      if (tx.signer !== this.address.toLowerCase()) return tx;
+      if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
+      const used = await this.client.getTransactionCount({ address: this.address, blockTag: 'latest' });
+      if (used > tx.nonce) {
+        // Our nonce is spent. Asked again after reading the count (one of ours may have been mined
+        // in between): if none of our hashes has a receipt, the nonce went to another transaction.
+        if (await this.receiptOfAny(tx)) return tx;
+        this.nextNonce = undefined;
+        return this.resign(tx, await this.allocateNonce(), await this.client.estimateFeesPerGas());
+      }
+      if (used < tx.nonce) {
+        // Lower nonces first; this one is looked at again a replaceAfterMs later if still unmined.
+        await this.fillGaps(used, tx.nonce);
+        await this.touch(tx);
+        return tx;
+      }
+      const known = await this.client.getTransaction({ hash: tx.hash as Hex }).then(
+        () => true,
+        () => false,
+      );
+      if (!known) {
+        try {
+          await this.rebroadcast(tx);
+          await this.touch(tx); // give the re-sent bytes their own replaceAfterMs
+          return tx;
+        } catch {
+          // The node refuses these bytes (e.g. fee below its base fee): replace them.
+        }
+      }
+      const old = parseTransaction(tx.rawTx as Hex) as TransactionSerializableEIP1559;
+      const estimate = await this.client.estimateFeesPerGas();
+      const bump = (v: bigint | undefined) => ((v ?? 0n) * 9n + 7n) / 8n; // +12.5%, rounded up
+      const maxPriorityFeePerGas = max(bump(old.maxPriorityFeePerGas), estimate.maxPriorityFeePerGas);
+      const maxFeePerGas = max(bump(old.maxFeePerGas), estimate.maxFeePerGas, maxPriorityFeePerGas);
+      return this.resign(tx, tx.nonce, { maxFeePerGas, maxPriorityFeePerGas });
+    });
+  }
+
+  /** Signs the recorded call again (nonce and fees given), records the new bytes, then broadcasts. */
+  private async resign(
+    tx: RelayerTransaction,
+    nonce: number,
+    fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint },
+  ): Promise<RelayerTransaction> {
+    const { to, data, value, gas, accessList } = parseTransaction(tx.rawTx as Hex) as TransactionSerializableEIP1559;
+    const rawTx = await this.account.signTransaction({
+      chainId: this.network.chainId!,
+      type: 'eip1559',
+      to,
+      data,
+      value,
+      gas,
+      accessList,
+      nonce,
+      ...fees,
+    });
+    const hash = keccak256(rawTx);
+    const hashes = JSON.stringify([...Relayer.hashesOf(tx).reverse(), hash]);
+    const updatedAt = new Date();
+    try {
+      await this.db.em.fork().nativeUpdate(RelayerTransaction, { id: tx.id }, { rawTx, hash, hashes, nonce, updatedAt });
+    } catch (err) {
+      this.nextNonce = undefined;
+      throw err;
+    }
+    const next = Object.assign(new RelayerTransaction(), tx, { rawTx, hash, hashes, nonce, updatedAt });
+    await this.rebroadcast(next);
+    return next;
+  }
+
+  /**
+   * Nonces in [from, to) that the chain has not used: each recorded one is re-sent (a node may have
+   * dropped it), each never-recorded one gets a zero-value transfer to ourselves, recorded first.
+   */
+  private async fillGaps(from: number, to: number): Promise<void> {
+    if (from >= to) return;
+    const rows = await this.db.em.fork().find(RelayerTransaction, {
+      chainId: this.network.chainId!,
+      signer: this.address.toLowerCase(),
+      nonce: { $gte: from, $lt: to },
+    });
+    const byNonce = new Map(rows.map((r) => [r.nonce, r]));
+    const fees = await this.client.estimateFeesPerGas();
+    for (let nonce = from; nonce < to; nonce++) {
+      const row = byNonce.get(nonce);
+      if (row) {
+        await this.rebroadcast(row).catch(() => undefined); // its own waiter replaces it if underpriced
+        continue;
+      }
+      const rawTx = await this.account.signTransaction({
+        chainId: this.network.chainId!,
+        type: 'eip1559',
+        to: this.address,
+        value: 0n,
+        nonce,
+        gas: 21_000n,
+        ...fees,
+      });
+      const hash = keccak256(rawTx);
+      const now = new Date();
+      await this.db.em.fork().insert(RelayerTransaction, {
+        id: `gap:${this.network.chainId}:${this.address.toLowerCase()}:${nonce}`,
+        chainId: this.network.chainId!,
+        signer: this.address.toLowerCase(),
+        nonce,
+        rawTx,
+        hash,
+        status: 'signed',
+        createdAt: now,
+        updatedAt: now,
+      });
+      await this.rebroadcast({ rawTx, hash } as RelayerTransaction);
+    }
+  }
+
+  private async touch(tx: RelayerTransaction): Promise<void> {
+    tx.updatedAt = new Date();
+    await this.db.em.fork().nativeUpdate(RelayerTransaction, { id: tx.id }, { updatedAt: tx.updatedAt });
   }
 
   /** Re-sends recorded transactions that never got a receipt, in nonce order (worker start-up). */
@@ -145,8 +322,9 @@ export class Relayer {
     }
   }
 
-  private async markStatus(id: string, status: 'mined' | 'reverted'): Promise<void> {
-    await this.db.em.fork().nativeUpdate(RelayerTransaction, { id }, { status });
+  private async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+    const status = receipt.status === 'success' ? 'mined' : 'reverted';
+    await this.db.em.fork().nativeUpdate(RelayerTransaction, { id }, { status, hash: receipt.transactionHash });
   }
 
   private async allocateNonce(): Promise<number> {
@@ -172,3 +350,5 @@ export class Relayer {
     return run;
   }
 }
+
+const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));

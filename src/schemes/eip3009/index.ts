@@ -70,11 +70,11 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     });
   },
 
-  sent: (input, deps) => callSent(deps.relayerFor(input.network), input.workflowId),
+  sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
 
   async submit(input, deps) {
     const network = evmNetworkOf(deps.networks, input.network);
-    const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, {
+    const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
       to: network.facilitator as Address,
       data: settleCallData(input),
     });
@@ -84,7 +84,7 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
   },
 
   async confirm(input, deps) {
-    const receipt = await awaitCall(deps.relayerFor(input.network), input.workflowId, deps.config.RECEIPT_WAIT_MS);
+    const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
     return { response: receiptResponse(input, receipt), transaction: receipt.hash };
   },
 };

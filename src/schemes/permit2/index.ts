@@ -72,11 +72,11 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
     });
   },
 
-  sent: (input, deps) => callSent(deps.relayerFor(input.network), input.workflowId),
+  sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
 
   async submit(input, deps) {
     const network = evmNetworkOf(deps.networks, input.network);
-    const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, {
+    const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
       to: network.facilitator as Address,
       data: settlePermit2CallData(input, network),
     });
@@ -86,7 +86,7 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
   },
 
   async confirm(input, deps) {
-    const receipt = await awaitCall(deps.relayerFor(input.network), input.workflowId, deps.config.RECEIPT_WAIT_MS);
+    const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
     // An upto settlement says how much it took.
     const extra = input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {};
     return { response: receiptResponse(input, receipt, extra), transaction: receipt.hash };

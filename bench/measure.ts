@@ -1,0 +1,57 @@
+/** What one row of bench/settle.ts measured, and the helpers that measure it. */
+import { performance } from 'node:perf_hooks';
+import type { CpuSnapshot } from './proc';
+
+export type Mode = 'api' | 'duplicate' | 'orchestration' | 'floor';
+
+export interface PhaseResult {
+  mode: Mode;
+  concurrency: number;
+  n: number;
+  wallMs: number;
+  latencies: number[];
+  /** Settlements on chain when the row ended (throughput counts these). */
+  confirmed: number;
+  /** Settlements on chain after every workflow of the row finished (failures = n − this). */
+  finalConfirmed: number;
+  recount?: () => Promise<{ confirmed: number; issues: string[] }>;
+  /** On-chain inconsistencies (duplicate events, balance != count) at the last count. */
+  chainIssues: string[];
+  /** Things worth printing under the table (non-200 answers, balance mismatches, errors). */
+  notes: string[];
+  /** api rows: workflow id of payment i (for --trace). */
+  workflowIds?: string[];
+  /** CPU ms each process group spent during the row. */
+  cpu?: CpuSnapshot;
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Nearest-rank percentile of an ascending array. */
+export function percentile(sorted: number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const rank = Math.ceil((p / 100) * sorted.length);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, rank - 1))];
+}
+
+/** Runs `task(i)` for i in [0, n) with at most `concurrency` in flight (closed loop). */
+export async function runClosedLoop(n: number, concurrency: number, task: (i: number) => Promise<void>): Promise<number> {
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: Math.min(concurrency, n) }, async () => {
+      for (let i = next++; i < n; i = next++) await task(i);
+    }),
+  );
+  return performance.now() - t0;
+}
+
+/** A FIFO mutex: callers run one at a time, in call order. */
+export function mutex() {
+  let tail: Promise<unknown> = Promise.resolve();
+  return <T>(fn: () => Promise<T>): Promise<T> => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
+    return run;
+  };
+}

@@ -1,0 +1,39 @@
+/**
+ * Worker process of the orchestration floor (bench/settle.ts starts it): the real config, database
+ * and relayer modules of workers/main.ts, its own task queue and relayer key, and only the floor's
+ * workflow (FLOOR_WORKFLOW_BUNDLE_PATH, bundled by the bench) and activity.
+ */
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { privateKeyToAccount } from 'viem/accounts';
+import { loadConfig } from '../../src/config';
+import { buildNetworkTable } from '../../src/chains/networks';
+import { Relayer } from '../../src/chains/evm/relayer';
+import { openDatabase } from '../../src/db/orm';
+import { createFloorActivities } from './activities';
+
+async function main() {
+  const config = loadConfig();
+  const network = buildNetworkTable(config.env).get('base-sepolia');
+  if (!network?.enabled) throw new Error('base-sepolia is not configured');
+  const db = await openDatabase(config);
+  const relayer = new Relayer(network, privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`), db, {
+    replaceAfterMs: config.RELAYER_REPLACE_AFTER_MS,
+  });
+  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const worker = await Worker.create({
+    connection,
+    namespace: config.TEMPORAL_NAMESPACE,
+    taskQueue: config.TEMPORAL_TASK_QUEUE,
+    workflowBundle: { codePath: process.env.FLOOR_WORKFLOW_BUNDLE_PATH! },
+    activities: createFloorActivities(relayer, config.RECEIPT_WAIT_MS),
+  });
+  console.log('worker ready');
+  await worker.run();
+  await connection.close();
+  await db.close();
+}
+
+main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});

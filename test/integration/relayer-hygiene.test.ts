@@ -1,0 +1,169 @@
+import { numberToHex, type Address, type Hex, type PublicClient } from 'viem';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
+import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
+import { Relayer } from '../../src/chains/evm/relayer';
+import { RelayerTransaction } from '../../src/db/entities';
+import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
+
+/**
+ * The relayer's repairs on a real anvil of its own (mining modes are changed here, so not the shared
+ * chains): a transaction that is underpriced, dropped, stuck behind a dropped one, or whose nonce
+ * another transaction took. Each test uses a fresh signer, so nonces start at 0.
+ */
+const REPLACE_AFTER_MS = 1_000;
+const GWEI = 1_000_000_000n;
+
+let anvil: Anvil;
+let network: EvmNetwork;
+
+beforeAll(async () => {
+  anvil = await startAnvil({ chainId: 84532, log: () => undefined });
+  network = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl }).get('base-sepolia')!;
+});
+afterAll(() => anvil?.stop());
+
+describe.each(DB_KINDS)('relayer hygiene (%s)', (kind) => {
+  let tdb: TestDatabase;
+  let account: PrivateKeyAccount;
+  let relayer: Relayer;
+  let client: PublicClient;
+
+  beforeAll(async () => {
+    tdb = await openTestDatabase(kind);
+  });
+  afterAll(() => tdb?.close());
+
+  beforeEach(async () => {
+    account = privateKeyToAccount(generatePrivateKey());
+    await rpc(anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
+    relayer = new Relayer(network, account, tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    client = relayer.client;
+    // Transactions stay in the pool until a test mines them.
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
+  });
+  afterEach(async () => {
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
+  });
+
+  const fresh = () => privateKeyToAccount(generatePrivateKey()).address;
+  const record = async (id: string) => (await tdb.db.em.fork().findOne(RelayerTransaction, { id }))!;
+  const nonceUsed = () => client.getTransactionCount({ address: account.address, blockTag: 'latest' });
+
+  test('an underpriced transaction is replaced with the same nonce and fees raised ≥ 10%; the replacement’s receipt counts', async () => {
+    const to = fresh();
+    const { hash: first } = await relayer.send('underpriced', { to, data: '0x' });
+    const original = await client.getTransaction({ hash: first });
+    // The next block's base fee is far above what the transaction offers, so it is left out.
+    await rpc(anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [numberToHex(1000n * GWEI)]);
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    expect(await nonceUsed()).toBe(0);
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+
+    const receipt = await relayer.waitForReceipt(await record('underpriced'), 20_000);
+
+    expect(receipt?.status).toBe('success');
+    expect(receipt!.transactionHash).not.toBe(first);
+    const mined = await client.getTransaction({ hash: receipt!.transactionHash });
+    expect(mined.nonce).toBe(0);
+    expect(mined.to?.toLowerCase()).toBe(to.toLowerCase());
+    expect(mined.maxFeePerGas! * 10n).toBeGreaterThanOrEqual(original.maxFeePerGas! * 11n);
+    expect(mined.maxPriorityFeePerGas! * 10n).toBeGreaterThanOrEqual(original.maxPriorityFeePerGas! * 11n);
+    const rec = await record('underpriced');
+    expect(rec.status).toBe('mined');
+    expect(rec.hash).toBe(receipt!.transactionHash);
+    expect(Relayer.hashesOf(rec)).toEqual(expect.arrayContaining([first, receipt!.transactionHash]));
+    expect(await nonceUsed()).toBe(1);
+  });
+
+  test('a dropped transaction is sent again with the same bytes', async () => {
+    const { hash } = await relayer.send('dropped', { to: fresh(), data: '0x' });
+    await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [hash]);
+    await expect(client.getTransaction({ hash })).rejects.toThrow();
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
+
+    const receipt = await relayer.waitForReceipt(await record('dropped'), 20_000);
+
+    expect(receipt?.transactionHash).toBe(hash);
+    expect(receipt?.status).toBe('success');
+    expect(await nonceUsed()).toBe(1);
+  });
+
+  test('a gap left by a dropped transaction is filled by the wait of a later one', async () => {
+    const a = await relayer.send('gap-a', { to: fresh(), data: '0x' });
+    const b = await relayer.send('gap-b', { to: fresh(), data: '0x' });
+    await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [a.hash]);
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    expect(await nonceUsed()).toBe(0); // b waits behind the missing nonce 0
+
+    const receipt = await relayer.waitForReceipt(await record('gap-b'), 20_000);
+
+    expect(receipt?.status).toBe('success');
+    expect(receipt!.transactionHash).toBe(b.hash); // b itself was not replaced: only the gap was the trouble
+    expect((await client.getTransaction({ hash: b.hash })).nonce).toBe(1);
+    expect((await client.getTransactionReceipt({ hash: a.hash })).status).toBe('success'); // a's own bytes, re-sent
+    expect(await nonceUsed()).toBe(2);
+  });
+
+  test('a gap with no record at all is filled with a zero-value transfer to ourselves', async () => {
+    const a = await relayer.send('lost-a', { to: fresh(), data: '0x' });
+    const b = await relayer.send('lost-b', { to: fresh(), data: '0x' });
+    await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [a.hash]);
+    await tdb.db.em.fork().nativeDelete(RelayerTransaction, { id: 'lost-a' }); // as if nonce 0 was never recorded
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+
+    const receipt = await relayer.waitForReceipt(await record('lost-b'), 20_000);
+
+    expect(receipt?.transactionHash).toBe(b.hash);
+    const filler = await record(`gap:84532:${account.address.toLowerCase()}:0`);
+    const fill = await client.getTransaction({ hash: filler.hash as Hex });
+    expect({ nonce: fill.nonce, to: fill.to?.toLowerCase(), value: fill.value }).toEqual({
+      nonce: 0,
+      to: account.address.toLowerCase(),
+      value: 0n,
+    });
+    expect((await client.getTransactionReceipt({ hash: filler.hash as Hex })).status).toBe('success');
+    await expect(client.getTransactionReceipt({ hash: a.hash })).rejects.toThrow(); // the lost one never ran
+    expect(await nonceUsed()).toBe(2);
+  });
+
+  test('“nonce too low” is never taken as ours: when another transaction used the nonce, the call is signed again with a new one', async () => {
+    const to = fresh();
+    const { hash: ours } = await relayer.send('taken', { to, data: '0x1234' });
+    const pending = await client.getTransaction({ hash: ours });
+    // Someone else with this key takes nonce 0 (outbid in the pool, then mined).
+    const other = fresh();
+    const foreign = await account.signTransaction({
+      chainId: 84532,
+      type: 'eip1559',
+      to: other as Address,
+      value: 1n,
+      nonce: 0,
+      gas: 21_000n,
+      maxFeePerGas: pending.maxFeePerGas! * 2n,
+      maxPriorityFeePerGas: pending.maxPriorityFeePerGas! * 2n,
+    });
+    await client.sendRawTransaction({ serializedTransaction: foreign });
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    expect(await nonceUsed()).toBe(1);
+    await expect(client.getTransactionReceipt({ hash: ours })).rejects.toThrow();
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
+
+    const receipt = await relayer.waitForReceipt(await record('taken'), 20_000);
+
+    expect(receipt?.status).toBe('success');
+    expect(receipt!.transactionHash).not.toBe(ours);
+    const mined = await client.getTransaction({ hash: receipt!.transactionHash });
+    expect({ nonce: mined.nonce, to: mined.to?.toLowerCase(), input: mined.input }).toEqual({
+      nonce: 1,
+      to: to.toLowerCase(),
+      input: '0x1234',
+    });
+    const rec = await record('taken');
+    expect({ nonce: rec.nonce, hash: rec.hash, status: rec.status }).toEqual({ nonce: 1, hash: receipt!.transactionHash, status: 'mined' });
+    expect(await nonceUsed()).toBe(2);
+  });
+});

@@ -1,0 +1,51 @@
+import { privateKeyToAccount } from 'viem/accounts';
+import { laneOf } from '../../src/chains/evm/relayer-lanes';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * RELAYER_PRIVATE_KEYS: one worker with two settlement lanes. Each payment is sent from the lane its
+ * settlement's workflow id hashes to, both lanes carry settlements at once, and each settles exactly once.
+ */
+describe.each(DB_KINDS)('relayer lanes (%s)', (kind) => {
+  let h: SettleHarness;
+  const laneKeys = [TEST_ACCOUNTS.relayerKeys[2], TEST_ACCOUNTS.relayerKeys[3]];
+  const lanes = laneKeys.map((k) => privateKeyToAccount(k as `0x${string}`).address);
+  const buyer = TEST_ACCOUNTS.buyers[3];
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, { relayerIndex: 2, env: { RELAYER_PRIVATE_KEYS: laneKeys.join(',') } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test('payments go out from the lane of their id, concurrently on both lanes, each settled once', async () => {
+    // Payments until each lane has three (the lane is a hash of the id, so this is deterministic per payment).
+    const perLane: Awaited<ReturnType<SettleHarness['pay']>>[][] = [[], []];
+    while (perLane.some((l) => l.length < 3)) {
+      const body = await h.pay(buyer, { value: 10_000n });
+      const a = body.paymentPayload.payload.authorization;
+      const lane = laneOf(settleWorkflowId('base-sepolia', a.from, a.nonce), 2);
+      if (perLane[lane].length < 3) perLane[lane].push(body);
+    }
+    const bodies = perLane.flat();
+    const payoutBefore = await h.balanceOf(h.payout);
+
+    const answers = await Promise.all(bodies.map((b) => h.settle(b)));
+
+    expect(answers.map((r) => [r.status, r.body.success])).toEqual(bodies.map(() => [200, true]));
+    for (let i = 0; i < bodies.length; i++) {
+      const tx = await h.chain.getTransaction({ hash: answers[i].body.transaction });
+      expect(tx.from.toLowerCase()).toBe(lanes[i < 3 ? 0 : 1].toLowerCase());
+      const a = bodies[i].paymentPayload.payload.authorization;
+      expect(await h.settledEvents(a.from, a.nonce)).toBe(1);
+    }
+    expect(await h.balanceOf(h.payout)).toBe(payoutBefore + 6n * 10_000n);
+    // A repeat is answered with the transaction of the first attempt.
+    const again = await h.settle(bodies[4]);
+    expect(again.body.transaction).toBe(answers[4].body.transaction);
+  });
+});
