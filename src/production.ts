@@ -86,13 +86,22 @@ export function workerKeys(
     return key ?? '0x';
   };
   const relayer = get('RELAYER_PRIVATE_KEY');
+  const lanes = (): Hex[] => {
+    if (problems.length) return [];
+    try {
+      return relayerLaneKeys(relayer, config.RELAYER_PRIVATE_KEYS);
+    } catch (err) {
+      problems.push(`RELAYER_PRIVATE_KEYS: ${(err as Error).message}`);
+      return [];
+    }
+  };
   const keys = {
     relayer,
-    lanes: relayerLaneKeys(relayer, config.RELAYER_PRIVATE_KEYS),
+    lanes: lanes(),
     revenue: get('REVENUE_WALLET_PRIVATE_KEY'),
     topupRelayer: get('TOPUP_RELAYER_PRIVATE_KEY'),
   };
-  if (config.production) {
+  if (config.production && config.RELAYER_PRIVATE_KEYS) {
     for (const lane of keys.lanes) {
       if (isDevnetKey(lane)) problems.push('RELAYER_PRIVATE_KEYS: lists a public devnet key; production needs its own keys');
       const other = [keys.revenue, keys.topupRelayer].some((k) => k.toLowerCase() === lane.toLowerCase());

@@ -165,7 +165,12 @@ describe('production mode: no devnet default applies', () => {
 describe('keys by role (worker only)', () => {
   test('devnet: every role falls back to the relayer key', () => {
     const keys = workerKeys(loadConfig({}));
-    expect(keys).toEqual({ relayer: DEVNET_RELAYER_KEY, revenue: DEVNET_RELAYER_KEY, topupRelayer: DEVNET_RELAYER_KEY });
+    expect(keys).toEqual({
+      relayer: DEVNET_RELAYER_KEY,
+      lanes: [DEVNET_RELAYER_KEY],
+      revenue: DEVNET_RELAYER_KEY,
+      topupRelayer: DEVNET_RELAYER_KEY,
+    });
     const own = generatePrivateKey();
     expect(workerKeys(loadConfig({ RELAYER_PRIVATE_KEY: own })).topupRelayer).toBe(own);
   });
@@ -184,7 +189,19 @@ describe('keys by role (worker only)', () => {
     expect(refused(() => loadStartup('worker', { ...workerEnv(), INFERENCE_REVENUE_WALLET: randomAddress() }))).toEqual([
       'INFERENCE_REVENUE_WALLET',
     ]);
-    expect(loadStartup('worker', workerEnv()).keys).toEqual({ relayer: relayerKey, revenue: revenueKey, topupRelayer: topupKey });
+    expect(loadStartup('worker', workerEnv()).keys).toEqual({
+      relayer: relayerKey,
+      lanes: [relayerKey],
+      revenue: revenueKey,
+      topupRelayer: topupKey,
+    });
+    // Settlement lanes are relayer keys too: never a devnet key, never another role's key.
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), RELAYER_PRIVATE_KEYS: `${relayerKey},${DEVNET_RELAYER_KEY}` }))).toEqual([
+      'RELAYER_PRIVATE_KEYS',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), RELAYER_PRIVATE_KEYS: `${relayerKey},${topupKey}` }))).toEqual([
+      'RELAYER_PRIVATE_KEYS',
+    ]);
   });
 
   test('the revenue wallet is required in production and never derived from a key', () => {

@@ -5,7 +5,7 @@ import { privateKeyToAddress } from 'viem/accounts';
 export function relayerLaneKeys(relayer: `0x${string}`, list: string | undefined): `0x${string}`[] {
   const keys = (list?.split(',') ?? [relayer]).map((k) => k.trim() as `0x${string}`);
   const addresses = new Set(keys.map((k) => privateKeyToAddress(k)));
-  if (addresses.size !== keys.length) throw new Error('RELAYER_PRIVATE_KEYS lists a key twice');
+  if (addresses.size !== keys.length) throw new Error('lists a key twice');
   return keys;
 }
 
