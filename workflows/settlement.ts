@@ -1,4 +1,4 @@
-import { ApplicationFailure, log, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, log, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import { SETTLEMENT_REJECTED, type SettleOutcome, type SettlementInput } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
@@ -12,13 +12,14 @@ export const SETTLEMENT_RETRY = {
   untilKnown: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 } as const;
 
-const { verifyPayment } = proxyActivities<SettlementActivities>({ startToCloseTimeout: '30s', retry: SETTLEMENT_RETRY.verify });
-const { submitPayment } = proxyActivities<SettlementActivities>({ startToCloseTimeout: '60s', retry: SETTLEMENT_RETRY.untilKnown });
-const { confirmPayment } = proxyActivities<SettlementActivities>({
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '5s',
-  retry: SETTLEMENT_RETRY.untilKnown,
-});
+// Local activities: the whole settlement usually runs inside one workflow task, with no activity
+// task round trips (docs/decisions.md "Local activities on the settlement path"). Their results reach
+// history only when the task completes, so after a crash they run again: verification first asks for
+// the write-ahead record (a payment that was signed is never judged again), and submission re-sends the
+// recorded bytes.
+const { verifyPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '30s', retry: SETTLEMENT_RETRY.verify });
+const { submitPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '60s', retry: SETTLEMENT_RETRY.untilKnown });
+const { confirmPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '2m', retry: SETTLEMENT_RETRY.untilKnown });
 
 /**
  * The one settlement skeleton, for every scheme (EIP-3009, Permit2, Solana): verify, submit

@@ -1,6 +1,6 @@
 import type { Hex } from 'viem';
 import { rpc } from '../../devnet/anvil';
-import { RelayerTransaction } from '../../src/db/entities';
+import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
@@ -72,6 +72,37 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
     const recorded = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${workflowId}%` } });
     expect(recorded.map((r) => ({ hash: r.hash, status: r.status }))).toEqual([{ hash, status: 'mined' }]);
+  });
+
+  test('worker killed after broadcasting and the payment mined while no worker runs: the re-run never calls it rejected', async () => {
+    // The settlement's activities are local: their results reach history only when the workflow task
+    // completes, so the new worker runs verification again, now with the nonce used on chain.
+    const body = await pay();
+    const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
+    const workflowId = settleWorkflowId('base-sepolia', buyer.address, nonce);
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const relayerNonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
+
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    const pending = await h.settleUntilBroadcast(body);
+    const hash = pending.body.transaction as Hex;
+    await h.restartWorker({
+      kill: true,
+      whileDown: async () => {
+        await rpc(rpcUrl, 'evm_mine', []);
+        await rpc(rpcUrl, 'evm_setAutomine', [true]);
+        expect((await h.chain.getTransactionReceipt({ hash })).status).toBe('success');
+      },
+    });
+
+    const final = await h.settleUntilFinal(body);
+    expect(final.status).toBe(200);
+    expect(final.body).toEqual({ success: true, transaction: hash, network: 'base-sepolia', payer: buyer.address });
+    const row = await h.tdb.db.em.fork().findOne(Settlement, { id: workflowId });
+    expect(row).toMatchObject({ state: 'settled', errorReason: null, transaction: hash });
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 3_000_000n);
+    expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
   });
 
   test('a restarted worker re-sends a recorded transaction the node lost', async () => {

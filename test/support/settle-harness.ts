@@ -36,7 +36,8 @@ export interface SettleHarness {
   settleUntilFinal(body: unknown, timeoutMs?: number): Promise<JsonResponse>;
   /** A base-sepolia payment from `buyer` to this stack's facilitator, signed as a buyer would. */
   pay(buyer: LocalAccount, o?: Partial<ExactPaymentOptions>): ReturnType<typeof exactPayment>;
-  restartWorker(opts?: { kill?: boolean }): Promise<void>;
+  /** Stops (or SIGKILLs) the worker, runs `whileDown` with no worker alive, then starts a new one. */
+  restartWorker(opts?: { kill?: boolean; whileDown?: () => Promise<void> }): Promise<void>;
   balanceOf(who: Address): Promise<bigint>;
   /** Settled events of the facilitator for this payer and nonce, over the whole chain. */
   settledEvents(from: Address, nonce: Hex): Promise<number>;
@@ -130,11 +131,12 @@ export async function startSettleHarness(
         facilitator: stack.facilitator,
         ...o,
       }),
-    async restartWorker({ kill = false } = {}) {
+    async restartWorker({ kill = false, whileDown } = {}) {
       if (kill) {
         worker.child.kill('SIGKILL');
         await worker.exited;
       } else await worker.stop();
+      await whileDown?.();
       worker = await startWorker(workerEnv, workerOpts);
     },
     balanceOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),

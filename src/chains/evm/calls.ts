@@ -1,4 +1,5 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
+import { heartbeat } from '../../temporal/heartbeat';
 import { BaseError, ContractFunctionRevertedError, type Address, type Hex } from 'viem';
 import type { Relayer } from './relayer';
 import { relayerTxId } from '../../temporal/workflow-ids';
@@ -50,7 +51,7 @@ export type ReceiptResult = { status: 'success' | 'reverted'; blockNumber: strin
 export async function awaitRecordedReceipt(relayer: Relayer, txId: string, timeoutMs: number): Promise<ReceiptResult & { hash: Hex }> {
   const tx = await relayer.find(txId);
   if (!tx) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
-  const receipt = await relayer.waitForReceipt(tx, timeoutMs, () => Context.current().heartbeat());
+  const receipt = await relayer.waitForReceipt(tx, timeoutMs, heartbeat);
   if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
   return { status: receipt.status, blockNumber: receipt.blockNumber.toString(), hash: tx.hash as Hex };
 }

@@ -1,4 +1,5 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
+import { heartbeat } from '../../temporal/heartbeat';
 import { VersionedTransaction } from '@solana/web3.js';
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
 import { assertKeyModeAllows } from '../../auth/key-mode';
@@ -165,7 +166,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
     let lastSend = Date.now();
     let pause = 5;
     for (;;) {
-      Context.current().heartbeat();
+      heartbeat();
       const blockhashValid = await rpc.isBlockhashValid(rec.blockhash);
       const status = await rpc.signatureStatus(rec.signature);
       if (status?.confirmed) {
