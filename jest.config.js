@@ -1,9 +1,22 @@
-/** Unit tests run in parallel; integration tests share one real stack (Temporal + anvil) started once. */
+/**
+ * Three projects (README "Tests"):
+ *  - unit: pure tests, in parallel, no stack (`npm run test:unit`);
+ *  - workflows: workflow code against mocked activities on a Temporal server the tests start (`npm run test:workflows`);
+ *  - integration: the real stack (Temporal, anvil chains, doubles) started once by the global setup,
+ *    suites run one at a time because they share chains and relayer keys (`npm run test:integration`).
+ */
+const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': ['@swc/jest'] }, testTimeout: 120000 };
+
 module.exports = {
-  testEnvironment: 'node',
-  transform: { '^.+\\.(t|j)s$': ['@swc/jest'] },
-  testMatch: ['<rootDir>/test/**/*.test.ts'],
-  globalSetup: '<rootDir>/test/support/global-setup.ts',
-  globalTeardown: '<rootDir>/test/support/global-teardown.ts',
-  testTimeout: 120000,
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
+    { ...common, displayName: 'workflows', testMatch: ['<rootDir>/test/workflows/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/global-teardown.ts',
+    },
+  ],
 };

@@ -1,0 +1,44 @@
+import { TestWorkflowEnvironment } from '@temporalio/testing';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { randomUUID } from 'node:crypto';
+import { ensureTemporalCli } from '../../temporal/cli';
+import { X402_SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
+
+/**
+ * Workflow tests with mocked activities (Temporal's samples-typescript pattern): a local Temporal dev
+ * server from the CLI the project builds (`TestWorkflowEnvironment.createLocal`), our search attributes
+ * registered, the workflow bundle built once per file, and a worker per test with the activities the
+ * test passes.
+ */
+export interface WorkflowTestEnv {
+  env: TestWorkflowEnvironment;
+  /** Runs `fn` while a worker with `activities` polls a fresh task queue. */
+  withWorker<T>(activities: object, fn: (taskQueue: string) => Promise<T>): Promise<T>;
+  close(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+
+export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
+  if (!runtimeInstalled) {
+    Runtime.install({ logger: new DefaultLogger('WARN') });
+    runtimeInstalled = true;
+  }
+  const path = await ensureTemporalCli();
+  const env = await TestWorkflowEnvironment.createLocal({
+    server: { executable: { type: 'existing-path', path }, searchAttributes: [...X402_SEARCH_ATTRIBUTES], ui: false },
+  });
+  const bundle: WorkflowBundleWithSourceMap = await bundleWorkflowCode({
+    workflowsPath: require.resolve('../../workflows'),
+    logger: new DefaultLogger('WARN'),
+  });
+  return {
+    env,
+    async withWorker(activities, fn) {
+      const taskQueue = `wf-test-${randomUUID()}`;
+      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities });
+      return worker.runUntil(fn(taskQueue));
+    },
+    close: () => env.teardown(),
+  };
+}
