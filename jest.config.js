@@ -5,9 +5,10 @@
  *  - integration: the real stack (Temporal, anvil chains, doubles) started once by the global setup,
  *    suites run one at a time because they share chains and relayer keys (`npm run test:integration`).
  */
-const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': ['@swc/jest'] }, testTimeout: 120000 };
+const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': ['@swc/jest'] } };
 
 module.exports = {
+  testTimeout: 120000,
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'workflows', testMatch: ['<rootDir>/test/workflows/**/*.test.ts'] },

@@ -9,7 +9,12 @@ export function errorHandler(): Middleware {
   return async (ctx, next) => {
     try {
       await next();
-      if (ctx.status === 404 && ctx.body === undefined) throw new ApiError(404, 'not found');
+      if (ctx.body === undefined || ctx.body === null) {
+        if (ctx.status === 404) throw new ApiError(404, 'not found');
+        // The router's allowedMethods answers 405 (with Allow), or 501 for a method it does not know:
+        // both are the client's mistake, answered in the error shape, never a bare text or a 5xx.
+        if (ctx.status === 405 || ctx.status === 501) throw new ApiError(405, `method ${ctx.method} not allowed here`);
+      }
     } catch (err: any) {
       const status: number =
         err instanceof ApiError ? err.status : Number.isInteger(err?.status) && err.status >= 400 && err.status < 500 ? err.status : 500;

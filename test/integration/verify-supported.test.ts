@@ -76,4 +76,15 @@ describe('POST /v1/verify and GET /v1/supported', () => {
       ],
     });
   });
+
+  test('a method a route does not serve: 405 in the JSON error shape with Allow; an unknown method too, never a 5xx', async () => {
+    const wrong = await request('DELETE', `${h.api.baseUrl}/v1/supported`);
+    expect(wrong.status).toBe(405);
+    expect(wrong.headers.get('content-type')).toMatch(/^application\/json/);
+    expect(wrong.body).toEqual({ type: 'api_error', code: 405, message: 'method DELETE not allowed here' });
+    expect(wrong.headers.get('allow')).toContain('GET');
+    const unknown = await request('PROPFIND', `${h.api.baseUrl}/v1/supported`);
+    expect(unknown.status).toBe(405);
+    expect(unknown.body).toEqual({ type: 'api_error', code: 405, message: 'method PROPFIND not allowed here' });
+  });
 });
