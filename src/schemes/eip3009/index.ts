@@ -1,10 +1,10 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { facilitatorAbi } from '../../chains/evm/abi';
-import { awaitCall, callSent, sendCall } from '../../chains/evm/calls';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { settleWorkflowId } from '../../temporal/workflow-ids';
-import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
+import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../../x402/schemas';
+import { facilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme, VerifyDeps } from '../scheme';
 import { tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
@@ -70,23 +70,7 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     });
   },
 
-  sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
-
-  async submit(input, deps) {
-    const network = evmNetworkOf(deps.networks, input.network);
-    const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
-      to: network.facilitator as Address,
-      data: settleCallData(input),
-    });
-    return sent.sent
-      ? { submitted: true, transaction: sent.hash }
-      : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
-  },
-
-  async confirm(input, deps) {
-    const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
-    return { response: receiptResponse(input, receipt), transaction: receipt.hash };
-  },
+  ...facilitatorCall<Eip3009SettleInput>(settleCallData),
 };
 
 /** Chain reads that assume the best: with them verification checks only what needs no chain. */
@@ -127,15 +111,4 @@ export function settleCallData(input: Eip3009SettleInput): Hex {
       input.feeRecipient as Address,
     ],
   });
-}
-
-/** The settle response of an EVM call's receipt: the hash on success, `invalid_transaction_state` on revert. */
-export function receiptResponse(
-  input: { network: string; payer: string },
-  receipt: { status: 'success' | 'reverted'; hash: string },
-  extra: Partial<SettleResponse> = {},
-): SettleResponse {
-  return receipt.status === 'success'
-    ? { success: true, transaction: receipt.hash, network: input.network, payer: input.payer, ...extra }
-    : { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: input.network, payer: input.payer };
 }

@@ -1,10 +1,9 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { awaitCall, callSent, sendCall } from '../../chains/evm/calls';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { permit2SettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/schemas';
-import { receiptResponse } from '../eip3009';
+import { facilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme } from '../scheme';
 import { facilitatorPermit2Abi } from './abi';
 import { permit2PaymentPayloadSchema } from './payload';
@@ -72,25 +71,10 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
     });
   },
 
-  sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
-
-  async submit(input, deps) {
-    const network = evmNetworkOf(deps.networks, input.network);
-    const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
-      to: network.facilitator as Address,
-      data: settlePermit2CallData(input, network),
-    });
-    return sent.sent
-      ? { submitted: true, transaction: sent.hash }
-      : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
-  },
-
-  async confirm(input, deps) {
-    const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
-    // An upto settlement says how much it took.
-    const extra = input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {};
-    return { response: receiptResponse(input, receipt, extra), transaction: receipt.hash };
-  },
+  // An upto settlement says how much it took.
+  ...facilitatorCall<Permit2SettleInput>(settlePermit2CallData, (input) =>
+    input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {},
+  ),
 };
 
 /**

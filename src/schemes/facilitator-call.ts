@@ -1,0 +1,48 @@
+import type { Address, Hex } from 'viem';
+import type { EvmNetwork, EvmNetworkId } from '../chains/networks';
+import { awaitCall, callSent, sendCall } from '../chains/evm/calls';
+import { evmNetworkOf } from '../settle/records';
+import type { SettlementInput } from '../settle/types';
+import type { SettleResponse } from '../x402/schemas';
+import type { Scheme } from './scheme';
+
+/**
+ * The worker side of an EVM scheme whose settlement is one call to our facilitator contract
+ * (EIP-3009, Permit2): send it once through the settlement's relayer lane (write-ahead), report a
+ * call that would revert, confirm by the recorded hash. The scheme only says how the call is encoded.
+ */
+export function facilitatorCall<I extends SettlementInput & { network: EvmNetworkId }>(
+  callData: (input: I, network: EvmNetwork) => Hex,
+  responseExtra: (input: I) => Partial<SettleResponse> = () => ({}),
+): Pick<Scheme<unknown, I>, 'sent' | 'submit' | 'confirm'> {
+  return {
+    sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
+
+    async submit(input, deps) {
+      const network = evmNetworkOf(deps.networks, input.network);
+      const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
+        to: network.facilitator as Address,
+        data: callData(input, network),
+      });
+      return sent.sent
+        ? { submitted: true, transaction: sent.hash }
+        : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
+    },
+
+    async confirm(input, deps) {
+      const receipt = await awaitCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, deps.config.RECEIPT_WAIT_MS);
+      return { response: receiptResponse(input, receipt, responseExtra(input)), transaction: receipt.hash };
+    },
+  };
+}
+
+/** The settle response of an EVM call's receipt: the hash on success, `invalid_transaction_state` on revert. */
+export function receiptResponse(
+  input: { network: string; payer: string },
+  receipt: { status: 'success' | 'reverted'; hash: string },
+  extra: Partial<SettleResponse> = {},
+): SettleResponse {
+  return receipt.status === 'success'
+    ? { success: true, transaction: receipt.hash, network: input.network, payer: input.payer, ...extra }
+    : { success: false, errorReason: 'invalid_transaction_state', transaction: '', network: input.network, payer: input.payer };
+}
