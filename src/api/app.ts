@@ -4,6 +4,8 @@ import Router from '@koa/router';
 import type { ServiceDeps } from '../deps';
 import type { HttpState } from '../http/context';
 import { errorHandler } from '../http/errors';
+import { refuseNulInUrl } from '../http/nul-bytes';
+import { securityHeaders } from '../http/security-headers';
 import { requestId } from '../http/request-id';
 import { registerRoutes } from './routes';
 import { Metrics } from '../observability/metrics';
@@ -18,7 +20,9 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   // Metrics (created here when not given; shared with the services through deps) see the final status.
   deps.metrics ??= new Metrics({ processMetrics: deps.config.NODE_ENV !== 'test' });
   app.use(deps.metrics.http());
+  app.use(securityHeaders());
   app.use(errorHandler());
+  app.use(refuseNulInUrl());
   app.use(async (ctx, next) => {
     ctx.state.em = deps.db.em.fork();
     await next();

@@ -1,5 +1,6 @@
 import { bodyParser } from '@koa/bodyparser';
 import type { Middleware } from 'koa';
+import { containsNul } from './nul-bytes';
 
 /**
  * JSON body parsing for one route, with a size limit. Mounted per route (after the route's error
@@ -13,6 +14,13 @@ export function jsonBody(limit: string): Middleware {
       err.status = 415;
       throw err;
     }
-    await parse(ctx, next);
+    await parse(ctx, async () => {
+      if (containsNul(ctx.request.body)) {
+        const err: any = new Error('the JSON body contains a NUL byte');
+        err.status = 400;
+        throw err;
+      }
+      await next();
+    });
   };
 }

@@ -4,6 +4,8 @@ import { getAddress } from 'viem';
 import { z } from 'zod';
 import { requestId } from '../http/request-id';
 import { errorHandler } from '../http/errors';
+import { refuseNulInUrl } from '../http/nul-bytes';
+import { securityHeaders } from '../http/security-headers';
 import { jsonBody } from '../http/json-body';
 import type { HttpState } from '../http/context';
 import { TopUp } from '../db/entities';
@@ -25,7 +27,9 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   const app = new Koa<HttpState>({ proxy: false });
   app.silent = true;
   app.use(requestId(deps.logger));
+  app.use(securityHeaders());
   app.use(errorHandler());
+  app.use(refuseNulInUrl());
   app.use(async (ctx, next) => {
     // Every error of the gateway, including malformed bodies, in the top-up shape.
     ctx.state.errorShape = (status, message) => {

@@ -273,6 +273,10 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     });
     const obj = await fetch(job.assets[0].url);
     expect(obj.headers.get('content-type')).toBe('video/mp4');
+    // Served from our origin: never sniffed, never run as a page.
+    expect(obj.headers.get('x-content-type-options')).toBe('nosniff');
+    expect(obj.headers.get('content-security-policy')).toBe("default-src 'none'; sandbox");
+    expect(obj.headers.get('content-disposition')).toBe('inline; filename="0.mp4"');
     expect((await obj.text()).startsWith('MP4 devnet artifact')).toBe(true);
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VIDEO_PRICE);
   });

@@ -336,6 +336,9 @@ export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps
     const obj = await theStore().get(key);
     if (!obj) return answer(ctx, 404, mediaError('object_not_found', 'no such object'));
     ctx.set('Cache-Control', 'public, max-age=31536000, immutable');
+    // Served from the API's origin with the provider's content type: never run as a page.
+    ctx.set('Content-Security-Policy', "default-src 'none'; sandbox");
+    ctx.set('Content-Disposition', `inline; filename="${ctx.params.file}"`);
     ctx.type = obj.contentType;
     ctx.body = obj.body;
   });
