@@ -35,6 +35,11 @@ const schema = z.object({
   PORT: int().pipe(z.number().min(0).max(65535)).default(4021),
   /** Public origin of the API; SIWE messages must name its host as their domain. */
   PUBLIC_URL: z.string().url().optional(),
+  /**
+   * Bearer token for GET /metrics. Without it /metrics answers loopback callers only (a Prometheus on
+   * the same host or behind the proxy); with it, any caller presenting it.
+   */
+  METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/, 'must look like 64kb')

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { request as httpRequest } from 'node:http';
 import pino from 'pino';
 import { register as globalRegistry } from 'prom-client';
 import type { Client } from '@temporalio/client';
@@ -177,5 +178,38 @@ describe('GET /metrics', () => {
     const deps = { ...api.deps, metrics: undefined, config: { ...tdb.config, env: { ...tdb.config.env, METRICS_ENABLED: 'maybe' } } };
     expect(() => createApp(deps)).toThrow(ConfigError);
     expect(await new Metrics({ processMetrics: true }).registry.metrics()).toContain('process_cpu_user_seconds_total');
+  });
+
+  test('access: loopback callers only without METRICS_TOKEN; with it, the bearer token from anywhere', async () => {
+    // Another source address (127.0.0.2 is this host, but not the 127.0.0.1/::1 a local Prometheus uses).
+    const fromElsewhere = (base: string, headers: Record<string, string> = {}) =>
+      new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = httpRequest(`${base}/metrics`, { localAddress: '127.0.0.2', headers }, (res) => {
+          let text = '';
+          res.on('data', (c) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    expect(await fromElsewhere(api.baseUrl)).toEqual({
+      status: 403,
+      body: { type: 'api_error', code: 403, message: 'metrics: loopback only' },
+    });
+
+    const token = randomBytes(16).toString('hex');
+    const guarded = await startApi({ db: tdb.db, config: { ...tdb.config, METRICS_TOKEN: token }, temporal });
+    try {
+      const denied = { type: 'api_error', code: 403, message: 'metrics: send Authorization: Bearer <METRICS_TOKEN>' };
+      expect(await request('GET', `${guarded.baseUrl}/metrics`)).toMatchObject({ status: 403, body: denied });
+      expect(await request('GET', `${guarded.baseUrl}/metrics`, { headers: { authorization: 'Bearer nope' } })).toMatchObject({
+        status: 403,
+      });
+      const ok = await request('GET', `${guarded.baseUrl}/metrics`, { headers: { authorization: `Bearer ${token}` } });
+      expect(ok.status).toBe(200);
+      expect(ok.body).toContain('x402_settlements_total');
+    } finally {
+      await guarded.close();
+    }
   });
 });

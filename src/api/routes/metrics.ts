@@ -1,24 +1,34 @@
+import { timingSafeEqual } from 'node:crypto';
 import type Router from '@koa/router';
+import { ApiError } from '../../errors';
 import { ConfigError } from '../../config';
 import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 
 /**
- * GET /metrics: Prometheus text format, on the API port, without authentication, unless
- * METRICS_ENABLED=false (then the route does not exist: 404). It exposes counts and latencies by
- * route template, network and outcome only: no organization, key, payer or request data. Operators
- * who do not want it public block `/metrics` at the proxy or turn it off. See docs/decisions.md
- * "OpenAPI, metrics and logs".
+ * GET /metrics: Prometheus text format, on the API port, unless METRICS_ENABLED=false (then the route
+ * does not exist: 404). Reachable with `Authorization: Bearer <METRICS_TOKEN>` when that is set, else
+ * from this host only (127.0.0.1 or ::1; 403 otherwise). It exposes counts and latencies by route template, network and
+ * outcome only: no organization, key, payer or request data. See docs/decisions.md "OpenAPI, metrics and logs".
  */
 export function registerMetricsRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   if (!metricsEnabled(deps.config.env)) return;
   router.get('/metrics', async (ctx) => {
+    const token = deps.config.METRICS_TOKEN;
+    const allowed = token ? safeEqual(ctx.get('authorization'), `Bearer ${token}`) : LOOPBACK.has(ctx.request.socket.remoteAddress ?? '');
+    if (!allowed) throw new ApiError(403, token ? 'metrics: send Authorization: Bearer <METRICS_TOKEN>' : 'metrics: loopback only');
     const { contentType, body } = await deps.metrics!.render();
     ctx.set('Cache-Control', 'no-store');
     ctx.type = contentType;
     ctx.body = body;
   });
 }
+
+const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);
+const safeEqual = (a: string, b: string) => {
+  const [x, y] = [Buffer.from(a), Buffer.from(b)];
+  return x.length === y.length && timingSafeEqual(x, y);
+};
 
 const TRUE = new Set(['true', '1', 'yes']);
 const FALSE = new Set(['false', '0', 'no']);
