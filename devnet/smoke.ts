@@ -8,7 +8,7 @@
  *   API_URL   where to send requests (default: the API's PUBLIC_URL, http://localhost:4021)
  */
 import { randomBytes } from 'node:crypto';
-import { SiweMessage } from 'siwe';
+import { createSiweMessage } from 'viem/siwe';
 import { createPublicClient, formatUnits, http, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../src/config';
@@ -79,16 +79,16 @@ async function main(): Promise<void> {
   const jar = new Map<string, string>();
   const nonce = await call<{ nonce: string }>('GET', '/v1/auth/nonce');
   expectStatus('GET /v1/auth/nonce', nonce, 200);
-  const message = new SiweMessage({
+  const message = createSiweMessage({
     domain: new URL(publicUrl).host,
     address: owner.address,
     uri: publicUrl,
     version: '1',
     chainId: network.chainId!,
     nonce: nonce.body.nonce,
-    issuedAt: new Date().toISOString(),
+    issuedAt: new Date(),
     statement: 'Sign in to the x402 facilitator.',
-  }).prepareMessage();
+  });
   const verified = await call('POST', '/v1/auth/verify', { json: { message, signature: await owner.signMessage({ message }) }, jar });
   expectStatus('POST /v1/auth/verify', verified, 200);
   step(`signed in as ${owner.address} (organization ${verified.body.organizationId})`);

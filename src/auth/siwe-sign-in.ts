@@ -1,8 +1,10 @@
 import type { EntityManager } from '@mikro-orm/core';
-import { SiweErrorType, SiweMessage, type SiweResponse } from 'siwe';
+import type { Hex } from 'viem';
 import { z } from 'zod';
 import type { Config } from '../config';
 import { ApiError } from '../errors';
+import type { NetworkTable } from '../chains/networks';
+import { checkSiweMessage } from './siwe-message';
 import { consumeNonce } from './siwe-nonces';
 import { ensureOrganizationForOwner } from './organizations';
 import { createSession } from './sessions';
@@ -24,50 +26,29 @@ export interface SignedIn {
   expiresAt: Date;
 }
 
-/** The SIWE domain we accept: the host (with port) of the public URL. */
-export const siweDomain = (config: Pick<Config, 'publicUrl'>) => new URL(config.publicUrl).host;
-
 export async function signInWithEthereum(
   em: EntityManager,
-  config: Pick<Config, 'publicUrl' | 'SESSION_TTL_SECONDS'>,
+  config: Pick<Config, 'publicUrl' | 'SESSION_TTL_SECONDS' | 'SIWE_NONCE_TTL_SECONDS'>,
+  chainIds: ReadonlySet<number>,
   input: VerifyInput,
   now = new Date(),
 ): Promise<SignedIn> {
-  let message: SiweMessage;
-  try {
-    message = new SiweMessage(input.message);
-  } catch {
-    throw new ApiError(400, 'message is not a valid EIP-4361 (SIWE) message');
-  }
-  const domain = siweDomain(config);
-  if (message.domain !== domain) throw new ApiError(401, `SIWE message domain must be ${domain}`);
-  const scheme = new URL(config.publicUrl).protocol.replace(/:$/, '');
-  const result: SiweResponse = await message.verify(
-    { signature: input.signature, domain, time: now.toISOString(), ...(message.scheme ? { scheme } : {}) },
-    { suppressExceptions: true },
-  );
-  if (!result.success) throw new ApiError(401, failureMessage(result, scheme));
+  const message = await checkSiweMessage(input.message, input.signature as Hex, {
+    publicUrl: config.publicUrl,
+    chainIds,
+    maxAgeSeconds: config.SIWE_NONCE_TTL_SECONDS,
+    now,
+  });
   // Consumed only after the signature checks out, so a bad attempt does not burn the client's nonce.
   if (!(await consumeNonce(em, message.nonce, now))) {
     throw new ApiError(401, 'SIWE nonce is unknown, expired or already used');
   }
-  const address = message.address.toLowerCase();
+  const address = message.address;
   const org = await ensureOrganizationForOwner(em, address);
   const session = await createSession(em, { organizationId: org.id, address, ttlSeconds: config.SESSION_TTL_SECONDS }, now);
   return { address, organizationId: org.id, sessionId: session.id, expiresAt: session.expiresAt };
 }
 
-function failureMessage(result: SiweResponse, scheme: string): string {
-  switch (result.error?.type) {
-    case SiweErrorType.EXPIRED_MESSAGE:
-      return 'SIWE message has expired';
-    case SiweErrorType.NOT_YET_VALID_MESSAGE:
-      return 'SIWE message is not valid yet';
-    case SiweErrorType.INVALID_SIGNATURE:
-      return 'signature does not match the SIWE message address';
-    case SiweErrorType.SCHEME_MISMATCH:
-      return `SIWE message scheme must be ${scheme}`;
-    default:
-      return 'SIWE verification failed';
-  }
-}
+/** Chain ids a wallet may sign in from: every chain our network table knows. */
+export const siweChainIds = (networks: NetworkTable): ReadonlySet<number> =>
+  new Set([...networks.values()].flatMap((n) => (n.chainId === undefined ? [] : [n.chainId])));

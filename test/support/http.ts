@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import type Koa from 'koa';
 import { Client, Connection } from '@temporalio/client';
-import { SiweMessage } from 'siwe';
-import type { LocalAccount } from 'viem';
+import type { Address, LocalAccount } from 'viem';
+import { createSiweMessage } from 'viem/siwe';
 import { createApp } from '../../src/api/app';
 import type { ServiceDeps } from '../../src/deps';
 import type { HttpState } from '../../src/http/context';
@@ -153,20 +153,20 @@ export interface SiweFields {
   statement?: string;
 }
 
-/** An EIP-4361 message text, built with the siwe package. */
+/** An EIP-4361 message text, built with viem's SIWE support. */
 export function buildSiweMessage(f: SiweFields): string {
-  return new SiweMessage({
+  return createSiweMessage({
     domain: f.domain,
-    address: f.address,
+    address: f.address as Address,
     uri: f.uri,
     nonce: f.nonce,
     version: '1',
     chainId: f.chainId ?? 1,
-    issuedAt: f.issuedAt ?? new Date().toISOString(),
-    expirationTime: f.expirationTime,
-    notBefore: f.notBefore,
+    issuedAt: new Date(f.issuedAt ?? Date.now()),
+    expirationTime: f.expirationTime ? new Date(f.expirationTime) : undefined,
+    notBefore: f.notBefore ? new Date(f.notBefore) : undefined,
     statement: f.statement ?? 'Sign in to the x402 facilitator.',
-  }).prepareMessage();
+  });
 }
 
 /** A signed verify body for `account` with a fresh server nonce; `fields` overrides message fields. */

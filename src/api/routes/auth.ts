@@ -5,7 +5,7 @@ import { jsonBody } from '../../http/json-body';
 import { currentSession } from '../middleware/auth';
 import { parseBody } from '../../auth/parse-body';
 import { issueNonce } from '../../auth/siwe-nonces';
-import { signInWithEthereum, verifyBody } from '../../auth/siwe-sign-in';
+import { signInWithEthereum, siweChainIds, verifyBody } from '../../auth/siwe-sign-in';
 import { revokeSession } from '../../auth/sessions';
 import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../../auth/session-cookie';
 
@@ -15,6 +15,7 @@ import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../../a
 export const AUTH_BODY_LIMIT = '8kb';
 
 export function registerAuthRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
+  const chainIds = siweChainIds(deps.networks);
   router.get('/v1/auth/nonce', async (ctx) => {
     const { nonce } = await issueNonce(ctx.state.em, deps.config.SIWE_NONCE_TTL_SECONDS);
     ctx.set('Cache-Control', 'no-store');
@@ -23,7 +24,7 @@ export function registerAuthRoutes(router: Router<HttpState>, deps: ServiceDeps)
 
   router.post('/v1/auth/verify', jsonBody(AUTH_BODY_LIMIT), async (ctx) => {
     const input = parseBody(verifyBody, ctx.request.body);
-    const signedIn = await signInWithEthereum(ctx.state.em, deps.config, input);
+    const signedIn = await signInWithEthereum(ctx.state.em, deps.config, chainIds, input);
     setSessionCookie(ctx, deps.config, signedIn.sessionId);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { address: signedIn.address, organizationId: signedIn.organizationId, expiresAt: signedIn.expiresAt.toISOString() };
