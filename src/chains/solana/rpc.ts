@@ -1,5 +1,5 @@
 import { Connection, PublicKey, VersionedTransaction } from '@solana/web3.js';
-import { AccountLayout, ACCOUNT_SIZE, MintLayout, MINT_SIZE, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '@solana/spl-token';
+import { ACCOUNT_SIZE, decodeMint, decodeTokenAccount, isTokenProgram, MINT_SIZE } from './spl-token';
 
 /**
  * The small slice of a Solana node the facilitator needs. Production implements it with
@@ -20,9 +20,6 @@ export interface SolanaRpc {
   /** An SPL mint, or null. */
   mint(address: PublicKey): Promise<{ decimals: number; programId: PublicKey } | null>;
 }
-
-const TOKEN_PROGRAMS = [TOKEN_PROGRAM_ID, TOKEN_2022_PROGRAM_ID];
-const isTokenProgram = (p: PublicKey) => TOKEN_PROGRAMS.some((t) => t.equals(p));
 
 /** SolanaRpc over a real JSON-RPC endpoint. */
 export function connectSolanaRpc(url: string): SolanaRpc {
@@ -48,13 +45,13 @@ export function connectSolanaRpc(url: string): SolanaRpc {
     async tokenAccount(address) {
       const info = await conn.getAccountInfo(address, 'confirmed');
       if (!info || !isTokenProgram(info.owner) || info.data.length < ACCOUNT_SIZE) return null;
-      const a = AccountLayout.decode(info.data.subarray(0, ACCOUNT_SIZE));
+      const a = decodeTokenAccount(info.data);
       return { mint: a.mint, owner: a.owner, amount: a.amount, programId: info.owner };
     },
     async mint(address) {
       const info = await conn.getAccountInfo(address, 'confirmed');
       if (!info || !isTokenProgram(info.owner) || info.data.length < MINT_SIZE) return null;
-      const m = MintLayout.decode(info.data.subarray(0, MINT_SIZE));
+      const m = decodeMint(info.data);
       return m.isInitialized ? { decimals: m.decimals, programId: info.owner } : null;
     },
   };

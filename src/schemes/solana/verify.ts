@@ -1,6 +1,6 @@
 import { createPublicKey, verify as verifySignature } from 'node:crypto';
 import { ComputeBudgetProgram, PublicKey, VersionedTransaction } from '@solana/web3.js';
-import { getAssociatedTokenAddressSync, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '@solana/spl-token';
+import { associatedTokenAddress, TOKEN_2022_PROGRAM_ID, TOKEN_PROGRAM_ID } from '../../chains/solana/spl-token';
 import { base58Encode } from '../../chains/solana/base58';
 import type { SolanaRpc } from '../../chains/solana/rpc';
 
@@ -182,7 +182,7 @@ export function inspectExactSvmTransaction(base64: string, req: ExactSvmRequirem
   if (mint.toBase58() !== req.asset) return fail('invalid_exact_svm_payload_mint_mismatch', payer);
   let payToAta: PublicKey;
   try {
-    payToAta = getAssociatedTokenAddressSync(mint, new PublicKey(req.payTo), true, transfer.programId);
+    payToAta = associatedTokenAddress(mint, new PublicKey(req.payTo), transfer.programId);
   } catch {
     return fail('invalid_exact_svm_payload_transaction_transfer_to_incorrect_ata', payer);
   }
