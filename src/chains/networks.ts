@@ -143,6 +143,8 @@ export interface EvmNetwork {
   sameChainOnly: boolean;
   permitOnly: boolean;
   rpcUrls: string[];
+  /** The smallest payment we pay gas to settle (atomic units; `MIN_SETTLE_AMOUNT_<NET>`). */
+  minSettleAmount: bigint;
   /** Settlement works here: chain id, RPC, facilitator and USDC are all known. */
   enabled: boolean;
 }
@@ -166,8 +168,27 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
 }
 
 /**
+ * Gas griefing: anyone with a free key could make us pay gas for 1-unit payments. Mainnets refuse
+ * less than 0.001 USDC (6 decimals on every network we settle) unless `MIN_SETTLE_AMOUNT_<NET>` says
+ * otherwise; testnets refuse only zero.
+ */
+export const DEFAULT_MIN_SETTLE_AMOUNT = { mainnet: 1000n, testnet: 1n } as const;
+
+function minSettleAmount(env: Record<string, string | undefined>, id: string, testnet: boolean): bigint {
+  const configured = readEnv(env, `MIN_SETTLE_AMOUNT_${envSuffix(id)}`, (v) =>
+    BigInt(
+      z
+        .string()
+        .regex(/^\d{1,30}$/)
+        .parse(v),
+    ),
+  );
+  return configured ?? DEFAULT_MIN_SETTLE_AMOUNT[testnet ? 'testnet' : 'mainnet'];
+}
+
+/**
  * Builds the network table with env overrides:
- * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`,
+ * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`, `MIN_SETTLE_AMOUNT_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
  * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
  * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
@@ -234,6 +255,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       sameChainOnly: s.sameChainOnly ?? false,
       permitOnly: s.permitOnly ?? false,
       rpcUrls,
+      minSettleAmount: minSettleAmount(env, id, s.testnet),
       enabled: chainId !== undefined && rpcUrls.length > 0 && facilitator !== undefined,
     });
   }
@@ -280,6 +302,8 @@ export interface SolanaNetwork {
   usdc: string;
   /** JSON-RPC URL; undefined disables the network. */
   rpcUrl: string | undefined;
+  /** The smallest payment we pay the fee to settle (atomic units; `MIN_SETTLE_AMOUNT_<NET>`). */
+  minSettleAmount: bigint;
   enabled: boolean;
 }
 
@@ -311,7 +335,17 @@ export function buildSolanaNetworkTable(
         ? undefined
         : (readEnv(env, `SOLANA_RPC_URL_${sfx}`, (v) => z.string().url().parse(v)) ?? (isProductionEnv(env) ? undefined : s.rpcUrl));
     const usdc = readEnv(env, `USDC_MINT_${sfx}`, (v) => base58Schema.parse(v)) ?? s.usdc;
-    table.set(id, { id, kind: 'solana', caip2: s.caip2, testnet: s.testnet, usdc, rpcUrl, enabled: rpcUrl !== undefined });
+    const minimum = minSettleAmount(env, id, s.testnet);
+    table.set(id, {
+      id,
+      kind: 'solana',
+      caip2: s.caip2,
+      testnet: s.testnet,
+      usdc,
+      rpcUrl,
+      minSettleAmount: minimum,
+      enabled: rpcUrl !== undefined,
+    });
   }
   return table;
 }

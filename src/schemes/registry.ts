@@ -1,7 +1,8 @@
 import { isEvmNetworkId, type NetworkTable } from '../chains/networks';
 import type { AuthContext } from '../auth/key-mode';
 import type { ServiceDeps } from '../deps';
-import { skeletonRoute, verifyRefusal, type SettleReply, type SettleRequest } from '../settle/run';
+import { belowMinimum } from '../settle/minimum';
+import { settleFailure, skeletonRoute, verifyRefusal, type SettleReply, type SettleRequest } from '../settle/run';
 import { paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../x402/schemas';
 import { batched } from './batched';
 import { eip3009 } from './eip3009';
@@ -49,11 +50,13 @@ export function routeOf(networks: NetworkTable, body: unknown): SettleRoute | un
 export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const started = performance.now();
   const route = routeOf(deps.networks, req.body);
-  const { status, body } = await (route ?? FALLBACK).settle(deps, req);
+  const { status, body } = route && belowMinimum(deps, req.body) ? tooLow(req.body) : await (route ?? FALLBACK).settle(deps, req);
   const outcome = body.success ? 'success' : (body.errorReason ?? 'unknown');
   deps.metrics?.settlement(route?.route ?? 'unknown', body.network, outcome, (performance.now() - started) / 1000);
   return { status, body };
 }
+
+const tooLow = (body: unknown) => settleFailure('amount_too_low', (body as { paymentPayload: { network: string } }).paymentPayload.network);
 
 /** The spec's verify is legacy: EIP-3009 and batched only ("It does not validate Permit2 payloads"). */
 const VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain']);
@@ -66,5 +69,6 @@ const VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain']);
 export async function verifyPayment(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply> {
   const route = routeOf(deps.networks, body) ?? FALLBACK;
   if (!VERIFIED_ROUTES.has(route.route)) return verifyRefusal(auth, 'unsupported_scheme');
+  if (belowMinimum(deps, body)) return verifyRefusal(auth, 'amount_too_low');
   return route.verify(deps, auth, body);
 }

@@ -19,6 +19,7 @@ export const SETTLE_REASON_STATUS = {
   invalid_exact_evm_payload_authorization_value: 400,
   invalid_exact_evm_payload_authorization_nonce_used: 409,
   insufficient_funds: 402,
+  amount_too_low: 400, // below the network's minimum settle amount (gas griefing; MIN_SETTLE_AMOUNT_<NET>)
   payout_wallet_not_configured: 400,
   invalid_transaction_state: 409,
   settlement_pending: 202,

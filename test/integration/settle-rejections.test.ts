@@ -19,7 +19,7 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
   const now = () => BigInt(Math.floor(Date.now() / 1000));
 
   beforeAll(async () => {
-    h = await startSettleHarness(kind, { relayerIndex: 1 });
+    h = await startSettleHarness(kind, { relayerIndex: 1, env: { MIN_SETTLE_AMOUNT_BASE_SEPOLIA: '1000' } });
   });
   afterAll(async () => {
     await h?.close();
@@ -109,6 +109,20 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
     await expectRejected(await pay({ nonce }), 409, rejected('invalid_exact_evm_payload_authorization_nonce_used'));
   });
 
+  test('less than the network minimum (MIN_SETTLE_AMOUNT_BASE_SEPOLIA) -> amount_too_low, on settle and verify', async () => {
+    const body = await pay({ value: 999n });
+    await expectRejected(body, 400, rejected('amount_too_low', 'base-sepolia', null));
+    const verified = await request('POST', `${h.api.baseUrl}/v1/verify`, { json: body, headers: { authorization: `Bearer ${h.apiKey}` } });
+    expect([verified.status, verified.body.isValid, verified.body.invalidReason]).toEqual([200, false, 'amount_too_low']);
+  });
+
+  test('exactly the network minimum settles', async () => {
+    const before = await h.balanceOf(buyer.address);
+    const res = await h.settleUntilFinal(await pay({ value: 1000n }));
+    expect([res.status, res.body.success]).toEqual([200, true]);
+    expect(await h.balanceOf(buyer.address)).toBe(before - 1000n);
+  });
+
   test('a network that is not enabled -> invalid_network', async () => {
     await expectRejected(await pay({ network: 'arc-testnet' }), 400, rejected('invalid_network', 'arc-testnet'));
   });
@@ -144,7 +158,7 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
   test('a rejected authorization can be settled once the problem is fixed (nothing was sent)', async () => {
     const poorBuyer = privateKeyToAccount(generatePrivateKey());
     const nonce = `0x${randomBytes(32).toString('hex')}` as Hex;
-    const body = await h.pay(poorBuyer, { value: 5n, nonce });
+    const body = await h.pay(poorBuyer, { value: 5000n, nonce });
     const first = await h.settle(body);
     expect(first.body).toEqual(rejected('insufficient_funds', 'base-sepolia', poorBuyer.address));
     // Fund the buyer, then the very same authorization settles.
@@ -154,7 +168,7 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
       address: h.stack.usdc,
       abi: tokenAbi,
       functionName: 'transfer',
-      args: [poorBuyer.address, 5n],
+      args: [poorBuyer.address, 5000n],
     });
     await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     const second = await h.settle(body);

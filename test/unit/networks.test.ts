@@ -11,6 +11,7 @@ import {
 } from '../../src/chains/devnet-addresses';
 import {
   buildNetworkTable,
+  buildSolanaNetworkTable,
   envSuffix,
   EVM_NETWORK_IDS,
   isEvmNetworkId,
@@ -92,6 +93,7 @@ describe('buildNetworkTable defaults', () => {
       sameChainOnly: false,
       permitOnly: false,
       rpcUrls: ['http://127.0.0.1:8545'],
+      minSettleAmount: 1n,
       enabled: true,
     });
   });
@@ -125,6 +127,7 @@ describe('buildNetworkTable defaults', () => {
       sameChainOnly: false,
       permitOnly: false,
       rpcUrls: [],
+      minSettleAmount: 1000n,
       enabled: false,
     });
   });
@@ -315,5 +318,20 @@ describe('network id helpers', () => {
     expect(isSolanaNetworkId('solana')).toBe(true);
     expect(isSolanaNetworkId('solana-devnet')).toBe(true);
     expect(isSolanaNetworkId('base')).toBe(false);
+  });
+});
+
+describe('minimum settle amount (gas griefing)', () => {
+  it('defaults to 0.001 USDC on mainnets and 1 unit on testnets, and MIN_SETTLE_AMOUNT_<NET> overrides it', () => {
+    const table = buildNetworkTable({ MIN_SETTLE_AMOUNT_BASE: '25000' });
+    expect(table.get('base')!.minSettleAmount).toBe(25_000n);
+    expect(table.get('optimism')!.minSettleAmount).toBe(1000n);
+    expect(table.get('base-sepolia')!.minSettleAmount).toBe(1n);
+    expect(buildSolanaNetworkTable({ MIN_SETTLE_AMOUNT_SOLANA: '7' }).get('solana')!.minSettleAmount).toBe(7n);
+    expect(buildSolanaNetworkTable({}).get('solana-devnet')!.minSettleAmount).toBe(1n);
+  });
+
+  it('refuses a value that is not a whole number of atomic units', () => {
+    expect(configError({ MIN_SETTLE_AMOUNT_BASE: '0.5' }).message).toContain('MIN_SETTLE_AMOUNT_BASE');
   });
 });
