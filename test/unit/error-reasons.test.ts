@@ -16,6 +16,7 @@ describe('settleStatusFor', () => {
     ['invalid_exact_evm_payload_authorization_value', 400],
     ['invalid_exact_evm_payload_authorization_nonce_used', 409],
     ['insufficient_funds', 402],
+    ['amount_too_low', 400],
     ['payout_wallet_not_configured', 400],
     ['invalid_transaction_state', 409],
     ['settlement_pending', 202],
@@ -29,7 +30,7 @@ describe('settleStatusFor', () => {
 
   test('the table has exactly the reasons above', () => {
     expect(Object.keys(SETTLE_REASON_STATUS).filter((r) => !r.includes('_svm_'))).toHaveLength(
-      19 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length,
+      20 + Object.keys(PERMIT2_SETTLE_REASON_STATUS).length,
     ); // Solana: verify-exact-svm.test.ts
   });
 

@@ -20,6 +20,7 @@ describe('Solana network table and fee payer', () => {
       testnet: true,
       usdc: '4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU',
       rpcUrl: 'http://127.0.0.1:8899',
+      minSettleAmount: 1n,
       enabled: true,
     });
     expect(t.get('solana')).toMatchObject({
