@@ -10,6 +10,7 @@ import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { createActivities } from '../activities';
+import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { solanaNetworks } from '../src/chains/solana/context';
 
 /**
@@ -70,6 +71,7 @@ async function main() {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') }),
     activities: createActivities({ config, db, networks, relayerFor, signerFor }),
+    interceptors: { activity: [redactingActivityInterceptors] },
   });
   const solana = [...solanaNetworks(config).keys()]; // a bad SOLANA_FEE_PAYER_KEY stops start-up here
   const evm = [...lanesOf.keys()];

@@ -1,3 +1,4 @@
+import { redactUrls } from '../observability/redact';
 import { z } from 'zod';
 import type { Address } from 'viem';
 import { ConfigError, isProductionEnv } from '../config';
@@ -163,7 +164,7 @@ function readEnv<T>(env: Record<string, string | undefined>, name: string, parse
   try {
     return parse(raw);
   } catch {
-    throw new ConfigError(`Invalid configuration:\n  ${name}: ${JSON.stringify(raw)} is not valid`);
+    throw new ConfigError(`Invalid configuration:\n  ${name}: ${JSON.stringify(redactUrls(raw))} is not valid`);
   }
 }
 

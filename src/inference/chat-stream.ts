@@ -53,14 +53,12 @@ export async function relay(
   clientGone: () => boolean,
   onFailure: (message: string) => Promise<unknown>,
 ): Promise<RelayEnd> {
-  const write = (s: string) => {
-    if (!out.destroyed && !out.writableEnded) out.write(s);
-  };
+  const write = (s: string) => writeWithBackpressure(out, s);
   try {
-    write(sseEvent(publicChunk(upstream.first, publicModel)));
-    for await (const chunk of upstream.rest()) write(sseEvent(publicChunk(chunk, publicModel)));
+    await write(sseEvent(publicChunk(upstream.first, publicModel)));
+    for await (const chunk of upstream.rest()) await write(sseEvent(publicChunk(chunk, publicModel)));
     if (clientGone()) return { kind: 'client_closed' };
-    write(sseEvent('[DONE]'));
+    await write(sseEvent('[DONE]'));
     out.end();
     return { kind: 'delivered' };
   } catch (err) {
@@ -68,10 +66,29 @@ export async function relay(
       out.end();
       return { kind: 'client_closed' };
     }
-    const message = err instanceof ProviderFailure ? err.message : `relay failed: ${(err as Error)?.message}`;
+    const message = err instanceof ProviderFailure ? err.message : 'the reply could not be relayed';
     const notice = await onFailure(message).catch(() => ({ error: 'provider_failed', message }));
-    write(`event: error\n${sseEvent(notice)}`);
+    await write(`event: error\n${sseEvent(notice)}`);
     out.end();
     return { kind: 'provider_failed', message };
   }
+}
+
+/**
+ * A slow reader must slow the relay down, not make us buffer the whole reply: past the stream's
+ * high-water mark we wait for 'drain' (or the client leaving) before pulling the next upstream chunk,
+ * so the provider's own TCP window holds the rest.
+ */
+export async function writeWithBackpressure(out: PassThrough, s: string): Promise<void> {
+  if (out.destroyed || out.writableEnded) return;
+  if (out.write(s)) return;
+  await new Promise<void>((resolve) => {
+    const done = () => {
+      out.off('drain', done);
+      out.off('close', done);
+      resolve();
+    };
+    out.on('drain', done);
+    out.on('close', done);
+  });
 }

@@ -1,4 +1,8 @@
+import { readBoundedText } from '../http/bounded-body';
 import type { InferenceConfig, ProviderConfig } from './config';
+
+/** Model and template lists are small; a provider answering more is broken. */
+const MAX_LIST_BYTES = 1024 * 1024;
 
 /**
  * The live view of the configured upstream providers: model lists from each provider's
@@ -95,7 +99,7 @@ export class InferenceRegistry {
       signal: AbortSignal.timeout(this.probeTimeout()),
     });
     if (!res.ok) throw new Error(`HTTP ${res.status}`);
-    const body = (await res.json()) as { data?: unknown };
+    const body = JSON.parse(await readBoundedText(res, MAX_LIST_BYTES)) as { data?: unknown };
     if (!Array.isArray(body.data)) throw new Error('no data array');
     const list = body.data
       .filter((t): t is { name: string; label?: string; prompt?: string } => typeof t?.name === 'string')
@@ -137,7 +141,7 @@ export class InferenceRegistry {
         signal: AbortSignal.timeout(this.probeTimeout()),
       });
       if (!res.ok) throw new Error(`HTTP ${res.status}`);
-      const body = (await res.json()) as { data?: { id?: unknown }[] };
+      const body = JSON.parse(await readBoundedText(res, MAX_LIST_BYTES)) as { data?: { id?: unknown }[] };
       const models = (body.data ?? []).map((m) => m?.id).filter((id): id is string => typeof id === 'string');
       state = { at: this.now(), up: true, models };
     } catch (err) {

@@ -1,3 +1,5 @@
+import { readPrefix } from '../http/bounded-body';
+import { redactUrls } from '../observability/redact';
 import type { ProviderConfig } from './config';
 
 /**
@@ -7,13 +9,23 @@ import type { ProviderConfig } from './config';
  * ProviderFailure. The caller's signal aborts the upstream request (client went away).
  */
 
+/** One SSE event may not grow past this: a provider that never ends an event cannot fill our memory. */
+export const MAX_EVENT_BYTES = 1024 * 1024;
+/** How much of a provider's error body we keep, for our logs only. */
+const ERROR_BODY_BYTES = 300;
+
+/**
+ * `message` is what the buyer sees (no upstream text: it may quote keys, URLs or other users' data);
+ * `detail` is the provider's own words, redacted, for our logs.
+ */
 export class ProviderFailure extends Error {
   constructor(
     message: string,
     /** True when nothing of the reply was received yet. */
     readonly beforeFirstByte: boolean,
+    readonly detail?: string,
   ) {
-    super(message);
+    super(redactUrls(message));
   }
 }
 
@@ -60,9 +72,9 @@ export async function openChatStream(
   }
   if (!res.ok || !res.body) {
     clearTimeout(timer);
-    const text = await res.text().catch(() => '');
+    const text = await readPrefix(res, ERROR_BODY_BYTES).catch(() => '');
     controller.abort();
-    throw new ProviderFailure(`provider ${provider.id} answered HTTP ${res.status}${text ? `: ${text.slice(0, 300)}` : ''}`, true);
+    throw new ProviderFailure(`provider ${provider.id} answered HTTP ${res.status}`, true, redactUrls(text));
   }
 
   const events = sseData(res.body, controller);
@@ -110,6 +122,7 @@ async function* sseData(body: ReadableStream<Uint8Array>, controller: AbortContr
       const { value, done } = await reader.read();
       if (done) return;
       buffer += decoder.decode(value, { stream: true });
+      if (buffer.length > MAX_EVENT_BYTES) throw new Error(`an event longer than ${MAX_EVENT_BYTES} bytes`);
       let end: number;
       while ((end = buffer.search(/\r?\n\r?\n/)) >= 0) {
         const event = buffer.slice(0, end);

@@ -1,3 +1,5 @@
+import { BodyTooLarge, readBounded, readBoundedText } from '../http/bounded-body';
+import { redactUrls } from '../observability/redact';
 import type { MediaConfig } from './config';
 import type { ProviderJobStatus } from './types';
 
@@ -14,6 +16,11 @@ export class MediaProviderError extends Error {
   }
 }
 
+/** JSON answers carry base64 images (up to `n` of them); anything larger is a broken provider. */
+export const MAX_JSON_BYTES = 64 * 1024 * 1024;
+/** One stored artifact (a video at most). */
+export const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
+
 async function call<T>(c: MediaConfig, method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<T> {
   let res: Response;
   try {
@@ -24,9 +31,12 @@ async function call<T>(c: MediaConfig, method: string, path: string, body?: unkn
       signal: AbortSignal.timeout(timeoutMs),
     });
   } catch (err) {
-    throw new MediaProviderError(`media provider unreachable: ${String((err as Error)?.message ?? err)}`, true);
+    throw new MediaProviderError(`media provider unreachable: ${redactUrls(String((err as Error)?.message ?? err))}`, true);
   }
-  const text = await res.text();
+  const text = await readBoundedText(res, MAX_JSON_BYTES).catch((err: unknown) => {
+    if (err instanceof BodyTooLarge) throw new MediaProviderError(`media provider answered more than ${MAX_JSON_BYTES} bytes`, false);
+    throw new MediaProviderError('media provider connection failed while answering', true);
+  });
   let json: any;
   try {
     json = text ? JSON.parse(text) : {};
@@ -34,7 +44,8 @@ async function call<T>(c: MediaConfig, method: string, path: string, body?: unkn
     throw new MediaProviderError(`media provider answered ${res.status} with a non-JSON body`, res.status >= 500);
   }
   if (!res.ok) {
-    const message = json?.error?.message ?? `HTTP ${res.status}`;
+    // The provider's own reason helps the buyer (a refused prompt), cut short and without URLs.
+    const message = typeof json?.error?.message === 'string' ? redactUrls(json.error.message).slice(0, 200) : `HTTP ${res.status}`;
     throw new MediaProviderError(`media provider ${method} ${path}: ${res.status} ${message}`, res.status >= 500 || res.status === 429);
   }
   return json as T;
@@ -76,8 +87,11 @@ export async function download(url: string, timeoutMs = 120_000): Promise<Buffer
   try {
     res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   } catch (err) {
-    throw new MediaProviderError(`artifact download failed: ${String((err as Error)?.message ?? err)}`, true);
+    throw new MediaProviderError(`artifact download failed: ${redactUrls(String((err as Error)?.message ?? err))}`, true);
   }
   if (!res.ok) throw new MediaProviderError(`artifact download answered ${res.status}`, true);
-  return Buffer.from(await res.arrayBuffer());
+  return readBounded(res, MAX_ARTIFACT_BYTES).catch((err: unknown) => {
+    if (err instanceof BodyTooLarge) throw new MediaProviderError(`an artifact is larger than ${MAX_ARTIFACT_BYTES} bytes`, false);
+    throw new MediaProviderError('artifact download broke off', true);
+  });
 }

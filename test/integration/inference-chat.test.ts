@@ -378,7 +378,7 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     const id = chargeOf(sentPayments.at(-1)!);
     expect(await res.json()).toEqual({
       error: 'provider_failed',
-      message: expect.stringContaining('provider modelserver answered HTTP 503'),
+      message: 'provider modelserver answered HTTP 503', // the provider's own text stays in our logs
       chargeId: id,
       refund: 'pending',
     });

@@ -4,8 +4,9 @@ import { ConfigError } from '../../src/config';
 import { inferenceConfig, type InferenceConfig } from '../../src/inference/config';
 import { InferenceRegistry } from '../../src/inference/providers';
 import { decodePaymentHeader } from '../../src/inference/chat-payment';
-import { publicChunk } from '../../src/inference/chat-stream';
-import { openChatStream, ProviderFailure } from '../../src/inference/upstream';
+import { PassThrough } from 'node:stream';
+import { publicChunk, relay } from '../../src/inference/chat-stream';
+import { MAX_EVENT_BYTES, openChatStream, ProviderFailure } from '../../src/inference/upstream';
 
 /** Paid inference pieces without the stack: config, the registry's caches, SSE parsing, X-PAYMENT decoding. */
 
@@ -144,7 +145,10 @@ describe('upstream SSE', () => {
         res.end(`${chunk('a')}\n\n${chunk('b')}\n\n`);
       } else if (mode === 'error') {
         res.writeHead(500);
-        res.end('boom');
+        res.end('boom https://leak.example/v2/provider-key');
+      } else if (mode === 'endless') {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        res.end(`data: ${'x'.repeat(MAX_EVENT_BYTES + 1)}`); // an event that never ends
       } // silent: never answers
     });
     try {
@@ -156,14 +160,21 @@ describe('upstream SSE', () => {
       await expect(rest()).rejects.toMatchObject({ beforeFirstByte: false, message: expect.stringContaining('ended before [DONE]') });
 
       mode = 'error';
+      // The buyer sees no upstream text; our logs get it (redacted) as the detail.
       await expect(openChatStream(provider(s.url), 'm', [], opts)).rejects.toMatchObject({
         beforeFirstByte: true,
-        message: 'provider p answered HTTP 500: boom',
+        message: 'provider p answered HTTP 500',
+        detail: 'boom https://leak.example/…',
       });
       mode = 'silent';
       const err = await openChatStream(provider(s.url), 'm', [], opts).catch((e) => e);
       expect(err).toBeInstanceOf(ProviderFailure);
       expect(err.message).toMatch(/no reply within 300 ms/);
+      mode = 'endless';
+      await expect(openChatStream(provider(s.url), 'm', [], { ...opts, firstByteTimeoutMs: 5000 })).rejects.toMatchObject({
+        beforeFirstByte: true,
+        message: `provider p failed before the reply: an event longer than ${MAX_EVENT_BYTES} bytes`,
+      });
     } finally {
       await s.close();
     }
@@ -198,5 +209,38 @@ describe('chat wire pieces', () => {
     expect(decodePaymentHeader(Buffer.from('{"x402Version":2}').toString('base64')).error).toMatch(
       /^X-PAYMENT is not an x402 v1 exact EVM payment payload \(x402Version/,
     );
+  });
+});
+
+describe('SSE relay backpressure', () => {
+  test('a reader that does not read pauses the relay at the stream high-water mark; reading lets it finish', async () => {
+    const out = new PassThrough({ highWaterMark: 16 * 1024 });
+    let pulled = 0;
+    const chunk = { id: 'c', choices: [{ index: 0, delta: { content: 'x'.repeat(1000) }, finish_reason: null }] };
+    const upstream = {
+      first: chunk,
+      async *rest() {
+        for (let i = 0; i < 1000; i++) {
+          pulled++;
+          yield chunk;
+        }
+      },
+    };
+    const ended = relay(
+      upstream,
+      out,
+      'm',
+      () => false,
+      async () => undefined,
+    );
+    await new Promise((r) => setTimeout(r, 50));
+    // ~1 KB events against a 16 KiB buffer: the relay waits for 'drain' instead of pulling all 1000.
+    expect(pulled).toBeLessThan(40);
+    expect(out.writableLength).toBeLessThan(32 * 1024);
+    let received = '';
+    out.on('data', (b: Buffer) => (received += b.toString()));
+    await expect(ended).resolves.toEqual({ kind: 'delivered' });
+    expect(pulled).toBe(1000);
+    expect(received.split('\n\n').filter(Boolean)).toHaveLength(1002); // first + 1000 + [DONE]
   });
 });

@@ -155,7 +155,8 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
           ctx.body = { error: 'client closed the request' };
           return;
         }
-        const message = err instanceof ProviderFailure ? err.message : String(err);
+        const message = err instanceof ProviderFailure ? err.message : 'the provider failed before the reply';
+        ctx.state.log.warn({ err, detail: err instanceof ProviderFailure ? err.detail : undefined }, 'chat provider failed');
         ctx.status = 502;
         ctx.body = await refund(message);
         return;

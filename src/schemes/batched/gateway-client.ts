@@ -1,5 +1,7 @@
 import type { Config } from '../../config';
 import type { EvmNetwork } from '../../chains/networks';
+import { readBoundedText } from '../../http/bounded-body';
+import { redactUrls } from '../../observability/redact';
 
 /**
  * The upstream batching gateway's HTTP API (Circle Gateway nanopayments: POST /v1/x402/verify,
@@ -15,14 +17,17 @@ type GatewayConfig = Pick<Config, 'GATEWAY_API_URL' | 'GATEWAY_API_URL_TESTNET' 
 export const gatewayBaseUrl = (config: GatewayConfig, testnet: boolean) =>
   (testnet ? config.GATEWAY_API_URL_TESTNET : config.GATEWAY_API_URL).replace(/\/+$/, '');
 
+/** Settle and verify answers are a few hundred bytes. */
+const MAX_GATEWAY_ANSWER_BYTES = 1024 * 1024;
+
 async function call(config: GatewayConfig, url: string, init: RequestInit): Promise<{ status: number; body: unknown }> {
   let res: Response;
   try {
     res = await fetch(url, { ...init, signal: AbortSignal.timeout(config.GATEWAY_TIMEOUT_MS) });
   } catch (err) {
-    throw new GatewayUnavailable(`upstream gateway unreachable: ${(err as Error).message}`);
+    throw new GatewayUnavailable(`upstream gateway unreachable: ${redactUrls((err as Error).message)}`);
   }
-  const text = await res.text().catch(() => '');
+  const text = await readBoundedText(res, MAX_GATEWAY_ANSWER_BYTES).catch(() => '');
   let body: unknown;
   try {
     body = JSON.parse(text);
