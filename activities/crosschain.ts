@@ -12,6 +12,8 @@ import { BridgeTransfer } from '../src/db/bridge-transfer';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import type { SettleResponse } from '../src/x402/schemas';
+import { readBoundedText } from '../src/http/bounded-body';
+import { networkAllowed } from '../src/chains/mainnet-gate';
 
 export interface CrossChainActivityDeps extends WorkerDeps {
   config: WorkerDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
@@ -78,6 +80,10 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const payer = input.paymentPayload.payload.authorization.from;
       // Signed already (a retry after a crash that followed the broadcast): never judge it again.
       if (await callSent(deps.relayerFor(input.network), input.workflowId, 'burn')) return { isValid: true, payer };
+      if (!networkAllowed(deps, input.network) || !networkAllowed(deps, input.destinationNetwork)) {
+        await records.rejected(asRecord(input), 'invalid_network'); // a mainnet while MAINNETS_ENABLED is off
+        return { isValid: false, invalidReason: 'invalid_network', payer };
+      }
       await records.verifying(asRecord(input));
       network(input.network);
       network(input.destinationNetwork);
@@ -181,7 +187,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
       if (res.status === 404) return { status: 'pending' };
       if (!res.ok) throw ApplicationFailure.retryable(`attestation service answered ${res.status}`, 'AttestationUnavailable');
-      const body = (await res.json()) as { messages?: { message?: string; status?: string; attestation?: string }[] };
+      const body = JSON.parse(await readBoundedText(res, 1024 * 1024)) as {
+        messages?: { message?: string; status?: string; attestation?: string }[];
+      };
       const ours = body.messages?.find((m) => m.message?.toLowerCase() === input.message.toLowerCase());
       if (!ours || ours.status !== 'complete' || !/^0x[0-9a-fA-F]{130}$/.test(ours.attestation ?? '')) return { status: 'pending' };
       return { status: 'complete', attestation: ours.attestation as Hex };

@@ -11,9 +11,10 @@ import { relayerTxId } from '../src/temporal/workflow-ids';
 import { revertReason } from '../src/permit/chain-errors';
 import { verifyPermit, type PermitVerification } from '../src/permit/verify';
 import type { PermitInput } from '../src/permit/types';
+import { networkAllowed } from '../src/chains/mainnet-gate';
 
 export interface PermitActivityDeps {
-  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS'>;
+  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS' | 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>;
   db: MikroORM;
   networks: NetworkTable;
   relayerFor(network: EvmNetworkId): Relayer;
@@ -82,6 +83,8 @@ export function createPermitActivities(deps: PermitActivityDeps) {
           input.s,
         ],
       });
+      if (!networkAllowed(deps, input.network))
+        return { submitted: false, detail: `${input.network} is a mainnet and MAINNETS_ENABLED is off` };
       try {
         const { hash } = await deps.relayerFor(input.network).send(permitTxId(input.workflowId), { to: n.facilitator as Address, data });
         return { submitted: true, hash };

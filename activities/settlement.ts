@@ -3,6 +3,7 @@ import type { Scheme, WorkerDeps } from '../src/schemes/scheme';
 import { SKELETON_SCHEMES } from '../src/schemes/registry';
 import { settlementRecords } from '../src/settle/records';
 import type { SettlementInput } from '../src/settle/types';
+import { networkAllowed } from '../src/chains/mainnet-gate';
 
 export type SettlementActivityDeps = WorkerDeps;
 
@@ -26,7 +27,12 @@ export function createSettlementActivities(deps: WorkerDeps) {
       const scheme = schemeOf(input);
       // Signed already (a retry after a crash that followed the broadcast): never judge it again, since
       // the chain now shows the nonce used and the payment may be out.
-      if (await scheme.sent(input, deps)) return { isValid: true };
+      // A switched-off mainnet (the API checks this too; a workflow started by hand must not settle there)
+      // has no relayer here, so `sent` may throw: only a transaction already out goes on to be confirmed.
+      const allowed = networkAllowed(deps, input.network);
+      const sent = Promise.resolve().then(() => scheme.sent(input, deps));
+      if (await sent.catch((err: unknown) => (allowed ? Promise.reject(err) : false))) return { isValid: true };
+      if (!allowed) return { isValid: false, response: await records.rejected(input, 'invalid_network') };
       await records.verifying(input);
       const v = await scheme.verify(input, deps);
       if (v.isValid) return { isValid: true };

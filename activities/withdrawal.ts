@@ -9,9 +9,10 @@ import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { WithdrawalInput } from '../src/gateway/withdrawal-types';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { RoleSigners } from './signers';
+import { networkAllowed } from '../src/chains/mainnet-gate';
 
 export interface WithdrawalActivityDeps extends RoleSigners {
-  config: Pick<Config, 'RECEIPT_WAIT_MS'>;
+  config: Pick<Config, 'RECEIPT_WAIT_MS' | 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>;
   networks: NetworkTable;
   /** Any signer of the network: receipt waits re-broadcast recorded bytes, whoever signed them. */
   relayerFor(network: EvmNetworkId): Relayer;
@@ -37,6 +38,8 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
   };
   /** Sends once per (workflow, step); a call the contract refuses is reported, not signed. */
   const send = async (input: WithdrawalInput, step: 'initiate' | 'withdraw', data: Hex): Promise<WithdrawalSubmit> => {
+    if (!networkAllowed(deps, input.network))
+      return { submitted: false, reason: 'refused', detail: `${input.network} is a mainnet and MAINNETS_ENABLED is off` };
     const relayer = deps.signerFor(input.network, input.depositor);
     if (!relayer) return { submitted: false, reason: 'refused', detail: `this worker holds no key for the depositor ${input.depositor}` };
     try {

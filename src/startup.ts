@@ -1,5 +1,6 @@
-import { loadConfig, type Config } from './config';
-import { buildNetworkTable, type NetworkTable } from './chains/networks';
+import { ConfigError, loadConfig, type Config } from './config';
+import { mainnetAllowed } from './chains/mainnet-gate';
+import { buildNetworkTable, type EvmNetworkId, type NetworkTable } from './chains/networks';
 import { solanaNetworks } from './chains/solana/context';
 import { inferenceConfig, type InferenceConfig } from './inference/config';
 import { mediaConfig, type MediaConfig } from './media/config';
@@ -42,11 +43,20 @@ export function loadStartup(role: ProcessRole, env: Record<string, string | unde
     // inferenceConfig/mediaConfig memoize per config object: later calls return these same objects.
     s.inference = inferenceConfig(config);
     s.media = mediaConfig(config);
+    refuseSwitchedOffMainnets(s, { INFERENCE_CHAT_NETWORK: s.inference.network, MEDIA_NETWORK: s.media.network });
   }
   if (role === 'topup') s.topup = loadTopupConfig(config.env);
   refuseDevnetValues(role, s);
   if (role === 'worker') s.keys = workerKeys(config);
   return s;
+}
+
+/** Chat and media take payments on one network each: a mainnet only with MAINNETS_ENABLED. */
+function refuseSwitchedOffMainnets(s: Startup, networkVariables: Record<string, EvmNetworkId>): void {
+  const off = Object.entries(networkVariables).filter(([, id]) => !mainnetAllowed(s.config, s.networks.get(id)!));
+  if (off.length === 0) return;
+  const lines = off.map(([variable, id]) => `  ${variable}: ${id} is a mainnet and MAINNETS_ENABLED is off`);
+  throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
 }
 
 /** The contracts `s` uses: every enabled network's, and the merchant contract for the top-up gateway. */

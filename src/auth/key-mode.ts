@@ -15,7 +15,9 @@ export interface AuthContext {
  * mode and are not restricted here.
  */
 export function assertKeyModeAllows(auth: AuthContext, network: { testnet: boolean }): void {
-  if (auth.method !== 'api_key' || auth.testNet === undefined) return;
-  if (auth.testNet && !network.testnet) throw new ApiError(403, 'test keys settle testnets only');
-  if (!auth.testNet && network.testnet) throw new ApiError(403, 'live keys settle mainnets only');
+  if (keyModeAllows(auth, network)) return;
+  throw new ApiError(403, auth.testNet ? 'test keys settle testnets only' : 'live keys settle mainnets only');
 }
+
+export const keyModeAllows = (auth: AuthContext, network: { testnet: boolean }) =>
+  auth.method !== 'api_key' || auth.testNet === undefined || auth.testNet === network.testnet;

@@ -16,6 +16,7 @@ import { withdrawalWorkflow } from '../../workflows/withdrawal';
 import { withdrawalWorkflowId } from '../temporal/workflow-ids';
 import { x402SearchAttributes } from '../temporal/search-attributes';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from './withdrawal-types';
+import { mainnetAllowed } from '../chains/mainnet-gate';
 
 /**
  * The facilitator's own account in the gateway wallet (docs/decisions.md "Batched payments and
@@ -34,7 +35,7 @@ function gatewayChain(deps: ServiceDeps, auth: AuthContext, id: unknown): EvmNet
   const network = deps.networks.get(id)!;
   assertKeyModeAllows(auth, network);
   if (!network.enabled || !network.usdc) throw new ApiError(400, `network: ${id} is not configured on this service (no RPC URL or USDC)`);
-  if (!network.testnet && !deps.config.MAINNETS_ENABLED) throw new ApiError(400, `network: ${id} is a mainnet and MAINNETS_ENABLED is off`);
+  if (!mainnetAllowed(deps.config, network)) throw new ApiError(400, `network: ${id} is a mainnet and MAINNETS_ENABLED is off`);
   return network as EvmNetwork & { usdc: Address };
 }
 

@@ -15,6 +15,7 @@ import { parsePermitRequest, permitStatusFor, rawNetworkOf, type PermitReason, t
 import { resolvePermitSignature } from './signature';
 import { deadlineProblem } from './verify';
 import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf, type PermitRejection } from './types';
+import { mainnetAllowed } from '../chains/mainnet-gate';
 
 export interface PermitReply {
   status: number;
@@ -59,7 +60,7 @@ async function permit(
   if (!isEvmNetworkId(raw)) return permitFailure('unsupported_network', raw, `network ${JSON.stringify(raw)} is not an EVM network id`);
   const network = deps.networks.get(raw)!;
   assertKeyModeAllows(req.auth, network); // 403 envelope before anything else is said about the network
-  if (!network.enabled || (!network.testnet && !deps.config.MAINNETS_ENABLED)) {
+  if (!network.enabled || !mainnetAllowed(deps.config, network)) {
     return permitFailure(
       'network_not_configured',
       raw,

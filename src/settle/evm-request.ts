@@ -6,6 +6,7 @@ import type { Refusal } from '../schemes/scheme';
 import { payoutFor, platformFee } from './payout';
 import type { SettleRequest } from './run';
 import type { SettlementBase } from './types';
+import { mainnetAllowed } from '../chains/mainnet-gate';
 
 /**
  * What the EVM schemes share at request time, written once: which networks settle for this caller,
@@ -26,7 +27,7 @@ export function settlementNetwork(
   if (!network) return { refused: 'invalid_network' };
   assertKeyModeAllows(auth, network);
   if (!network.enabled || network.permitOnly) return { refused: 'invalid_network' };
-  if (!network.testnet && !deps.config.MAINNETS_ENABLED) return { refused: 'invalid_network' };
+  if (!mainnetAllowed(deps.config, network)) return { refused: 'invalid_network' };
   return network;
 }
 

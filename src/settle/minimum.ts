@@ -1,21 +1,25 @@
-import type { ServiceDeps } from '../deps';
+import { keyModeAllows, type AuthContext } from '../auth/key-mode';
+import { mainnetAllowed } from '../chains/mainnet-gate';
 import { isEvmNetworkId, isSolanaNetworkId } from '../chains/networks';
 import { solanaNetworks } from '../chains/solana/context';
+import type { ServiceDeps } from '../deps';
 
 /**
  * The minimum settle amount (gas griefing, spec reason `amount_too_low`), for every route at once: the
  * requirements' amount below the network's `minSettleAmount` is refused before any row or workflow.
- * Bodies whose network or amount do not parse are left to the scheme's own checks.
+ * Bodies whose network or amount do not parse, and networks this caller may not use here (not
+ * enabled, mainnet switch, key mode), are left to the route, whose refusal comes first in the spec.
  */
-export function belowMinimum(deps: Pick<ServiceDeps, 'networks' | 'config'>, body: unknown): boolean {
+export function belowMinimum(deps: Pick<ServiceDeps, 'networks' | 'config'>, auth: AuthContext, body: unknown): boolean {
   const b = (body ?? {}) as { paymentPayload?: { network?: unknown }; paymentRequirements?: { maxAmountRequired?: unknown } };
-  const network = b.paymentPayload?.network;
+  const id = b.paymentPayload?.network;
   const amount = b.paymentRequirements?.maxAmountRequired;
-  if (typeof network !== 'string' || typeof amount !== 'string' || !/^\d{1,78}$/.test(amount)) return false;
-  const minimum = isEvmNetworkId(network)
-    ? deps.networks.get(network)?.minSettleAmount
-    : isSolanaNetworkId(network)
-      ? solanaNetworks(deps.config).get(network)?.network.minSettleAmount
+  if (typeof id !== 'string' || typeof amount !== 'string' || !/^\d{1,78}$/.test(amount)) return false;
+  const network = isEvmNetworkId(id)
+    ? deps.networks.get(id)
+    : isSolanaNetworkId(id)
+      ? solanaNetworks(deps.config).get(id)?.network
       : undefined;
-  return minimum !== undefined && BigInt(amount) < minimum;
+  if (!network?.enabled || !mainnetAllowed(deps.config, network) || !keyModeAllows(auth, network)) return false;
+  return BigInt(amount) < network.minSettleAmount;
 }

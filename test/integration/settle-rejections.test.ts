@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { createWalletClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { tokenAbi } from '../../src/chains/evm/abi';
+import { SETTLEMENT_REJECTED } from '../../src/settle/types';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { settlementWorkflow } from '../../workflows/settlement';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
@@ -121,6 +125,26 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
     const res = await h.settleUntilFinal(await pay({ value: 1000n }));
     expect([res.status, res.body.success]).toEqual([200, true]);
     expect(await h.balanceOf(buyer.address)).toBe(before - 1000n);
+  });
+
+  test('a settlement workflow started by hand on a mainnet while MAINNETS_ENABLED is off is rejected by the worker', async () => {
+    const body = await pay();
+    const res = await h.settleUntilFinal(body);
+    expect(res.body.success).toBe(true);
+    const a = body.paymentPayload.payload.authorization;
+    const started = (await h.temporal.workflow.getHandle(settleWorkflowId('base-sepolia', a.from, a.nonce)).fetchHistory()).events![0];
+    const input = defaultPayloadConverter.fromPayload<Record<string, unknown>>(
+      started.workflowExecutionStartedEventAttributes!.input!.payloads![0] as Payload,
+    );
+    const forged = { ...input, network: 'base', workflowId: `settle:base:${a.from.toLowerCase()}:${a.nonce}` };
+    const run = h.temporal.workflow.execute(settlementWorkflow, {
+      workflowId: forged.workflowId,
+      taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
+      args: [forged as never],
+    });
+    await expect(run).rejects.toMatchObject({
+      cause: { type: SETTLEMENT_REJECTED, details: [expect.objectContaining({ errorReason: 'invalid_network' })] },
+    });
   });
 
   test('a network that is not enabled -> invalid_network', async () => {

@@ -43,6 +43,15 @@ describe('loadStartup parses every part of a process config at once', () => {
     expect(configError(() => loadStartup('worker', { MEDIA_POLL_INTERVAL_MS: 'often' }))).toMatch(/^ {2}MEDIA_POLL_INTERVAL_MS: /m);
   });
 
+  test('api and worker: chat and media on a mainnet need MAINNETS_ENABLED (issue 12, mainnet gate)', () => {
+    for (const role of ['api', 'worker'] as const) {
+      expect(configError(() => loadStartup(role, { INFERENCE_CHAT_NETWORK: 'base', MEDIA_NETWORK: 'optimism' }))).toBe(
+        'Invalid configuration:\n  INFERENCE_CHAT_NETWORK: base is a mainnet and MAINNETS_ENABLED is off\n  MEDIA_NETWORK: optimism is a mainnet and MAINNETS_ENABLED is off',
+      );
+    }
+    expect(loadStartup('api', { INFERENCE_CHAT_NETWORK: 'optimism-sepolia' }).inference!.network).toBe('optimism-sepolia');
+  });
+
   test('topup: a bad TOPUP_* value names the variable', () => {
     expect(configError(() => loadStartup('topup', { TOPUP_FEE_BPS: '10000' }))).toMatch(/^ {2}TOPUP_FEE_BPS: /m);
     expect(configError(() => loadStartup('topup', { TOPUP_SOURCES: 'base,mars' }))).toMatch(/^ {2}TOPUP_SOURCES/m);

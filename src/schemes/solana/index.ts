@@ -14,6 +14,7 @@ import type { Parsed, Scheme, VerifyDeps, WorkerDeps } from '../scheme';
 import { exactSvmPayloadBodySchema, solanaPaymentRequirementsSchema } from './schemas';
 import type { SolanaPayment, SolanaSettleInput } from './types';
 import { inspectExactSvmTransaction, verifyExactSvmOnChain } from './verify';
+import { mainnetAllowed } from '../../chains/mainnet-gate';
 
 const EXPIRED = 'settle_exact_svm_block_height_exceeded';
 /** A transaction not yet seen is broadcast again this often while waiting (nodes may drop it). */
@@ -61,7 +62,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
     }
     const ctx = solanaNetworks(deps.config).get(id);
     assertKeyModeAllows(auth, { testnet: id === 'solana-devnet' }); // 403 before anything else is said
-    if (!ctx || (!ctx.network.testnet && !deps.config.MAINNETS_ENABLED)) return refuse('invalid_network', id);
+    if (!ctx || !mainnetAllowed(deps.config, ctx.network)) return refuse('invalid_network', id);
     // We sponsor fees for USDC payments only (what /v1/supported advertises).
     if (requirements.asset !== ctx.network.usdc) return refuse('invalid_payment_requirements', id);
     const feePayer = ctx.feePayer.publicKey;
