@@ -13,9 +13,11 @@ import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { readBoundedText } from '../src/http/bounded-body';
-import { networkAllowed } from '../src/chains/mainnet-gate';
+import { settlementAllowed } from '../src/chains/mainnet-gate';
 
 export interface CrossChainActivityDeps extends WorkerDeps {
+  /** The top-up gateway's relayer wallet: its settlements are top-up legs (src/chains/mainnet-gate.ts). */
+  topUpRelayer?: string;
   config: WorkerDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
 }
 
@@ -80,7 +82,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const payer = input.paymentPayload.payload.authorization.from;
       // Signed already (a retry after a crash that followed the broadcast): never judge it again.
       if (await callSent(deps.relayerFor(input.network), input.workflowId, 'burn')) return { isValid: true, payer };
-      if (!networkAllowed(deps, input.network) || !networkAllowed(deps, input.destinationNetwork)) {
+      if (!settlementAllowed(deps, input) || !settlementAllowed(deps, { ...input, network: input.destinationNetwork })) {
         await records.rejected(asRecord(input), 'invalid_network'); // a mainnet while MAINNETS_ENABLED is off
         return { isValid: false, invalidReason: 'invalid_network', payer };
       }

@@ -3,9 +3,10 @@ import type { Scheme, WorkerDeps } from '../src/schemes/scheme';
 import { SKELETON_SCHEMES } from '../src/schemes/registry';
 import { settlementRecords } from '../src/settle/records';
 import type { SettlementInput } from '../src/settle/types';
-import { networkAllowed } from '../src/chains/mainnet-gate';
+import { settlementAllowed } from '../src/chains/mainnet-gate';
 
-export type SettlementActivityDeps = WorkerDeps;
+/** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (mainnet-gate.ts). */
+export type SettlementActivityDeps = WorkerDeps & { topUpRelayer?: string };
 
 export type VerifyOutcome = { isValid: true } | { isValid: false; response: SettleResponse };
 export type SubmitOutcome = { submitted: true; transaction: string } | { submitted: false; response: SettleResponse; detail?: string };
@@ -29,7 +30,7 @@ export function createSettlementActivities(deps: WorkerDeps) {
       // the chain now shows the nonce used and the payment may be out.
       // A switched-off mainnet (the API checks this too; a workflow started by hand must not settle there)
       // has no relayer here, so `sent` may throw: only a transaction already out goes on to be confirmed.
-      const allowed = networkAllowed(deps, input.network);
+      const allowed = settlementAllowed(deps, input);
       const sent = Promise.resolve().then(() => scheme.sent(input, deps));
       if (await sent.catch((err: unknown) => (allowed ? Promise.reject(err) : false))) return { isValid: true };
       if (!allowed) return { isValid: false, response: await records.rejected(input, 'invalid_network') };

@@ -18,6 +18,7 @@ export type GasCheck =
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
 import type { RoleSigners } from './signers';
 import { awaitRecordedReceipt } from '../src/chains/evm/calls';
+import { refundOwed } from './topup-refund';
 
 export interface TopUpActivityDeps extends RoleSigners {
   config: Pick<Config, 'RECEIPT_WAIT_MS'> & Partial<Pick<Config, 'env'>>;
@@ -188,7 +189,9 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     async refundPayer(input: TopUpInput): Promise<{ hash: string }> {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
-      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [input.payer as Address, BigInt(input.netAmount)] });
+      // Who and how much come from the settlement records (topup-refund.ts), never from the input.
+      const { payee, amount } = await refundOwed(deps.db, input, relayer);
+      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [payee as Address, amount] });
       const { hash } = await relayer.send(relayerTxId(input.workflowId, 'refund'), { to: usdc, data });
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');

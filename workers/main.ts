@@ -70,7 +70,14 @@ async function main() {
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') }),
-    activities: createActivities({ config, db, networks, relayerFor, signerFor }),
+    activities: createActivities({
+      config,
+      db,
+      networks,
+      relayerFor,
+      signerFor,
+      topUpRelayer: privateKeyToAccount(keys!.topupRelayer).address,
+    }),
     interceptors: { activity: [redactingActivityInterceptors] },
   });
   const solana = [...solanaNetworks(config).keys()]; // a bad SOLANA_FEE_PAYER_KEY stops start-up here

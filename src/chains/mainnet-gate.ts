@@ -11,15 +11,24 @@ import { solanaNetworks } from './solana/context';
 export const mainnetAllowed = (config: Pick<Config, 'MAINNETS_ENABLED'>, network: { testnet: boolean }) =>
   network.testnet || config.MAINNETS_ENABLED;
 
+type GateDeps = { config: Pick<Config, 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>; networks: NetworkTable };
+
 /** By network id, EVM or Solana; an id we do not know is not allowed. */
-export function networkAllowed(
-  deps: { config: Pick<Config, 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>; networks: NetworkTable },
-  id: string,
-): boolean {
+export function networkAllowed(deps: GateDeps, id: string): boolean {
   const network = isEvmNetworkId(id)
     ? deps.networks.get(id)
     : isSolanaNetworkId(id)
       ? solanaNetworks(deps.config).get(id)?.network
       : undefined;
   return network !== undefined && mainnetAllowed(deps.config, network);
+}
+
+/**
+ * The worker's view of a settlement: a switched-off mainnet is refused, except a settlement that pays
+ * the top-up gateway's relayer wallet (the key this worker holds as `TOPUP_RELAYER_PRIVATE_KEY`),
+ * which is a top-up leg.
+ */
+export function settlementAllowed(deps: GateDeps & { topUpRelayer?: string }, input: { network: string; payout: string }): boolean {
+  const topUp = deps.topUpRelayer !== undefined && input.payout.toLowerCase() === deps.topUpRelayer.toLowerCase();
+  return topUp || networkAllowed(deps, input.network);
 }

@@ -24,6 +24,11 @@ import { facilitatorAbi } from '../../src/chains/evm/abi';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { DB_KINDS } from '../support/db';
+import { defaultPayloadConverter, type Payload } from '@temporalio/common';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { refundOwed } from '../../activities/topup-refund';
+import { Relayer } from '../../src/chains/evm/relayer';
+import type { TopUpInput } from '../../src/topup/types';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
 /** Fees of the harness: 0.01 USDC + 0.30 %. Hand-computed expectations below use them. */
@@ -556,6 +561,26 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     // Replaying the refused payment returns the same refunded top-up, never a second charge.
     const replay = await h.post({}, refunded.body.topupId === ids[0] ? p1.header : p2.header);
     expect(replay).toMatchObject({ status: 409, body: refunded.body });
+
+    // The refund is what the records say, whatever a workflow input claims (issue 12): the refused
+    // top-up is owed its delivered amount; the deposited one nothing; a run under another id nothing.
+    const relayerAccount = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[0]);
+    const relayer = new Relayer(buildNetworkTable(h.tdb.config.env).get('base')!, relayerAccount, h.tdb.db);
+    const inputOf = async (id: string) => {
+      const first = (await h.temporal.workflow.getHandle(id).fetchHistory()).events![0];
+      return defaultPayloadConverter.fromPayload<TopUpInput>(first.workflowExecutionStartedEventAttributes!.input!.payloads![0] as Payload);
+    };
+    const thief = privateKeyToAccount(generatePrivateKey()).address;
+    const refusedInput = { ...(await inputOf(refunded.body.topupId)), payer: thief, netAmount: '999000000' };
+    await expect(refundOwed(h.tdb.db, refusedInput, relayer)).resolves.toEqual({ payee: payer.address.toLowerCase(), amount: 4_975_000n });
+    await expect(refundOwed(h.tdb.db, { ...(await inputOf(ok.body.topupId)), payer: thief }, relayer)).rejects.toMatchObject({
+      type: 'RefundNotOwed',
+      message: expect.stringContaining('its deposit succeeded'),
+    });
+    await expect(refundOwed(h.tdb.db, { ...refusedInput, workflowId: `${refunded.body.topupId}-forged` }, relayer)).rejects.toMatchObject({
+      type: 'RefundNotOwed',
+      message: expect.stringContaining('it is not the top-up of this authorization'),
+    });
   });
 
   test('x402-fetch (v1 client) pays the 402 challenge with a viem account and gets the deposited top-up', async () => {

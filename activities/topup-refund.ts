@@ -1,0 +1,48 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import type { MikroORM } from '@mikro-orm/core';
+import { awaitRecordedReceipt } from '../src/chains/evm/calls';
+import type { Relayer } from '../src/chains/evm/relayer';
+import { BridgeTransfer } from '../src/db/bridge-transfer';
+import { Settlement, TopUp } from '../src/db/entities';
+import { relayerTxId } from '../src/temporal/workflow-ids';
+import type { TopUpInput } from '../src/topup/types';
+
+/**
+ * What a failed top-up deposit gives back, from our own records only (issue 12): the payer of the
+ * settled authorization, and what that settlement delivered to the top-up relayer (the settled amount
+ * less the facilitator fee; cross-chain, the bridge payout). The workflow input only names which
+ * top-up; a refund is owed only when that top-up's settlement paid this relayer and its deposit did
+ * not succeed. Anything else is `RefundNotOwed` (not retried): nothing moves.
+ */
+export async function refundOwed(db: MikroORM, input: TopUpInput, relayer: Relayer): Promise<{ payee: string; amount: bigint }> {
+  const em = db.em.fork();
+  const notOwed = (why: string) => ApplicationFailure.nonRetryable(`no refund owed for ${input.workflowId}: ${why}`, 'RefundNotOwed');
+  const settlement = await em.findOne(Settlement, { id: input.settle.workflowId });
+  if (settlement?.state !== 'settled') throw notOwed('its settlement is not settled');
+  // The top-up of this authorization is the one the gateway recorded; a run under another id is not it.
+  const topUp = await em.findOne(TopUp, {
+    network: settlement.network,
+    payer: settlement.payer.toLowerCase(),
+    nonce: input.nonce.toLowerCase(),
+  });
+  if (!topUp || topUp.id !== input.workflowId) throw notOwed('it is not the top-up of this authorization');
+  const relayerAddress = relayer.address.toLowerCase();
+  let delivered: bigint;
+  if (settlement.route === 'eip3009-crosschain') {
+    const bridge = await em.findOne(BridgeTransfer, { settlementId: settlement.id });
+    if (!bridge?.mintTx || !bridge.payoutAmount || bridge.recipient.toLowerCase() !== relayerAddress)
+      throw notOwed('the bridge paid it nothing');
+    delivered = BigInt(bridge.payoutAmount);
+  } else {
+    if (settlement.recipient?.toLowerCase() !== relayerAddress) throw notOwed('its settlement did not pay this relayer');
+    delivered = BigInt(settlement.amount) - BigInt(settlement.fee);
+  }
+  if (await depositSucceeded(relayer, input.workflowId)) throw notOwed('its deposit succeeded');
+  return { payee: settlement.payer, amount: delivered };
+}
+
+async function depositSucceeded(relayer: Relayer, topUpId: string): Promise<boolean> {
+  const id = relayerTxId(topUpId, 'deposit');
+  if (!(await relayer.find(id))) return false;
+  return (await awaitRecordedReceipt(relayer, id, 30_000)).status === 'success';
+}
