@@ -49,6 +49,17 @@ const schema = z.object({
   TEMPORAL_NAMESPACE: z.string().min(1).default('default'),
   TEMPORAL_TASK_QUEUE: z.string().min(1).default('x402-settlement'),
   TEMPORAL_UI_URL: z.string().url().default('http://127.0.0.1:8233'),
+  /**
+   * How the client and the worker authenticate to Temporal (docs/security.md): mTLS with a client
+   * certificate and key (PEM file paths), the server's CA and name when they are not public, or an
+   * API key (Temporal Cloud). TEMPORAL_TLS=true alone is server-authenticated TLS.
+   */
+  TEMPORAL_TLS: boolish.default(false),
+  TEMPORAL_TLS_CERT_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_KEY_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_CA_PATH: z.string().min(1).optional(),
+  TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
+  TEMPORAL_API_KEY: z.string().min(1).optional(),
 
   /** PostgreSQL when set (postgres:// or postgresql://); the embedded SQLite file otherwise. */
   DATABASE_URL: z

@@ -1,5 +1,6 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import { mainnetAllowed } from './chains/mainnet-gate';
+import { temporalConnectionOptions } from './temporal/connection';
 import { buildNetworkTable, type EvmNetworkId, type NetworkTable } from './chains/networks';
 import { solanaNetworks } from './chains/solana/context';
 import { inferenceConfig, type InferenceConfig } from './inference/config';
@@ -38,6 +39,7 @@ export function loadStartup(role: ProcessRole, env: Record<string, string | unde
   const config = loadConfig(env);
   const networks = buildNetworkTable(config.env);
   const s: Startup = { role, config, networks };
+  temporalConnectionOptions(config); // unreadable TLS files stop start-up here, by variable name
   if (role === 'api' || role === 'worker') {
     solanaNetworks(config); // a bad SOLANA_FEE_PAYER_KEY stops start-up here
     // inferenceConfig/mediaConfig memoize per config object: later calls return these same objects.

@@ -11,6 +11,7 @@ import { createLogger } from '../src/logger';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
+import { temporalConnectionOptions } from '../src/temporal/connection';
 import { solanaNetworks } from '../src/chains/solana/context';
 
 /**
@@ -59,11 +60,11 @@ async function main() {
     if (n) log.info({ network: r.network.id, count: n }, 're-sent pending relayer transactions');
   }
 
-  const clientConnection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+  const clientConnection = await Connection.connect(temporalConnectionOptions(config));
   await registerSearchAttributes(clientConnection, config.TEMPORAL_NAMESPACE);
   await clientConnection.close();
 
-  const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
+  const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
   const worker = await Worker.create({
     connection,

@@ -1,8 +1,9 @@
 import { Client, Connection } from '@temporalio/client';
 import type { Config } from '../config';
+import { temporalConnectionOptions, type TemporalAuthConfig } from './connection';
 
-/** Connects a Temporal client to TEMPORAL_ADDRESS (the dev server of `npm start` by default). */
-export async function connectTemporal(config: Pick<Config, 'TEMPORAL_ADDRESS' | 'TEMPORAL_NAMESPACE'>): Promise<Client> {
-  const connection = await Connection.connect({ address: config.TEMPORAL_ADDRESS });
+/** Connects a Temporal client to TEMPORAL_ADDRESS (the dev server of `npm start` by default), with TLS/API key when configured. */
+export async function connectTemporal(config: TemporalAuthConfig & Pick<Config, 'TEMPORAL_NAMESPACE'>): Promise<Client> {
+  const connection = await Connection.connect(temporalConnectionOptions(config));
   return new Client({ connection, namespace: config.TEMPORAL_NAMESPACE });
 }

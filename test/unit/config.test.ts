@@ -31,6 +31,7 @@ describe('loadConfig defaults', () => {
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'x402-settlement',
       TEMPORAL_UI_URL: 'http://127.0.0.1:8233',
+      TEMPORAL_TLS: false,
       SQLITE_PATH: '.data/facilitator.sqlite',
       SESSION_TTL_SECONDS: 8 * 3600,
       SIWE_NONCE_TTL_SECONDS: 600,
