@@ -305,7 +305,7 @@ async function benchApi(
         usdc: stack.usdc,
         facilitator: stack.facilitator,
         value,
-        validBefore: now + 3600n,
+        validBefore: now + 300n, // within maxTimeoutSeconds (300): longer windows are refused
       }),
     ),
   );

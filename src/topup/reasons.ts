@@ -10,6 +10,7 @@ export const TOPUP_REASON_STATUS: Record<string, number> = {
   wrong_asset: 400,
   invalid_signature: 400,
   authorization_expired: 400,
+  authorization_window_too_long: 400, // validBefore beyond maxTimeoutSeconds (+60 s clock allowance)
   authorization_not_yet_valid: 400,
   amount_mismatch: 400,
   amount_too_low: 400,

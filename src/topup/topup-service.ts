@@ -22,6 +22,7 @@ import { topupStatusFor } from './reasons';
 import { tokenDomain } from './merchant-reads';
 import { isSignedByPayer } from '../schemes/eip3009/verify';
 import { FINAL_TOPUP_STATES, TOPUP_DESTINATION_NETWORK, type TopUpInput } from './types';
+import { WINDOW_ALLOWANCE_SECONDS, windowTooLong } from '../x402/window';
 
 export const topupBodySchema = z.object({
   buyer: addressSchema.optional(),
@@ -100,6 +101,11 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   if (BigInt(a.validBefore) < BigInt(now + deps.config.MIN_VALIDITY_SECONDS))
     return topupError('authorization_expired', 'authorization.validBefore has passed');
   if (BigInt(a.validAfter) > BigInt(now)) return topupError('authorization_not_yet_valid', 'authorization.validAfter is in the future');
+  if (windowTooLong(BigInt(a.validBefore), now, deps.topup.TOPUP_MAX_TIMEOUT_SECONDS))
+    return topupError(
+      'authorization_window_too_long',
+      `authorization.validBefore may be at most ${deps.topup.TOPUP_MAX_TIMEOUT_SECONDS + WINDOW_ALLOWANCE_SECONDS} s from now (maxTimeoutSeconds)`,
+    );
   const gross = BigInt(a.value);
   if (body.amount !== undefined && BigInt(body.amount) !== gross) {
     return topupError('amount_mismatch', `amount ${body.amount} differs from authorization.value ${a.value}`);

@@ -83,6 +83,17 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
     await expectRejected(await pay({ validBefore: now() + 2n }), 400, rejected('invalid_exact_evm_payload_authorization_valid_before'));
   });
 
+  test('valid longer than maxTimeoutSeconds (+60 s for clocks) -> invalid_exact_evm_payload_authorization_valid_before', async () => {
+    // The requirements say 300 s: 360 s is the most a buyer's clock may add.
+    await expectRejected(
+      await pay({ validBefore: now() + 300n + 120n }),
+      400,
+      rejected('invalid_exact_evm_payload_authorization_valid_before'),
+    );
+    const res = await h.settleUntilFinal(await pay({ validBefore: now() + 300n + 50n }));
+    expect([res.status, res.body.success]).toEqual([200, true]);
+  });
+
   test('value differs from maxAmountRequired -> invalid_exact_evm_payload_authorization_value', async () => {
     await expectRejected(
       await pay({ value: 1_000_000n, maxAmountRequired: 2_000_000n }),

@@ -341,6 +341,16 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
       );
     });
 
+    test('authorization_window_too_long: validBefore beyond maxTimeoutSeconds + 60 s', async () => {
+      const pay = await h.xPayment(payer, { value: 5_000_000n, validBefore: BigInt(Math.floor(Date.now() / 1000) + 300 + 120) });
+      await expectRejected(
+        await h.post({}, pay.header),
+        400,
+        'authorization_window_too_long',
+        'authorization.validBefore may be at most 360 s from now (maxTimeoutSeconds)',
+      );
+    });
+
     test('authorization_expired: validBefore has passed', async () => {
       const pay = await h.xPayment(payer, { value: 5_000_000n, validBefore: BigInt(Math.floor(Date.now() / 1000) - 1) });
       await expectRejected(await h.post({}, pay.header), 400, 'authorization_expired', 'authorization.validBefore has passed');

@@ -3,6 +3,7 @@ import type { EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
 import { transferWithAuthorizationTypedData, type TokenDomain } from './typed-data';
+import { windowTooLong } from '../../x402/window';
 
 /** Chain reads the verification needs; the activity implements them with viem over RPC. */
 export interface ExactEvmChainReads {
@@ -66,6 +67,9 @@ export async function verifyExactEvm(
 
   if (BigInt(a.validAfter) > BigInt(opts.nowSeconds)) return fail('invalid_exact_evm_payload_authorization_valid_after');
   if (BigInt(a.validBefore) < BigInt(opts.nowSeconds + opts.minValiditySeconds)) {
+    return fail('invalid_exact_evm_payload_authorization_valid_before');
+  }
+  if (windowTooLong(BigInt(a.validBefore), opts.nowSeconds, req.maxTimeoutSeconds)) {
     return fail('invalid_exact_evm_payload_authorization_valid_before');
   }
   if (BigInt(a.value) !== BigInt(req.maxAmountRequired)) return fail('invalid_exact_evm_payload_authorization_value');
