@@ -25,7 +25,14 @@ function spawnTs(name: string, script: string, env: Record<string, string>, logs
 export async function spawnApi(env: Record<string, string>, logs: boolean): Promise<{ proc: ManagedProcess; baseUrl: string }> {
   const port = await findFreePort();
   const baseUrl = `http://127.0.0.1:${port}`;
-  const proc = spawnTs('api', 'src/api/main.ts', { ...env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_URL: baseUrl }, logs);
+  // The bench is one client on 127.0.0.1 sending thousands of requests: no budget applies to it.
+  const unlimited = { RATE_LIMIT_IP: '100000000', RATE_LIMIT_AUTH_IP: '100000000', RATE_LIMIT_KEY: '100000000' };
+  const proc = spawnTs(
+    'api',
+    'src/api/main.ts',
+    { ...unlimited, ...env, HOST: '127.0.0.1', PORT: String(port), PUBLIC_URL: baseUrl },
+    logs,
+  );
   await waitForHttp(`${baseUrl}/v1/supported`, { timeoutMs: 60_000, intervalMs: 100, process: proc });
   return { proc, baseUrl };
 }

@@ -40,6 +40,20 @@ const schema = z.object({
    * the same host or behind the proxy); with it, any caller presenting it.
    */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
+  /**
+   * Rate limits (src/http/rate-limit.ts): requests per window per client IP on every route, a
+   * stricter budget for sign-in (/v1/auth/*), and per API key or session once authenticated. The
+   * counters live in memory, or in Redis when REDIS_URL is set (shared by every API process).
+   */
+  RATE_LIMIT_WINDOW_SECONDS: int().pipe(z.number().min(1).max(86_400)).default(60),
+  RATE_LIMIT_IP: int().pipe(z.number().min(1)).default(1200),
+  RATE_LIMIT_AUTH_IP: int().pipe(z.number().min(1)).default(30),
+  RATE_LIMIT_KEY: int().pipe(z.number().min(1)).default(6000),
+  REDIS_URL: z.string().url().optional(),
+  /** Key prefix in Redis, so several deployments (or tests) can share one server. */
+  RATE_LIMIT_PREFIX: z.string().min(1).max(64).default('x402rl'),
+  /** Behind a reverse proxy: take the client IP from X-Forwarded-For (only the proxy may set it). */
+  TRUST_PROXY: boolish.default(false),
   BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/, 'must look like 64kb')

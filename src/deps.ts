@@ -4,6 +4,7 @@ import type { Database } from './db/orm';
 import type { NetworkTable } from './chains/networks';
 import type { Logger } from './logger';
 import type { Metrics } from './observability/metrics';
+import type { RateLimits } from './http/rate-limit';
 
 /** What the services need, built once at start-up by the process that hosts them (API or top-up gateway). */
 export interface ServiceDeps {
@@ -14,4 +15,6 @@ export interface ServiceDeps {
   logger: Logger;
   /** Prometheus metrics of this app; createApp creates them when absent. */
   metrics?: Metrics;
+  /** Request budgets of this app; createApp creates them (in memory, or Redis with REDIS_URL) when absent. */
+  rateLimits?: RateLimits;
 }

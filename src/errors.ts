@@ -3,6 +3,8 @@ export class ApiError extends Error {
   constructor(
     readonly status: number,
     message: string,
+    /** Headers the answer carries (e.g. `Retry-After` on a 429). */
+    readonly headers: Record<string, string> = {},
   ) {
     super(message);
   }

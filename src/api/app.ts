@@ -7,12 +7,13 @@ import { errorHandler } from '../http/errors';
 import { refuseNulInUrl } from '../http/nul-bytes';
 import { securityHeaders } from '../http/security-headers';
 import { requestId } from '../http/request-id';
+import { RateLimits } from '../http/rate-limit';
 import { registerRoutes } from './routes';
 import { Metrics } from '../observability/metrics';
 
 /** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
 export function createApp(deps: ServiceDeps): Koa<HttpState> {
-  const app = new Koa<HttpState>({ proxy: false });
+  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
   // Signs the siwe-session cookie. Without SESSION_SECRET (devnet), sessions last one process.
   app.keys = [deps.config.SESSION_SECRET ?? randomBytes(32).toString('hex')];
   app.silent = true; // errors are logged by errorHandler with the request id
@@ -23,6 +24,8 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   app.use(securityHeaders());
   app.use(errorHandler());
   app.use(refuseNulInUrl());
+  deps.rateLimits ??= new RateLimits(deps.config, deps.logger);
+  app.use(deps.rateLimits.middleware());
   app.use(async (ctx, next) => {
     ctx.state.em = deps.db.em.fork();
     await next();

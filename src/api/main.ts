@@ -5,6 +5,7 @@ import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
 import { createApp } from './app';
 import { serveUntilSignal } from '../http/serve';
+import { RateLimits } from '../http/rate-limit';
 
 /** The API process: Koa on HOST:PORT, talking to Temporal and the database. */
 async function main() {
@@ -13,7 +14,9 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL, 'api');
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
-  const app = createApp({ config, db, networks, temporal, logger });
+  const rateLimits = new RateLimits(config, logger);
+  await rateLimits.ready(); // shared counters from the first request when REDIS_URL is set
+  const app = createApp({ config, db, networks, temporal, logger, rateLimits });
   serveUntilSignal(app, config.PORT, config.HOST, { temporal, db }, () => logger.info({ url: config.publicUrl }, 'api listening'));
 }
 

@@ -24,6 +24,7 @@ export function errorHandler(): Middleware {
       // everything else (malformed or oversized bodies, crashes) takes the route's own shape.
       const shape: ErrorShape | undefined = err instanceof ApiError ? undefined : ctx.state.errorShape;
       const out = shape ? shape(status, message) : { status, body: envelope(status, message) };
+      if (err instanceof ApiError) ctx.set(err.headers);
       ctx.status = out.status;
       ctx.body = out.body;
     }

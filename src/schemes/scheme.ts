@@ -48,7 +48,10 @@ export interface RoutingView {
 
 /** What parsing needs: the network table and the mainnet switch. */
 export type ParseDeps = Pick<ServiceDeps, 'networks' | 'config'>;
-export type VerifyDeps = { config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'env' | 'SOLANA_FEE_PAYER_KEY' | 'MAINNETS_ENABLED'>; networks: NetworkTable };
+export type VerifyDeps = {
+  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'env' | 'SOLANA_FEE_PAYER_KEY' | 'MAINNETS_ENABLED'>;
+  networks: NetworkTable;
+};
 export interface WorkerDeps extends VerifyDeps {
   config: VerifyDeps['config'] & Pick<Config, 'RECEIPT_WAIT_MS'>;
   db: MikroORM;

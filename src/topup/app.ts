@@ -7,6 +7,8 @@ import { errorHandler } from '../http/errors';
 import { refuseNulInUrl } from '../http/nul-bytes';
 import { securityHeaders } from '../http/security-headers';
 import { jsonBody } from '../http/json-body';
+import { RateLimits } from '../http/rate-limit';
+import { ApiError } from '../errors';
 import type { HttpState } from '../http/context';
 import { TopUp } from '../db/entities';
 import { addressSchema, uintStringSchema } from '../x402/schemas';
@@ -24,7 +26,7 @@ import { amountMessage, topupError, type TopupReply } from './replies';
  * `{success: false, errorReason, error}`; nothing answers with a stack trace.
  */
 export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
-  const app = new Koa<HttpState>({ proxy: false });
+  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   app.use(requestId(deps.logger));
   app.use(securityHeaders());
@@ -43,6 +45,19 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
       ctx.set('Retry-After', String(deps.topup.TOPUP_RETRY_AFTER_SECONDS));
       ctx.body = { success: false, errorReason: err.reason, error: err.message };
     }
+  });
+  // Per-IP budgets, answered in the top-up shape (429 rate_limited with Retry-After).
+  deps.rateLimits ??= new RateLimits(deps.config, deps.logger);
+  const limits = deps.rateLimits.middleware();
+  app.use(async (ctx, next) => {
+    try {
+      await limits(ctx, async () => undefined);
+    } catch (err) {
+      if (!(err instanceof ApiError) || err.status !== 429) throw err;
+      ctx.set(err.headers);
+      return send(ctx, { status: 429, body: { success: false, errorReason: 'rate_limited', error: err.message } });
+    }
+    await next();
   });
 
   const send = (ctx: Koa.ParameterizedContext<HttpState>, reply: TopupReply) => {

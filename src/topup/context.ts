@@ -4,6 +4,7 @@ import type { Database } from '../db/orm';
 import type { NetworkTable } from '../chains/networks';
 import type { Logger } from '../logger';
 import type { TopupConfig } from './config';
+import type { RateLimits } from '../http/rate-limit';
 
 /** Everything the gateway's HTTP layer needs, built once at start-up. */
 export interface TopupDeps {
@@ -13,4 +14,6 @@ export interface TopupDeps {
   networks: NetworkTable;
   temporal: Client;
   logger: Logger;
+  /** Per-IP request budgets; createTopupApp creates them when absent. */
+  rateLimits?: RateLimits;
 }

@@ -4,6 +4,7 @@ import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
 import { serveUntilSignal } from '../http/serve';
+import { RateLimits } from '../http/rate-limit';
 import { createTopupApp } from './app';
 
 /** The top-up gateway process: its own Koa app on HOST:TOPUP_PORT, same database and Temporal as the API. */
@@ -13,7 +14,9 @@ async function main() {
   const logger = createLogger(config.LOG_LEVEL, 'topup');
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
-  const app = createTopupApp({ config, topup: topup!, db, networks, temporal, logger });
+  const rateLimits = new RateLimits(config, logger);
+  await rateLimits.ready(); // shared counters from the first request when REDIS_URL is set
+  const app = createTopupApp({ config, topup: topup!, db, networks, temporal, logger, rateLimits });
   serveUntilSignal(app, topup!.TOPUP_PORT, config.HOST, { temporal, db }, () =>
     logger.info({ url: topup!.topupUrl, merchant: topup!.TOPUP_MERCHANT_ID }, 'topup gateway listening'),
   );

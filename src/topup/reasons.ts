@@ -4,6 +4,7 @@
  */
 export const TOPUP_REASON_STATUS: Record<string, number> = {
   invalid_request: 400,
+  rate_limited: 429, // the client's request budget (RATE_LIMIT_*); Retry-After says when
   buyer_mismatch: 400,
   wrong_network: 400,
   wrong_recipient: 400,

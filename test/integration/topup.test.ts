@@ -11,6 +11,7 @@ import { waitForReceipt } from '../support/evm';
 import { request } from '../support/http';
 import type { AddressInfo } from 'node:net';
 import { createTopupApp } from '../../src/topup/app';
+import { RateLimits } from '../../src/http/rate-limit';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
 import { createWalletClient, http, parseEventLogs } from 'viem';
@@ -96,6 +97,35 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
           merchantContract: { ok: false },
         },
       });
+    } finally {
+      server.close();
+    }
+  });
+
+  test('per-address budget: 429 rate_limited in the top-up shape with Retry-After (issue 12)', async () => {
+    const rateLimits = new RateLimits({ ...h.tdb.config, RATE_LIMIT_IP: 2 });
+    const app = createTopupApp({
+      config: h.tdb.config,
+      topup: h.topup,
+      db: h.tdb.db,
+      networks: buildNetworkTable(h.tdb.config.env),
+      temporal: h.temporal,
+      logger: createLogger('silent', 'test'),
+      rateLimits,
+    });
+    const server = app.listen(0, '127.0.0.1');
+    await new Promise((r) => server.once('listening', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1/nobody/topups/quote`;
+    try {
+      expect([(await request('GET', url)).status, (await request('GET', url)).status]).toEqual([404, 404]);
+      const res = await request('GET', url);
+      expect(res.status).toBe(429);
+      expect(res.body).toEqual({
+        success: false,
+        errorReason: 'rate_limited',
+        error: expect.stringMatching(/^too many requests from this address; retry in \d+ s$/),
+      });
+      expect(Number(res.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
     } finally {
       server.close();
     }

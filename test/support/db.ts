@@ -49,6 +49,10 @@ export async function openTestDatabase(kind: DbKind, env: Record<string, string 
     NODE_ENV: 'test',
     LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
     SESSION_SECRET: randomBytes(32).toString('hex'),
+    // Suites send many requests from 127.0.0.1 (storms, polling); the rate-limit tests set their own budgets.
+    RATE_LIMIT_IP: '1000000',
+    RATE_LIMIT_AUTH_IP: '1000000',
+    RATE_LIMIT_KEY: '1000000',
   };
   if (kind === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'x402-test-'));

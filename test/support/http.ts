@@ -58,6 +58,7 @@ export async function startApi(
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       if (ownTemporal) await ownTemporal.connection.close();
+      await deps.rateLimits?.close();
     },
   };
 }

@@ -34,6 +34,7 @@ async function authenticateSession(ctx: HttpContext, deps: ServiceDeps): Promise
 export function requireSession(deps: ServiceDeps): Middleware<HttpState> {
   return async (ctx, next) => {
     ctx.state.auth = await authenticateSession(ctx, deps);
+    await deps.rateLimits?.consumeCaller(`org:${ctx.state.auth.organizationId}`);
     await next();
   };
 }
@@ -48,6 +49,7 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
     const header = ctx.get('authorization');
     if (!header && opts.allowSession && ctx.cookies.get(SESSION_COOKIE, { signed: false })) {
       ctx.state.auth = await authenticateSession(ctx, deps);
+      await deps.rateLimits?.consumeCaller(`org:${ctx.state.auth.organizationId}`);
       return next();
     }
     if (!header) throw new ApiError(401, 'missing API key: send Authorization: Bearer <pk_ key>');
@@ -56,6 +58,7 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
     const em = ctx.state.em ?? deps.db.em.fork();
     const key = await authenticateApiKey(em, match[1]);
     ctx.state.auth = { organizationId: key.organizationId, method: 'api_key', apiKeyId: key.apiKeyId, testNet: key.testNet };
+    await deps.rateLimits?.consumeCaller(`key:${key.apiKeyId}`);
     await next();
   };
 }

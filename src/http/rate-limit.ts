@@ -1,0 +1,86 @@
+import type { Middleware } from 'koa';
+import Redis from 'ioredis';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { Config } from '../config';
+import { ApiError } from '../errors';
+import type { Logger } from '../logger';
+import type { HttpState } from './context';
+
+export type RateLimitConfig = Pick<
+  Config,
+  'RATE_LIMIT_WINDOW_SECONDS' | 'RATE_LIMIT_IP' | 'RATE_LIMIT_AUTH_IP' | 'RATE_LIMIT_KEY' | 'REDIS_URL' | 'RATE_LIMIT_PREFIX'
+>;
+
+/** Probes and scrapes are never limited: a busy client must not make us look down. */
+const EXEMPT = new Set(['/healthz', '/metrics']);
+
+/**
+ * Per-IP and per-caller request budgets (rate-limiter-flexible). With REDIS_URL the counters are in
+ * Redis, so every API process shares them; if Redis is unreachable each process falls back to its
+ * own in-memory counters (the insurance limiter) rather than failing open or refusing everyone.
+ */
+export class RateLimits {
+  private readonly ip: RateLimiterAbstract;
+  private readonly authIp: RateLimiterAbstract;
+  private readonly caller: RateLimiterAbstract;
+  private readonly redis?: Redis;
+
+  constructor(config: RateLimitConfig, logger?: Logger) {
+    const duration = config.RATE_LIMIT_WINDOW_SECONDS;
+    if (config.REDIS_URL) {
+      this.redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
+      this.redis.on('error', (err) => logger?.warn({ err: err.message }, 'rate-limit redis unavailable; counting in memory'));
+    }
+    const limiter = (name: string, points: number): RateLimiterAbstract => {
+      const keyPrefix = `${config.RATE_LIMIT_PREFIX}:${name}`;
+      const memory = new RateLimiterMemory({ points, duration, keyPrefix });
+      return this.redis ? new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix, insuranceLimiter: memory }) : memory;
+    };
+    this.ip = limiter('ip', config.RATE_LIMIT_IP);
+    this.authIp = limiter('auth-ip', config.RATE_LIMIT_AUTH_IP);
+    this.caller = limiter('caller', config.RATE_LIMIT_KEY);
+  }
+
+  /** Every route but the probes: the IP's budget, and sign-in's stricter one. */
+  middleware(): Middleware<HttpState> {
+    return async (ctx, next) => {
+      if (!EXEMPT.has(ctx.path)) {
+        await consume(this.ip, ctx.ip, 'too many requests from this address');
+        if (ctx.path.startsWith('/v1/auth/')) await consume(this.authIp, ctx.ip, 'too many sign-in requests from this address');
+      }
+      await next();
+    };
+  }
+
+  /** Once authenticated: the API key's (or session's) own budget, whatever addresses it comes from. */
+  async consumeCaller(caller: string): Promise<void> {
+    await consume(this.caller, caller, 'too many requests for this API key');
+  }
+
+  /** Resolves once Redis is connected (or at once without it), at most after `timeoutMs`: start-up waits for it. */
+  async ready(timeoutMs = 2000): Promise<void> {
+    const redis = this.redis;
+    if (!redis || redis.status === 'ready') return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, timeoutMs);
+      redis.once('ready', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+  }
+
+  async close(): Promise<void> {
+    this.redis?.disconnect();
+  }
+}
+
+async function consume(limiter: RateLimiterAbstract, key: string, message: string): Promise<void> {
+  try {
+    await limiter.consume(key);
+  } catch (rejected) {
+    if (!(rejected instanceof RateLimiterRes)) throw rejected;
+    const seconds = Math.max(1, Math.ceil(rejected.msBeforeNext / 1000));
+    throw new ApiError(429, `${message}; retry in ${seconds} s`, { 'Retry-After': String(seconds) });
+  }
+}
