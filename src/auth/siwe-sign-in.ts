@@ -29,18 +29,18 @@ export interface SignedIn {
 export async function signInWithEthereum(
   em: EntityManager,
   config: Pick<Config, 'publicUrl' | 'SESSION_TTL_SECONDS' | 'SIWE_NONCE_TTL_SECONDS'>,
-  chainIds: ReadonlySet<number>,
+  expected: { chainIds: ReadonlySet<number>; nonceSecret: string },
   input: VerifyInput,
   now = new Date(),
 ): Promise<SignedIn> {
   const message = await checkSiweMessage(input.message, input.signature as Hex, {
     publicUrl: config.publicUrl,
-    chainIds,
+    chainIds: expected.chainIds,
     maxAgeSeconds: config.SIWE_NONCE_TTL_SECONDS,
     now,
   });
   // Consumed only after the signature checks out, so a bad attempt does not burn the client's nonce.
-  if (!(await consumeNonce(em, message.nonce, now))) {
+  if (!(await consumeNonce(em, expected.nonceSecret, message.nonce, now))) {
     throw new ApiError(401, 'SIWE nonce is unknown, expired or already used');
   }
   const address = message.address;

@@ -1,6 +1,6 @@
 import type Router from '@koa/router';
 import type { ServiceDeps } from '../../deps';
-import type { HttpState } from '../../http/context';
+import type { HttpContext, HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { currentSession } from '../middleware/auth';
 import { parseBody } from '../../auth/parse-body';
@@ -11,20 +11,23 @@ import { clearSessionCookie, readSessionCookie, setSessionCookie } from '../../a
 
 /** SIWE sign-in: nonce, verify (sets the siwe-session cookie), sign-out, and who-am-I. */
 
+/** Nonces are authenticated with the app's cookie key (SESSION_SECRET, or a per-process one on devnet). */
+const nonceSecret = (ctx: HttpContext) => (ctx.app.keys as string[])[0]; // createApp sets one string key
+
 /** Sign-in bodies are a short message and a signature. */
 export const AUTH_BODY_LIMIT = '8kb';
 
 export function registerAuthRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   const chainIds = siweChainIds(deps.networks);
   router.get('/v1/auth/nonce', async (ctx) => {
-    const { nonce } = await issueNonce(ctx.state.em, deps.config.SIWE_NONCE_TTL_SECONDS);
+    const { nonce } = issueNonce(nonceSecret(ctx), deps.config.SIWE_NONCE_TTL_SECONDS);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { nonce };
   });
 
   router.post('/v1/auth/verify', jsonBody(AUTH_BODY_LIMIT), async (ctx) => {
     const input = parseBody(verifyBody, ctx.request.body);
-    const signedIn = await signInWithEthereum(ctx.state.em, deps.config, chainIds, input);
+    const signedIn = await signInWithEthereum(ctx.state.em, deps.config, { chainIds, nonceSecret: nonceSecret(ctx) }, input);
     setSessionCookie(ctx, deps.config, signedIn.sessionId);
     ctx.set('Cache-Control', 'no-store');
     ctx.body = { address: signedIn.address, organizationId: signedIn.organizationId, expiresAt: signedIn.expiresAt.toISOString() };
