@@ -271,6 +271,7 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
       usdc: stack.usdc,
       facilitator: stack.facilitator,
       value: PRICE,
+      validBefore: BigInt(Math.floor(Date.now() / 1000) + 120), // the chat challenge's maxTimeoutSeconds
     });
     const header = Buffer.from(JSON.stringify(payment.paymentPayload)).toString('base64');
     const send = () =>

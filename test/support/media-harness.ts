@@ -61,7 +61,9 @@ export async function startMediaHarness(kind: DbKind, opts: { relayerIndex: numb
       headers: headers ?? (await buyerAuthHeaders(buyer, { method, url: `${h.api.baseUrl}${path}` })),
     });
   m.xPayment = async (buyer, value) => {
-    const { paymentPayload } = await h.pay(buyer, { value });
+    // Signed as x402 clients sign: valid for the challenge's maxTimeoutSeconds (INFERENCE_PAYMENT_TIMEOUT_SECONDS, 120).
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 120);
+    const { paymentPayload } = await h.pay(buyer, { value, validBefore });
     return Buffer.from(JSON.stringify(paymentPayload)).toString('base64');
   };
   m.waitForJob = (buyer, jobId, ok, timeoutMs = 60_000) =>
