@@ -10,10 +10,11 @@ export function errorHandler(): Middleware {
     try {
       await next();
       if (ctx.body === undefined || ctx.body === null) {
-        if (ctx.status === 404) throw new ApiError(404, 'not found');
+        // Plain 4xx errors (not ApiError): an app with one error shape (the top-up gateway) answers in it.
+        if (ctx.status === 404) ctx.throw(404, 'not found');
         // The router's allowedMethods answers 405 (with Allow), or 501 for a method it does not know:
         // both are the client's mistake, answered in the error shape, never a bare text or a 5xx.
-        if (ctx.status === 405 || ctx.status === 501) throw new ApiError(405, `method ${ctx.method} not allowed here`);
+        if (ctx.status === 405 || ctx.status === 501) ctx.throw(405, `method ${ctx.method} not allowed here`);
       }
     } catch (err: any) {
       const status: number =

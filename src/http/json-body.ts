@@ -1,6 +1,6 @@
 import { bodyParser } from '@koa/bodyparser';
 import type { Middleware } from 'koa';
-import { containsNul } from './nul-bytes';
+import { jsonProblem, MAX_JSON_DEPTH } from './nul-bytes';
 
 /**
  * JSON body parsing for one route, with a size limit. Mounted per route (after the route's error
@@ -15,10 +15,11 @@ export function jsonBody(limit: string): Middleware {
       throw err;
     }
     await parse(ctx, async () => {
-      if (containsNul(ctx.request.body)) {
-        const err: any = new Error('the JSON body contains a NUL byte');
-        err.status = 400;
-        throw err;
+      const problem = jsonProblem(ctx.request.body);
+      if (problem) {
+        const message =
+          problem === 'nul' ? 'the JSON body contains a NUL byte' : `the JSON body is nested deeper than ${MAX_JSON_DEPTH} levels`;
+        throw Object.assign(new Error(message), { status: 400 });
       }
       await next();
     });

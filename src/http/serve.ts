@@ -1,6 +1,7 @@
 import type Koa from 'koa';
 import type { Client } from '@temporalio/client';
 import type { Database } from '../db/orm';
+import { answerClientErrors, type ErrorBody } from './client-errors';
 
 /**
  * Listens with a Koa app until SIGINT/SIGTERM, then closes the server, the Temporal connection and
@@ -12,8 +13,10 @@ export function serveUntilSignal(
   host: string,
   deps: { temporal: Client; db: Database },
   onListen: () => void,
+  errorBody?: ErrorBody,
 ): void {
   const server = app.listen(port, host, onListen);
+  answerClientErrors(server, errorBody);
   const stop = () => {
     server.close(async () => {
       await deps.temporal.connection.close();

@@ -25,18 +25,22 @@ import { amountMessage, topupError, type TopupReply } from './replies';
  * database and the Temporal cluster with the API. Errors use the top-up shape
  * `{success: false, errorReason, error}`; nothing answers with a stack trace.
  */
+/** The gateway's error body `{success: false, errorReason, error}` (also for requests Node refuses itself). */
+export const topupErrorBody = (status: number, message: string) => ({
+  success: false,
+  errorReason: status >= 500 ? 'internal_error' : status === 429 ? 'rate_limited' : 'invalid_request',
+  error: message,
+});
+
 export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   app.use(requestId(deps.logger));
   app.use(securityHeaders());
   app.use(errorHandler());
-  app.use(refuseNulInUrl());
   app.use(async (ctx, next) => {
-    // Every error of the gateway, including malformed bodies, in the top-up shape.
-    ctx.state.errorShape = (status, message) => {
-      return { status, body: { success: false, errorReason: status >= 500 ? 'internal_error' : 'invalid_request', error: message } };
-    };
+    // Every error of the gateway, including malformed bodies and URLs, in the top-up shape.
+    ctx.state.errorShape = (status, message) => ({ status, body: topupErrorBody(status, message) });
     try {
       await next();
     } catch (err) {
@@ -46,6 +50,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
       ctx.body = { success: false, errorReason: err.reason, error: err.message };
     }
   });
+  app.use(refuseNulInUrl());
   // Per-IP budgets, answered in the top-up shape (429 rate_limited with Retry-After).
   deps.rateLimits ??= new RateLimits(deps.config, deps.logger);
   const limits = deps.rateLimits.middleware();
@@ -55,7 +60,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
     } catch (err) {
       if (!(err instanceof ApiError) || err.status !== 429) throw err;
       ctx.set(err.headers);
-      return send(ctx, { status: 429, body: { success: false, errorReason: 'rate_limited', error: err.message } });
+      return send(ctx, { status: 429, body: topupErrorBody(429, err.message) });
     }
     await next();
   });

@@ -5,7 +5,7 @@ import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
 import { serveUntilSignal } from '../http/serve';
 import { RateLimits } from '../http/rate-limit';
-import { createTopupApp } from './app';
+import { createTopupApp, topupErrorBody } from './app';
 
 /** The top-up gateway process: its own Koa app on HOST:TOPUP_PORT, same database and Temporal as the API. */
 async function main() {
@@ -17,8 +17,13 @@ async function main() {
   const rateLimits = new RateLimits(config, logger);
   await rateLimits.ready(); // shared counters from the first request when REDIS_URL is set
   const app = createTopupApp({ config, topup: topup!, db, networks, temporal, logger, rateLimits });
-  serveUntilSignal(app, topup!.TOPUP_PORT, config.HOST, { temporal, db }, () =>
-    logger.info({ url: topup!.topupUrl, merchant: topup!.TOPUP_MERCHANT_ID }, 'topup gateway listening'),
+  serveUntilSignal(
+    app,
+    topup!.TOPUP_PORT,
+    config.HOST,
+    { temporal, db },
+    () => logger.info({ url: topup!.topupUrl, merchant: topup!.TOPUP_MERCHANT_ID }, 'topup gateway listening'),
+    topupErrorBody,
   );
 }
 

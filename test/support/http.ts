@@ -6,6 +6,7 @@ import { Client, Connection } from '@temporalio/client';
 import type { Address, LocalAccount } from 'viem';
 import { createSiweMessage } from 'viem/siwe';
 import { createApp } from '../../src/api/app';
+import { answerClientErrors } from '../../src/http/client-errors';
 import type { ServiceDeps } from '../../src/deps';
 import type { HttpState } from '../../src/http/context';
 import { buildNetworkTable } from '../../src/chains/networks';
@@ -32,6 +33,7 @@ export async function startApi(
   opts: StartApiOptions = {},
 ): Promise<RunningApi> {
   const server: Server = createServer();
+  answerClientErrors(server); // as serveUntilSignal does for the API process
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // Lazy: never dials Temporal unless a route actually uses the client.

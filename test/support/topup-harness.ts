@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
+import { answerClientErrors } from '../../src/http/client-errors';
 import type { AddressInfo } from 'node:net';
 import {
   createPublicClient,
@@ -18,7 +19,7 @@ import { DEVNET_MERCHANT_ADDRESS, DEVNET_TOPUP_DEPLOYER_KEY } from '../../src/ch
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
 import { TopUp } from '../../src/db/entities';
-import { createTopupApp } from '../../src/topup/app';
+import { createTopupApp, topupErrorBody } from '../../src/topup/app';
 import { loadTopupConfig, type TopupConfig } from '../../src/topup/config';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { merchantAbi } from '../../src/topup/merchant-abi';
@@ -72,6 +73,7 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
   const relayer = TEST_ACCOUNTS.relayers[opts.relayerIndex];
   const feeRecipient = TEST_ACCOUNTS.feeRecipient.address;
   const server: Server = createServer();
+  answerClientErrors(server, topupErrorBody); // as serveUntilSignal does for the gateway process
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   const env: Record<string, string> = {
