@@ -261,7 +261,7 @@ async function main(): Promise<void> {
       }
     };
 
-    // --- the monkey: SIGKILL worker or API every 2-6 s, and the chain once, while payments run.
+    // --- the monkey: SIGKILL worker or API every 0.5-2 s, and the chain once, while payments run.
     let done = false;
     const events: string[] = [];
     const started = Date.now();
@@ -269,7 +269,7 @@ async function main(): Promise<void> {
     const monkey = (async () => {
       let chainRestarted = false;
       while (!done) {
-        await sleep(2000 + random() * 4000);
+        await sleep(500 + random() * 1500);
         if (done) break;
         const roll = random();
         if (!chainRestarted && roll < 0.2) {
@@ -278,7 +278,7 @@ async function main(): Promise<void> {
           await anvil.stop();
           await sleep(1500);
           anvil = await startAnvil({ chainId: 84532, port: anvil.port, stateFile, stateIntervalSec: 1, log: log('anvil') });
-          events.push(`${stamp()} anvil back at block ${await chain.getBlockNumber()}`);
+          events.push(`${stamp()} anvil back at block ${await chain.getBlockNumber({ cacheTime: 0 })}`);
         } else if (roll < 0.6) {
           events.push(`${stamp()} SIGKILL worker`);
           worker.child.kill('SIGKILL');

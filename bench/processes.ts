@@ -22,7 +22,11 @@ function spawnTs(name: string, script: string, env: Record<string, string>, logs
 }
 
 /** The API (src/api/main.ts) on `port` (default: a free one); ready when GET /v1/supported answers. */
-export async function spawnApi(env: Record<string, string>, logs: boolean, port?: number): Promise<{ proc: ManagedProcess; baseUrl: string }> {
+export async function spawnApi(
+  env: Record<string, string>,
+  logs: boolean,
+  port?: number,
+): Promise<{ proc: ManagedProcess; baseUrl: string }> {
   port ??= await findFreePort();
   const baseUrl = `http://127.0.0.1:${port}`;
   // The bench is one client on 127.0.0.1 sending thousands of requests: no budget applies to it.
