@@ -128,13 +128,15 @@ export const supportedResponseSchema = z.strictObject({
   kinds: z.array(
     sameType<SupportedKind>()(
       z.strictObject({
-        x402Version: z.literal(1),
+        x402Version: z.union([z.literal(1), z.literal(2)]).describe('1: v1 network names; 2: the same kinds with CAIP-2 networks'),
         scheme: z.enum(['exact', 'upto']),
         network: z.string(),
         extra: z.strictObject({ feePayer: z.string().describe('Solana: our fee payer, which the transaction must name') }).optional(),
       }),
     ),
   ),
+  extensions: z.array(z.string()).describe('x402 v2 extensions this facilitator supports'),
+  signers: z.record(z.string(), z.array(z.string())).describe('x402 v2: the addresses that send our transactions, by CAIP-2 family'),
 });
 
 // --- permit ---------------------------------------------------------------------------------------

@@ -1,7 +1,10 @@
-import type { NetworkTable } from '../chains/networks';
+import type { ServiceDeps } from '../deps';
+import { mainnetAllowed } from '../chains/mainnet-gate';
+import { solanaSupportedKinds } from '../schemes/solana/supported';
+import { caip2Of } from './v2';
 
 export interface SupportedKind {
-  x402Version: 1;
+  x402Version: 1 | 2;
   scheme: 'exact' | 'upto';
   network: string;
   /** Solana kinds: the fee payer a buyer's transaction must name (as x402 advertises it). */
@@ -9,17 +12,32 @@ export interface SupportedKind {
 }
 
 /**
- * GET /v1/supported, derived from the network table: on every enabled EVM network (mainnets only
- * with MAINNETS_ENABLED) `exact` (EIP-3009, or Permit2 on Permit2-only networks) and `upto`
- * (Permit2). Networks listed for POST /v1/permit only are not. (Solana joins as its route lands.)
+ * v1 kinds from the network table: on every enabled EVM network (mainnets only with
+ * MAINNETS_ENABLED) `exact` (EIP-3009, or Permit2 on Permit2-only networks) and `upto` (Permit2).
+ * Networks listed for POST /v1/permit only are not.
  */
-export function supportedKinds(networks: NetworkTable, mainnetsEnabled: boolean): SupportedKind[] {
+export function supportedKinds(deps: Pick<ServiceDeps, 'networks' | 'config'>): SupportedKind[] {
   const kinds: SupportedKind[] = [];
-  for (const n of networks.values()) {
-    if (!n.enabled || n.permitOnly) continue;
-    if (!n.testnet && !mainnetsEnabled) continue;
+  for (const n of deps.networks.values()) {
+    if (!n.enabled || n.permitOnly || !mainnetAllowed(deps.config, n)) continue;
     kinds.push({ x402Version: 1, scheme: 'exact', network: n.id });
     kinds.push({ x402Version: 1, scheme: 'upto', network: n.id });
   }
   return kinds;
+}
+
+/**
+ * GET /v1/supported: every v1 kind (EVM, then Solana) and the same kinds again as v2 kinds with
+ * CAIP-2 networks, plus v2's `extensions` and `signers` (the addresses that send our transactions,
+ * by CAIP-2 family), so both SDK generations can pick us as their facilitator.
+ */
+export function supportedResponse(deps: Pick<ServiceDeps, 'networks' | 'config'>) {
+  const v1 = [...supportedKinds(deps), ...solanaSupportedKinds(deps.config)];
+  const v2 = v1.map((k) => ({ ...k, x402Version: 2 as const, network: caip2Of(deps, k.network) }));
+  const feePayers = [...new Set(v1.flatMap((k) => (k.extra?.feePayer ? [k.extra.feePayer] : [])))];
+  return {
+    kinds: [...v1, ...v2],
+    extensions: [] as string[],
+    signers: { 'eip155:*': [deps.config.RELAYER_ADDRESS], ...(feePayers.length ? { 'solana:*': feePayers } : {}) },
+  };
 }

@@ -66,14 +66,24 @@ describe('POST /v1/verify and GET /v1/supported', () => {
   test('GET /v1/supported lists exact and upto (Permit2) on every enabled network, without a key', async () => {
     const res = await request('GET', `${h.api.baseUrl}/v1/supported`);
     expect(res.status).toBe(200);
+    const feePayer = DEVNET_SOLANA_FEE_PAYER.publicKey.toBase58();
+    const kinds = [
+      ['exact', 'base-sepolia', 'eip155:84532'],
+      ['upto', 'base-sepolia', 'eip155:84532'],
+      ['exact', 'optimism-sepolia', 'eip155:11155420'],
+      ['upto', 'optimism-sepolia', 'eip155:11155420'],
+    ];
+    const solana = { scheme: 'exact', extra: { feePayer } };
     expect(res.body).toEqual({
+      // v1 names first, then the same kinds for x402 v2 clients with CAIP-2 networks (issue 13).
       kinds: [
-        { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
-        { x402Version: 1, scheme: 'upto', network: 'base-sepolia' },
-        { x402Version: 1, scheme: 'exact', network: 'optimism-sepolia' },
-        { x402Version: 1, scheme: 'upto', network: 'optimism-sepolia' },
-        { x402Version: 1, scheme: 'exact', network: 'solana-devnet', extra: { feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey.toBase58() } },
+        ...kinds.map(([scheme, network]) => ({ x402Version: 1, scheme, network })),
+        { x402Version: 1, network: 'solana-devnet', ...solana },
+        ...kinds.map(([scheme, , network]) => ({ x402Version: 2, scheme, network })),
+        { x402Version: 2, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', ...solana },
       ],
+      extensions: [],
+      signers: { 'eip155:*': [h.tdb.config.RELAYER_ADDRESS], 'solana:*': [feePayer] },
     });
   });
 

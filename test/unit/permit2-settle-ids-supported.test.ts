@@ -1,3 +1,4 @@
+import type { Config } from '../../src/config';
 import { getAddress } from 'viem';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { supportedKinds } from '../../src/settle/supported';
@@ -22,9 +23,14 @@ describe('permit2SettleWorkflowId', () => {
   });
 });
 
+const gate = (networks: ReturnType<typeof buildNetworkTable>, MAINNETS_ENABLED: boolean) => ({
+  networks,
+  config: { MAINNETS_ENABLED } as Config,
+});
+
 describe('supportedKinds', () => {
   test('devnet defaults: exact and upto on both enabled testnets', () => {
-    expect(supportedKinds(buildNetworkTable({}), true)).toEqual([
+    expect(supportedKinds(gate(buildNetworkTable({}), true))).toEqual([
       { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
       { x402Version: 1, scheme: 'upto', network: 'base-sepolia' },
       { x402Version: 1, scheme: 'exact', network: 'optimism-sepolia' },
@@ -42,10 +48,10 @@ describe('supportedKinds', () => {
       FACILITATOR_ADDRESS_FLUENT: '0x5555555555555555555555555555555555555555',
     });
     expect(table.get('bsc')).toMatchObject({ enabled: true, permit2Only: true });
-    expect(supportedKinds(table, true)).toEqual([
+    expect(supportedKinds(gate(table, true))).toEqual([
       { x402Version: 1, scheme: 'exact', network: 'bsc' },
       { x402Version: 1, scheme: 'upto', network: 'bsc' },
     ]);
-    expect(supportedKinds(table, false)).toEqual([]);
+    expect(supportedKinds(gate(table, false))).toEqual([]);
   });
 });

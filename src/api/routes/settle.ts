@@ -5,6 +5,8 @@ import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
 import { settlePayment } from '../../schemes/registry';
 import { settleFailure } from '../../settle/run';
+import { toV1Request, toV2Settle } from '../../settle/v2';
+import { isV2Body } from '../../x402/v2';
 
 /** POST /v1/settle: parse, authenticate, hand over to the settlement service, map the reply. */
 export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
@@ -19,14 +21,20 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
     requireApiKey(deps),
     jsonBody(deps.config.BODY_LIMIT),
     async (ctx) => {
-      const out = await settlePayment(deps, {
-        em: ctx.state.em,
-        auth: ctx.state.auth!,
-        requestId: ctx.state.requestId,
-        body: ctx.request.body,
-      });
+      const settle = (body: unknown) =>
+        settlePayment(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body });
+      if (!isV2Body(ctx.request.body)) {
+        const out = await settle(ctx.request.body);
+        ctx.status = out.status;
+        ctx.body = out.body;
+        return;
+      }
+      // x402 v2 (@x402/core's HTTPFacilitatorClient): the same settlement, asked and answered in v2's words.
+      const v1 = toV1Request(deps, ctx.request.body);
+      const network = (ctx.request.body as { paymentRequirements?: { network?: unknown } }).paymentRequirements?.network;
+      const out = v1.ok ? await settle(v1.body) : settleFailure(v1.reason);
       ctx.status = out.status;
-      ctx.body = out.body;
+      ctx.body = toV2Settle(deps, out.body, v1.ok ? v1.network : typeof network === 'string' ? network : '');
     },
   );
 }

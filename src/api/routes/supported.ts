@@ -1,12 +1,11 @@
 import type Router from '@koa/router';
 import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
-import { supportedKinds } from '../../settle/supported';
-import { solanaSupportedKinds } from '../../schemes/solana/supported';
+import { supportedResponse } from '../../settle/supported';
 
 /** GET /v1/supported: public (no key), since it only describes the service. */
 export function registerSupportedRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   router.get('/v1/supported', (ctx) => {
-    ctx.body = { kinds: [...supportedKinds(deps.networks, deps.config.MAINNETS_ENABLED), ...solanaSupportedKinds(deps.config)] };
+    ctx.body = supportedResponse(deps);
   });
 }

@@ -4,6 +4,8 @@ import type { HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
 import { verifyPayment } from '../../schemes/registry';
+import { toV1Request, toV2Verify } from '../../settle/v2';
+import { isV2Body } from '../../x402/v2';
 
 /** Deprecated since 2026-01-01 (RFC 9745 form); settle is the successor. */
 const DEPRECATED_SINCE = '@1767225600';
@@ -24,9 +26,17 @@ export function registerVerifyRoutes(router: Router<HttpState>, deps: ServiceDep
     requireApiKey(deps),
     jsonBody(deps.config.BODY_LIMIT),
     async (ctx) => {
-      const out = await verifyPayment(deps, ctx.state.auth!, ctx.request.body);
+      if (!isV2Body(ctx.request.body)) {
+        const out = await verifyPayment(deps, ctx.state.auth!, ctx.request.body);
+        ctx.status = out.status;
+        ctx.body = out.body;
+        return;
+      }
+      // x402 v2: the same verification, asked and answered in v2's words.
+      const v1 = toV1Request(deps, ctx.request.body);
+      const out = v1.ok ? await verifyPayment(deps, ctx.state.auth!, v1.body) : { status: 400, body: { errorReason: v1.reason } };
       ctx.status = out.status;
-      ctx.body = out.body;
+      ctx.body = toV2Verify(out.body);
     },
   );
 }

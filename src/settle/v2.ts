@@ -1,0 +1,81 @@
+import type { ServiceDeps } from '../deps';
+import { solanaNetworks } from '../chains/solana/context';
+import { requestV2Schema, type RequestV2 } from '../x402/v2';
+import type { SettleResponse } from '../x402/schemas';
+
+/**
+ * x402 v2 at the edge: a v2 verify/settle request becomes the v1 request it stands for (same
+ * payment, same business key, so a v1 and a v2 request for one authorization land on one workflow),
+ * and the v1 answer goes back in v2's shape with CAIP-2 networks.
+ */
+
+type Deps = Pick<ServiceDeps, 'networks' | 'config'>;
+
+/** CAIP-2 id -> our network id (EVM table, then Solana), or undefined for a network we do not know. */
+export function networkOfCaip2(deps: Deps, caip2: string): string | undefined {
+  for (const n of deps.networks.values()) if (n.caip2 === caip2) return n.id;
+  for (const c of solanaNetworks(deps.config).values()) if (c.network.caip2 === caip2) return c.network.id;
+  return undefined;
+}
+
+/** Our network id -> its CAIP-2 id (the id itself when it has none). */
+export function caip2Of(deps: Deps, id: string): string {
+  const evm = deps.networks.get(id as never);
+  if (evm?.caip2) return evm.caip2;
+  return solanaNetworks(deps.config).get(id as never)?.network.caip2 ?? id;
+}
+
+export type V1Translation =
+  { ok: true; body: unknown; network: string } | { ok: false; reason: 'invalid_payload' | 'invalid_payment_requirements' };
+
+/** The v1 body of a v2 request. An unknown CAIP-2 network keeps its id, so the route answers `invalid_network`. */
+export function toV1Request(deps: Deps, raw: unknown): V1Translation {
+  const parsed = requestV2Schema.safeParse(raw);
+  if (!parsed.success) {
+    const onRequirements = parsed.error.issues.every((i) => i.path[0] === 'paymentRequirements');
+    return { ok: false, reason: onRequirements ? 'invalid_payment_requirements' : 'invalid_payload' };
+  }
+  const { paymentPayload: p, paymentRequirements: r }: RequestV2 = parsed.data;
+  const v1 = (caip2: string) => networkOfCaip2(deps, caip2) ?? caip2;
+  return {
+    ok: true,
+    network: r.network,
+    body: {
+      x402Version: 1,
+      paymentPayload: { x402Version: 1, scheme: p.accepted.scheme, network: v1(p.accepted.network), payload: p.payload },
+      paymentRequirements: {
+        scheme: r.scheme,
+        network: v1(r.network),
+        maxAmountRequired: r.amount,
+        resource: p.resource?.url ?? '',
+        description: p.resource?.description ?? '',
+        mimeType: p.resource?.mimeType ?? '',
+        payTo: r.payTo,
+        maxTimeoutSeconds: r.maxTimeoutSeconds,
+        asset: r.asset,
+        extra: r.extra ?? undefined,
+      },
+    },
+  };
+}
+
+/** A v1 settle response in v2's shape: CAIP-2 network, `payer`, the reason kept. */
+export function toV2Settle(deps: Deps, v1: SettleResponse, requestNetwork: string): Record<string, unknown> {
+  return {
+    success: v1.success,
+    ...(v1.errorReason ? { errorReason: v1.errorReason } : {}),
+    ...(v1.payer ? { payer: v1.payer } : {}),
+    transaction: v1.transaction,
+    network: v1.network ? caip2Of(deps, v1.network) : requestNetwork,
+  };
+}
+
+/** A v1 verify answer in v2's shape (`isValid`, `invalidReason`, `payer`); request errors keep `{errorReason}`. */
+export function toV2Verify(v1: Record<string, unknown>): Record<string, unknown> {
+  if (!('isValid' in v1)) return v1;
+  return {
+    isValid: v1.isValid,
+    ...(v1.invalidReason ? { invalidReason: v1.invalidReason } : {}),
+    ...(typeof v1.payer === 'string' && v1.payer ? { payer: v1.payer } : {}),
+  };
+}

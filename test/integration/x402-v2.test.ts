@@ -1,0 +1,177 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { createWalletClient, http, type Hex } from 'viem';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { request } from '../support/http';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * x402 v2 end to end (issue 13), real SDKs on both sides and no hand-built payloads: a seller built
+ * with `@x402/express` 2.x whose `x402ResourceServer` uses `HTTPFacilitatorClient` pointed at our
+ * API with its Bearer key, and a buyer on `@x402/fetch` 2.x with `@x402/evm`'s exact scheme, paying
+ * EIP-3009 `exact` on the devnet chain with the real chain id of base-sepolia (eip155:84532).
+ * CommonJS builds: required at run time (their declarations sit where this build does not look).
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+const express = require('express') as () => any;
+const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
+const { HTTPFacilitatorClient } = require('@x402/core/server');
+const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
+const { ExactEvmScheme: ExactEvmClient } = require('@x402/evm/exact/client');
+const { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } = require('@x402/fetch');
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+jest.setTimeout(120_000);
+
+const PRICE = 1_000_000n;
+const FEE_BPS = 100n; // the organization's platform fee: 1 %
+const NETWORK = 'eip155:84532';
+
+describe.each(DB_KINDS)('x402 v2 SDKs against our facilitator (%s)', (kind) => {
+  let h: SettleHarness;
+  let seller: Server;
+  let sellerUrl: string;
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, { relayerIndex: 1, platformFeeBps: Number(FEE_BPS) });
+    const facilitator = new HTTPFacilitatorClient({
+      url: `${h.api.baseUrl}/v1`,
+      createAuthHeaders: async () => {
+        const auth = { Authorization: `Bearer ${h.apiKey}` };
+        return { verify: auth, settle: auth, supported: auth };
+      },
+    });
+    const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmServer());
+    const app = express();
+    app.use(
+      paymentMiddleware(
+        {
+          'GET /weather': {
+            accepts: {
+              scheme: 'exact',
+              network: NETWORK,
+              // Our devnet USDC (the SDK's default asset table knows only the public one), paid to our facilitator contract.
+              price: { amount: PRICE.toString(), asset: h.stack.usdc, extra: { name: 'USDC', version: '2' } },
+              payTo: h.stack.facilitator,
+              maxTimeoutSeconds: 120,
+            },
+            description: 'weather report',
+          },
+        },
+        resourceServer,
+      ),
+    );
+    app.get('/weather', (_req: unknown, res: { json(b: unknown): void }) => res.json({ forecast: 'sunny' }));
+    seller = createServer(app);
+    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
+    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    seller?.closeAllConnections();
+    await new Promise((r) => seller?.close(r));
+    await h?.close();
+  });
+
+  /** A fresh buyer funded with 5 USDC, paying v2 `exact` on eip155:84532 only, with our devnet USDC allowed. */
+  async function newBuyer() {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({ account: TEST_ACCOUNTS.buyers[0], transport: http(h.stack.chains['base-sepolia'].rpcUrl) });
+    const hash = await funder.writeContract({
+      chain: null,
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [buyer.address, 5_000_000n],
+    });
+    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const client = new x402Client().register(NETWORK, new ExactEvmClient(buyer));
+    client.setSpendControls({ allowedAssets: [{ network: NETWORK, asset: h.stack.usdc }] });
+    const sent: Record<string, unknown>[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const headers = input instanceof Request ? input.headers : new Headers(init?.headers);
+      const signature = headers.get('payment-signature');
+      if (signature) sent.push(JSON.parse(Buffer.from(signature, 'base64').toString('utf8')));
+      return fetch(input, init);
+    };
+    return { buyer, pay: wrapFetchWithPayment(recording, client) as typeof fetch, sent };
+  }
+
+  test('GET /v1/supported lists v2 kinds with CAIP-2 networks, extensions and signers', async () => {
+    const res = await request('GET', `${h.api.baseUrl}/v1/supported`);
+    expect(res.status).toBe(200);
+    expect(res.body.kinds).toEqual(
+      expect.arrayContaining([
+        { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
+        { x402Version: 2, scheme: 'exact', network: NETWORK },
+        { x402Version: 2, scheme: 'upto', network: NETWORK },
+        { x402Version: 2, scheme: 'exact', network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', extra: { feePayer: expect.any(String) } },
+      ]),
+    );
+    expect(res.body.extensions).toEqual([]);
+    expect(res.body.signers['eip155:*']).toEqual([TEST_ACCOUNTS.relayers[1].address]);
+  });
+
+  test('a v2 buyer pays a v2 seller through us: exact balance deltas, PAYMENT-RESPONSE in v2 words', async () => {
+    const { buyer, pay, sent } = await newBuyer();
+    const before = { buyer: await h.balanceOf(buyer.address), payout: await h.balanceOf(h.payout), fee: await h.balanceOf(h.feeRecipient) };
+    const res = await pay(`${sellerUrl}/weather`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ forecast: 'sunny' });
+    const settled = decodePaymentResponseHeader(res.headers.get('payment-response')!);
+    expect(settled).toMatchObject({
+      success: true,
+      network: NETWORK,
+      payer: buyer.address,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    const fee = (PRICE * FEE_BPS) / 10_000n;
+    expect(await h.balanceOf(buyer.address)).toBe(before.buyer - PRICE);
+    expect(await h.balanceOf(h.payout)).toBe(before.payout + PRICE - fee);
+    expect(await h.balanceOf(h.feeRecipient)).toBe(before.fee + fee);
+
+    // The authorization the SDK signed is one settlement whoever asks, in either protocol version.
+    expect(sent).toHaveLength(1);
+    const payload = sent[0] as { payload: { authorization: { from: Hex; nonce: Hex } } };
+    const { from, nonce } = payload.payload.authorization;
+    expect(await h.settledEvents(from, nonce)).toBe(1);
+    const v2Again = await request('POST', `${h.api.baseUrl}/v1/settle`, {
+      json: { x402Version: 2, paymentPayload: sent[0], paymentRequirements: (sent[0] as { accepted: unknown }).accepted },
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+    expect(v2Again).toMatchObject({ status: 200, body: { success: true, transaction: settled.transaction, network: NETWORK } });
+    const described = await h.temporal.workflow.getHandle(settleWorkflowId('base-sepolia', from, nonce)).describe();
+    expect(described.status.name).toBe('COMPLETED');
+    expect(await h.settledEvents(from, nonce)).toBe(1);
+  });
+
+  test('v2 verify answers isValid and the payer; a bad v2 body is refused in v2 words', async () => {
+    const { buyer, pay, sent } = await newBuyer();
+    // A paid request first; then our verify on the payload the SDK signed for it.
+    const res = await pay(`${sellerUrl}/weather`);
+    expect(res.status).toBe(200);
+    const accepted = (sent[0] as { accepted: Record<string, unknown> }).accepted;
+    const verify = (json: unknown) =>
+      request('POST', `${h.api.baseUrl}/v1/verify`, { json, headers: { authorization: `Bearer ${h.apiKey}` } });
+    // Already settled: the nonce is used on chain.
+    expect(await verify({ x402Version: 2, paymentPayload: sent[0], paymentRequirements: accepted })).toMatchObject({
+      status: 200,
+      body: { isValid: false, invalidReason: 'invalid_exact_evm_payload_authorization_nonce_used', payer: buyer.address },
+    });
+    expect(await verify({ x402Version: 2, paymentPayload: sent[0], paymentRequirements: { ...accepted, amount: 'lots' } })).toMatchObject({
+      status: 400,
+      body: { errorReason: 'invalid_payment_requirements' },
+    });
+    const settle = await request('POST', `${h.api.baseUrl}/v1/settle`, {
+      json: { x402Version: 2, paymentPayload: { x402Version: 2 }, paymentRequirements: accepted },
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+    expect(settle).toMatchObject({
+      status: 400,
+      body: { success: false, errorReason: 'invalid_payload', transaction: '', network: NETWORK },
+    });
+  });
+});
