@@ -71,6 +71,7 @@ export const apiKeyRecordSchema = sameType<ApiKeyRecord>()(
     created_at: isoDate,
     updated_at: isoDate,
     last_used_at: isoDate.nullable(),
+    expires_at: isoDate.optional().describe('only for keys created with expires_in_days: after it the key answers 403'),
   }),
 );
 
@@ -84,6 +85,7 @@ export const createdApiKeySchema = sameType<CreatedApiKey>()(
     test_net: z.boolean(),
     created_at: isoDate,
     updated_at: isoDate,
+    expires_at: isoDate.optional().describe('when created with expires_in_days'),
   }),
 );
 

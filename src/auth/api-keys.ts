@@ -10,6 +10,13 @@ import { digestsEqual, generateApiKey, hashApiKey, isPublicApiKey } from './api-
 export const createApiKeyBody = z.strictObject({
   name: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
   test_net: z.boolean({ error: 'must be a boolean' }),
+  /** Optional (our extension): the key stops working this many days after creation (403 "API key expired"). */
+  expires_in_days: z
+    .number({ error: 'must be a number' })
+    .int('must be a whole number')
+    .min(1, 'must be at least 1')
+    .max(3650, 'must be at most 3650')
+    .optional(),
 });
 export type CreateApiKeyInput = z.infer<typeof createApiKeyBody>;
 
@@ -23,6 +30,8 @@ export interface ApiKeyRecord {
   created_at: string;
   updated_at: string;
   last_used_at: string | null;
+  /** Present when the key was created with `expires_in_days`. */
+  expires_at?: string;
 }
 
 /** The create response: the only time the full public key and the secret are ever shown. */
@@ -35,6 +44,7 @@ export interface CreatedApiKey {
   test_net: boolean;
   created_at: string;
   updated_at: string;
+  expires_at?: string;
 }
 
 const iso = (d: Date | null | undefined) => (d ? new Date(d).toISOString() : null);
@@ -49,12 +59,14 @@ export function toApiKeyRecord(row: ApiKey): ApiKeyRecord {
     created_at: iso(row.createdAt)!,
     updated_at: iso(row.updatedAt)!,
     last_used_at: iso(row.lastUsedAt),
+    ...(row.expiresAt ? { expires_at: iso(row.expiresAt)! } : {}),
   };
 }
 
 export async function createApiKey(em: EntityManager, organizationId: string, input: CreateApiKeyInput): Promise<CreatedApiKey> {
   const key = generateApiKey(input.test_net);
   const now = new Date();
+  const expiresAt = input.expires_in_days ? new Date(now.getTime() + input.expires_in_days * 86_400_000) : null;
   const row = em.create(ApiKey, {
     id: randomUUID(),
     organizationId,
@@ -67,6 +79,7 @@ export async function createApiKey(em: EntityManager, organizationId: string, in
     updatedAt: now,
     lastUsedAt: null,
     revokedAt: null,
+    expiresAt,
   });
   await em.persistAndFlush(row);
   return {
@@ -78,6 +91,7 @@ export async function createApiKey(em: EntityManager, organizationId: string, in
     test_net: row.testNet,
     created_at: now.toISOString(),
     updated_at: now.toISOString(),
+    ...(expiresAt ? { expires_at: expiresAt.toISOString() } : {}),
   };
 }
 
@@ -119,6 +133,7 @@ export async function authenticateApiKey(em: EntityManager, presented: string, n
   // database compares strings.
   if (!row || !digestsEqual(hash, row.publicKeyHash)) throw new ApiError(401, 'unknown API key');
   if (row.revokedAt) throw new ApiError(403, 'API key revoked');
+  if (row.expiresAt && new Date(row.expiresAt) <= now) throw new ApiError(403, 'API key expired');
   // Bookkeeping must never fail the request it describes (e.g. a busy database).
   await recordApiKeyUse(em, row, now).catch(() => undefined);
   return { apiKeyId: row.id, organizationId: row.organizationId, testNet: row.testNet };

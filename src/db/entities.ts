@@ -32,6 +32,8 @@ export class ApiKey {
   updatedAt: Date = new Date();
   lastUsedAt?: Date | null;
   revokedAt?: Date | null;
+  /** Optional end of validity: after it the key answers 403 (spec "revoked or expired"). */
+  expiresAt?: Date | null;
 }
 
 /** A SIWE nonce handed out by the server; single-use (usedAt set atomically on sign-in). */
@@ -151,6 +153,7 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
     ...timestamps,
     lastUsedAt: { type: 'datetime', nullable: true },
     revokedAt: { type: 'datetime', nullable: true },
+    expiresAt: { type: 'datetime', nullable: true },
   },
 });
 

@@ -3,7 +3,7 @@ import { PERMIT2_SETTLE_REASON_STATUS } from '../schemes/permit2/reasons';
 /**
  * x402 v1 `errorReason` / `invalidReason` strings we emit on the settle path, with the HTTP status
  * the settle endpoint answers for each (the spec leaves non-batched statuses to us; see
- * docs/decisions.md "Settle status codes").
+ * docs/decisions.md, "Settlement: POST /v1/settle, EIP-3009 same-chain", the order-of-checks table).
  */
 export const SETTLE_REASON_STATUS = {
   invalid_payload: 400,

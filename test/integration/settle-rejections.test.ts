@@ -3,6 +3,7 @@ import { createWalletClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { tokenAbi } from '../../src/chains/evm/abi';
+import { ApiKey } from '../../src/db/entities';
 import { SETTLEMENT_REJECTED } from '../../src/settle/types';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { settlementWorkflow } from '../../workflows/settlement';
@@ -257,6 +258,31 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
         status: 403,
         body: { type: 'api_error', code: 403, message: 'API key revoked' },
       });
+    });
+
+    test('a key created with expires_in_days works until then, and past it -> 403 "API key expired" (issue 14)', async () => {
+      const created = await request('POST', `${h.api.baseUrl}/v1/api_keys`, {
+        cookie: h.cookie,
+        json: { name: 'expiring', test_net: true, expires_in_days: 30 },
+      });
+      expect(created.status).toBe(201);
+      const expiresAt = Date.parse(created.body.expires_at);
+      expect(Math.abs(expiresAt - (Date.parse(created.body.created_at) + 30 * 86_400_000))).toBeLessThan(1000);
+      const listed = await request('GET', `${h.api.baseUrl}/v1/api_keys/${created.body.id}`, { cookie: h.cookie });
+      expect(listed.body.expires_at).toBe(created.body.expires_at);
+      const bearer = { authorization: `Bearer ${created.body.api_key}` };
+      expect((await h.settle({}, bearer)).status).toBe(400); // authenticated, then refused for its body
+      await h.tdb.db.em.fork().nativeUpdate(ApiKey, { id: created.body.id }, { expiresAt: new Date(Date.now() - 1000) });
+      const res = await h.settle(await pay(), bearer);
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 403,
+        body: { type: 'api_error', code: 403, message: 'API key expired' },
+      });
+      const bad = await request('POST', `${h.api.baseUrl}/v1/api_keys`, {
+        cookie: h.cookie,
+        json: { name: 'x', test_net: true, expires_in_days: 0 },
+      });
+      expect(bad.status).toBe(400);
     });
 
     test('a test key on a mainnet network and a live key on a testnet -> 403 envelope', async () => {
