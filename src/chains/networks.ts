@@ -146,7 +146,7 @@ export interface EvmNetwork {
   rpcUrls: string[];
   /** The smallest payment we pay gas to settle (atomic units; `MIN_SETTLE_AMOUNT_<NET>`). */
   minSettleAmount: bigint;
-  /** Settlement works here: chain id, RPC, facilitator and USDC are all known. */
+  /** Settlement works here: chain id, RPC, facilitator and USDC (not needed on permit-only networks) are all known. */
   enabled: boolean;
 }
 
@@ -257,7 +257,9 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       permitOnly: s.permitOnly ?? false,
       rpcUrls,
       minSettleAmount: minSettleAmount(env, id, s.testnet),
-      enabled: chainId !== undefined && rpcUrls.length > 0 && facilitator !== undefined,
+      // Settlement needs the token too: without USDC every exact/upto payment would fail, so /v1/supported
+      // must not list it (the permit endpoint names its token per request).
+      enabled: chainId !== undefined && rpcUrls.length > 0 && facilitator !== undefined && (usdc !== undefined || (s.permitOnly ?? false)),
     });
   }
   return table;

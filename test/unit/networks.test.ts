@@ -247,6 +247,7 @@ describe('buildNetworkTable env overrides', () => {
     const table = buildNetworkTable({
       CHAIN_ID_TEMPO: '4217',
       RPC_URLS_TEMPO: 'https://tempo.example/rpc',
+      USDC_ADDRESS_TEMPO: '0x7777777777777777777777777777777777777777',
       FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
       CHAIN_ID_BASE_SEPOLIA: '31337',
     });

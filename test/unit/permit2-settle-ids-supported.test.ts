@@ -43,6 +43,7 @@ describe('supportedKinds', () => {
       RPC_URLS_BASE_SEPOLIA: 'none',
       RPC_URLS_OPTIMISM_SEPOLIA: 'none',
       RPC_URLS_BSC: 'http://127.0.0.1:9999',
+      USDC_ADDRESS_BSC: '0x7777777777777777777777777777777777777777',
       FACILITATOR_ADDRESS_MAINNET: '0x4444444444444444444444444444444444444444',
       RPC_URLS_FLUENT_TESTNET: 'http://127.0.0.1:9998',
       FACILITATOR_ADDRESS_FLUENT: '0x5555555555555555555555555555555555555555',
@@ -53,5 +54,20 @@ describe('supportedKinds', () => {
       { x402Version: 1, scheme: 'upto', network: 'bsc' },
     ]);
     expect(supportedKinds(gate(table, false))).toEqual([]);
+  });
+
+  test('a network without a USDC address is not enabled, so no kind is ever listed that could not settle (issue 14)', () => {
+    const table = buildNetworkTable({
+      RPC_URLS_BASE_SEPOLIA: 'none',
+      RPC_URLS_OPTIMISM_SEPOLIA: 'none',
+      RPC_URLS_BSC: 'http://127.0.0.1:9999',
+      RPC_URLS_UNICHAIN: 'http://127.0.0.1:9997',
+      FACILITATOR_ADDRESS_MAINNET: '0x4444444444444444444444444444444444444444',
+    });
+    expect([table.get('bsc')!.enabled, table.get('unichain')!.enabled]).toEqual([false, false]);
+    expect(supportedKinds(gate(table, true))).toEqual([]);
+    // Every listed kind is on a network with everything its route needs.
+    for (const n of buildNetworkTable({}).values())
+      if (n.enabled && !n.permitOnly) expect([n.id, n.usdc]).toEqual([n.id, expect.stringMatching(/^0x/)]);
   });
 });

@@ -137,7 +137,11 @@ describe('verifyExactEvm: each rule', () => {
   });
 
   test('unsupported_scheme: permit2-only network (bsc enabled through env)', async () => {
-    const bsc = buildNetworkTable({ RPC_URLS_BSC: 'http://127.0.0.1:1', FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR }).get('bsc')!;
+    const bsc = buildNetworkTable({
+      RPC_URLS_BSC: 'http://127.0.0.1:1',
+      FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
+      USDC_ADDRESS_BSC: '0x7777777777777777777777777777777777777777',
+    }).get('bsc')!;
     expect(bsc.enabled).toBe(true);
     expect(bsc.permit2Only).toBe(true);
     const p = await pay({}, bsc);
@@ -181,15 +185,15 @@ describe('verifyExactEvm: each rule', () => {
     notCalled(reads);
   });
 
-  test('asset_mismatch: enabled network without a known USDC (unichain)', async () => {
+  test('invalid_network: a network without a known USDC is not enabled (unichain), even with RPC and facilitator', async () => {
     const unichain = buildNetworkTable({
       RPC_URLS_UNICHAIN: 'http://127.0.0.1:1',
       FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
     }).get('unichain')!;
-    expect(unichain.enabled).toBe(true);
+    expect(unichain.enabled).toBe(false);
     expect(unichain.usdc).toBeUndefined();
     const p = await pay({}, unichain);
-    await expect(verify(p, fakeReads(), { network: unichain })).resolves.toEqual(invalid('invalid_exact_evm_payload_asset_mismatch'));
+    await expect(verify(p, fakeReads(), { network: unichain })).resolves.toEqual(invalid('invalid_network'));
   });
 
   test.each<[string, unknown]>([
