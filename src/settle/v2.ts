@@ -1,7 +1,7 @@
 import type { ServiceDeps } from '../deps';
 import { solanaNetworks } from '../chains/solana/context';
-import { requestV2Schema, type RequestV2 } from '../x402/v2';
-import type { SettleResponse } from '../x402/schemas';
+import { paymentPayloadV2Schema, requestV2Schema, type RequestV2 } from '../x402/v2';
+import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 
 /**
  * x402 v2 at the edge: a v2 verify/settle request becomes the v1 request it stands for (same
@@ -79,3 +79,46 @@ export function toV2Verify(v1: Record<string, unknown>): Record<string, unknown>
     ...(typeof v1.payer === 'string' && v1.payer ? { payer: v1.payer } : {}),
   };
 }
+
+const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64');
+
+/**
+ * Our own paid routes (chat, media, top-up) speak v2 too: `PAYMENT-REQUIRED` carries the v2
+ * `PaymentRequired` of the v1 challenge (next to the v1 body), a `PAYMENT-SIGNATURE` payment is
+ * read as the v1 `X-PAYMENT` it stands for, and `PAYMENT-RESPONSE` answers it.
+ */
+export function paymentRequiredHeader(deps: Deps, error: string, r: PaymentRequirements): string {
+  return b64({
+    x402Version: 2,
+    error,
+    resource: { url: r.resource, description: r.description, mimeType: r.mimeType },
+    accepts: [
+      {
+        scheme: r.scheme,
+        network: caip2Of(deps, r.network),
+        asset: r.asset,
+        amount: r.maxAmountRequired,
+        payTo: r.payTo,
+        maxTimeoutSeconds: r.maxTimeoutSeconds,
+        extra: r.extra ?? {},
+      },
+    ],
+  });
+}
+
+/** The v1 `X-PAYMENT` value of a v2 `PAYMENT-SIGNATURE` (undefined when it is not a v2 payment payload). */
+export function xPaymentOfSignature(deps: Deps, header: string): string | undefined {
+  let json: unknown;
+  try {
+    json = JSON.parse(Buffer.from(header.trim(), 'base64').toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  const parsed = paymentPayloadV2Schema.safeParse(json);
+  if (!parsed.success) return undefined;
+  const { accepted, payload } = parsed.data;
+  return b64({ x402Version: 1, scheme: accepted.scheme, network: networkOfCaip2(deps, accepted.network) ?? accepted.network, payload });
+}
+
+/** `PAYMENT-RESPONSE`: the v2 settle response, base64. */
+export const paymentResponseV2Header = (deps: Deps, v1: SettleResponse) => b64(toV2Settle(deps, v1, v1.network));

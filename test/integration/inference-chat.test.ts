@@ -17,6 +17,7 @@ import { exactPayment } from '../support/payments';
 import { waitForReceipt } from '../support/evm';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { readStackInfo } from '../support/stack-info';
+import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
 
 /**
  * Paid inference end to end on the real stack: the devnet provider doubles (OpenAI-compatible
@@ -201,6 +202,56 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
     expect(bad.status).toBe(402);
     expect(bad.body.error).toMatch(/^X-PAYMENT is not an x402 v1 exact EVM payment payload/);
     expect(bad.body.accepts).toHaveLength(1);
+  });
+
+  test('x402 v2: the 402 carries PAYMENT-REQUIRED; @x402/fetch 2.x pays with PAYMENT-SIGNATURE and gets PAYMENT-RESPONSE (issue 13)', async () => {
+    const bare = await fetch(chatUrl, chatInit('hi'));
+    expect(bare.status).toBe(402);
+    expect(JSON.parse(Buffer.from(bare.headers.get('payment-required')!, 'base64').toString('utf8'))).toEqual({
+      x402Version: 2,
+      error: 'X-PAYMENT header is required',
+      resource: {
+        url: chatUrl,
+        description: 'Chat completion (modelserver:24B), streamed as server-sent events',
+        mimeType: 'text/event-stream',
+      },
+      accepts: [
+        {
+          scheme: 'exact',
+          network: 'eip155:84532',
+          asset: stack.usdc,
+          amount: PRICE.toString(),
+          payTo: stack.facilitator,
+          maxTimeoutSeconds: 120,
+          extra: { name: 'USDC', version: '2' },
+        },
+      ],
+    });
+    const v2Buyer = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({ account: buyer, chain: devnetBaseSepolia(), transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const hash = await funder.writeContract({
+      address: stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [v2Buyer.address, 1_000_000n],
+    });
+    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const { pay, sent } = v2Payer(v2Buyer, 'eip155:84532', stack.usdc);
+    const [buyerBefore, revenueBefore] = [await h.balanceOf(v2Buyer.address), await h.balanceOf(revenue)];
+    const res = await pay(chatUrl, chatInit(`a v2 question on ${kind}`));
+    expect(res.status).toBe(200);
+    expect(parseSse(await res.text()).data.at(-1)).toBe('[DONE]');
+    expect(sent).toHaveLength(1);
+    expect(decodePaymentResponseHeader(res.headers.get('payment-response')!)).toMatchObject({
+      success: true,
+      network: 'eip155:84532',
+      payer: v2Buyer.address,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    expect(await h.balanceOf(v2Buyer.address)).toBe(buyerBefore - PRICE);
+    expect(await h.balanceOf(revenue)).toBe(revenueBefore + PRICE);
+    const a = sent[0].payload.authorization;
+    await waitForCharge(chatChargeId('base-sepolia', a.from, a.nonce), 'delivered', 10_000);
   });
 
   test('x402-fetch pays, reads the whole stream, and a replay of its X-PAYMENT is not charged again', async () => {

@@ -8,6 +8,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
 
 /**
  * x402 v2 end to end (issue 13), real SDKs on both sides and no hand-built payloads: a seller built
@@ -21,8 +22,6 @@ const express = require('express') as () => any;
 const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
 const { HTTPFacilitatorClient } = require('@x402/core/server');
 const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
-const { ExactEvmScheme: ExactEvmClient } = require('@x402/evm/exact/client');
-const { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } = require('@x402/fetch');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
 jest.setTimeout(120_000);
@@ -88,16 +87,7 @@ describe.each(DB_KINDS)('x402 v2 SDKs against our facilitator (%s)', (kind) => {
       args: [buyer.address, 5_000_000n],
     });
     await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
-    const client = new x402Client().register(NETWORK, new ExactEvmClient(buyer));
-    client.setSpendControls({ allowedAssets: [{ network: NETWORK, asset: h.stack.usdc }] });
-    const sent: Record<string, unknown>[] = [];
-    const recording: typeof fetch = async (input, init) => {
-      const headers = input instanceof Request ? input.headers : new Headers(init?.headers);
-      const signature = headers.get('payment-signature');
-      if (signature) sent.push(JSON.parse(Buffer.from(signature, 'base64').toString('utf8')));
-      return fetch(input, init);
-    };
-    return { buyer, pay: wrapFetchWithPayment(recording, client) as typeof fetch, sent };
+    return { buyer, ...v2Payer(buyer, NETWORK, h.stack.usdc) };
   }
 
   test('GET /v1/supported lists v2 kinds with CAIP-2 networks, extensions and signers', async () => {

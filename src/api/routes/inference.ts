@@ -8,6 +8,7 @@ import { InferenceCharge } from '../../db/entities';
 import { inferenceConfig } from '../../inference/config';
 import { registryFor, ProvidersUnavailable } from '../../inference/providers';
 import { chatRequirements, challengeBody, paymentResponseHeader } from '../../inference/challenge';
+import { paymentRequiredHeader, paymentResponseV2Header, xPaymentOfSignature } from '../../settle/v2';
 import { payForChat, startRefund } from '../../inference/chat-payment';
 import { openReply, relay } from '../../inference/chat-stream';
 import { ProviderFailure } from '../../inference/upstream';
@@ -112,12 +113,17 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
         return;
       }
       const requirements = chatRequirements(c, network, `${deps.config.publicUrl}/v1/inference/chat`, model.id);
-      const header = ctx.get('X-PAYMENT');
-      if (!header) {
+      // x402 v1 sends X-PAYMENT; v2 sends PAYMENT-SIGNATURE, read as the v1 payment it stands for.
+      const signature = ctx.get('PAYMENT-SIGNATURE');
+      const v2 = !ctx.get('X-PAYMENT') && signature !== '';
+      const header = v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : ctx.get('X-PAYMENT');
+      const challenge = (error: string) => {
         ctx.status = 402;
-        ctx.body = challengeBody('X-PAYMENT header is required', requirements);
-        return;
-      }
+        ctx.set('PAYMENT-REQUIRED', paymentRequiredHeader(deps, error, requirements));
+        ctx.set('Access-Control-Expose-Headers', 'PAYMENT-REQUIRED');
+        ctx.body = challengeBody(error, requirements);
+      };
+      if (!header) return challenge('X-PAYMENT header is required');
 
       const started = performance.now();
       const paid = await payForChat(deps, c, network, requirements, { header, model: model.id, requestId: ctx.state.requestId });
@@ -125,14 +131,16 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
       const outcome = paid.ok ? 'success' : paid.status === 503 ? 'settlement_pending' : paid.error;
       deps.metrics?.settlement('chat', network.id, outcome, (performance.now() - started) / 1000);
       if (!paid.ok) {
+        if (paid.status === 402) return challenge(paid.error);
         ctx.status = paid.status;
         if (paid.retryAfter) ctx.set('Retry-After', String(paid.retryAfter));
-        ctx.body = paid.status === 402 ? challengeBody(paid.error, requirements) : { error: paid.error };
+        ctx.body = { error: paid.error };
         return;
       }
       const { charge } = paid;
       ctx.set('X-PAYMENT-RESPONSE', paymentResponseHeader(charge.settleResponse));
-      ctx.set('Access-Control-Expose-Headers', 'X-PAYMENT-RESPONSE');
+      if (v2) ctx.set('PAYMENT-RESPONSE', paymentResponseV2Header(deps, charge.settleResponse));
+      ctx.set('Access-Control-Expose-Headers', v2 ? 'X-PAYMENT-RESPONSE, PAYMENT-RESPONSE' : 'X-PAYMENT-RESPONSE');
 
       const em = deps.db.em.fork();
       const setCharge = (state: string) =>
