@@ -19,6 +19,8 @@ import {
 } from '../support/media-harness';
 import { fingerprintOf } from '../../src/media/requests';
 import { readStackInfo } from '../support/stack-info';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
 
 /**
  * Media generation end to end on the real stack: the media provider double (real PNGs, asynchronous
@@ -173,6 +175,35 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     expect(other.status).toBe(409);
     expect(other.body).toEqual({ error: 'idempotency_key_reused', message: 'this Idempotency-Key was used for a different request' });
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2n * IMAGE_PRICE);
+  });
+
+  test('x402 v2: @x402/fetch 2.x pays an image with PAYMENT-SIGNATURE and gets PAYMENT-RESPONSE (issue 13)', async () => {
+    const v2Buyer = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({ account: buyer, transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const hash = await funder.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [v2Buyer.address, IMAGE_PRICE],
+    });
+    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const revenueBefore = await h.balanceOf(revenue);
+    const { pay, sent } = v2Payer(v2Buyer, 'eip155:84532', stack.usdc);
+    const res = await pay(imagesUrl(), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'Idempotency-Key': key('v2') },
+      body: JSON.stringify({ prompt: 'a v2 picture' }),
+    });
+    expect(res.status).toBe(200);
+    expect(sent).toHaveLength(1);
+    expect(decodePaymentResponseHeader(res.headers.get('payment-response')!)).toMatchObject({
+      success: true,
+      network: 'eip155:84532',
+      payer: v2Buyer.address.toLowerCase(), // media records the buyer lower-case, as its v1 X-PAYMENT-RESPONSE does
+    });
+    expect(await h.balanceOf(v2Buyer.address)).toBe(0n);
+    expect(await h.balanceOf(revenue)).toBe(revenueBefore + IMAGE_PRICE);
   });
 
   test('the same key sent twice at once with two payments is charged once', async () => {

@@ -9,6 +9,7 @@ import { InferenceCharge } from '../../db/entities';
 import { MediaAsset, MediaJob } from '../../db/media';
 import { decodePaymentHeader } from '../../inference/chat-payment';
 import { challengeBody, paymentResponseHeader } from '../../inference/challenge';
+import { paymentRequiredHeader, paymentResponseV2Header, xPaymentOfSignature } from '../../settle/v2';
 import { verifyBuyerRequest } from '../../media/buyer-auth';
 import { mediaConfig, MEDIA_KINDS, type MediaKind } from '../../media/config';
 import { decodeCursor, encodeCursor } from '../../media/cursor';
@@ -94,16 +95,23 @@ export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps
 
       const price = priceOf(c, route, body);
       const requirements = mediaRequirements(deps, c, network, route, price, `${deps.config.publicUrl}${path}`);
-      const header = ctx.get('X-PAYMENT');
-      if (!header) return answer(ctx, 402, challengeBody('X-PAYMENT header is required', requirements));
+      // x402 v1 sends X-PAYMENT; v2 sends PAYMENT-SIGNATURE, read as the v1 payment it stands for.
+      const signature = ctx.get('PAYMENT-SIGNATURE');
+      const v2 = !ctx.get('X-PAYMENT') && signature !== '';
+      const header = v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : ctx.get('X-PAYMENT');
+      const challenge = (error: string) => {
+        ctx.set('PAYMENT-REQUIRED', paymentRequiredHeader(deps, error, requirements));
+        ctx.set('Access-Control-Expose-Headers', 'PAYMENT-REQUIRED');
+        return answer(ctx, 402, challengeBody(error, requirements));
+      };
+      if (!header) return challenge('X-PAYMENT header is required');
       const decoded = decodePaymentHeader(header);
-      if ('error' in decoded) return answer(ctx, 402, challengeBody(decoded.error!, requirements));
+      if ('error' in decoded) return challenge(decoded.error!);
       const payload = decoded.payload;
-      if (payload.network !== network.id)
-        return answer(ctx, 402, challengeBody(`network ${payload.network} is not accepted; pay on ${network.id}`, requirements));
+      if (payload.network !== network.id) return challenge(`network ${payload.network} is not accepted; pay on ${network.id}`);
       // The payment's signature binds the buyer (and so the idempotency key) before any row or workflow.
       const offChain = await checkWithoutChain({ network: network.id, paymentPayload: payload, paymentRequirements: requirements }, deps);
-      if (!offChain.isValid) return answer(ctx, 402, challengeBody(offChain.invalidReason, requirements));
+      if (!offChain.isValid) return challenge(offChain.invalidReason);
       const auth = payload.payload.authorization;
       const buyer = auth.from.toLowerCase();
 
@@ -139,16 +147,15 @@ export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps
       const reload = () => deps.db.em.fork().findOne(MediaJob, { id: job.id });
       const rejected = async () => {
         const j = await reload();
-        return answer(ctx, 402, challengeBody(j?.error ?? 'payment rejected', requirements));
+        return challenge(j?.error ?? 'payment rejected');
       };
       const paymentHeader = async () => {
         const charge = await deps.db.em.fork().findOne(InferenceCharge, { id: job.chargeId });
         if (charge?.settlementTx) {
-          ctx.set(
-            'X-PAYMENT-RESPONSE',
-            paymentResponseHeader({ success: true, transaction: charge.settlementTx, network: job.network, payer: job.buyer }),
-          );
-          ctx.set('Access-Control-Expose-Headers', 'X-PAYMENT-RESPONSE, X-Media-Job-Id');
+          const settled = { success: true, transaction: charge.settlementTx, network: job.network, payer: job.buyer };
+          ctx.set('X-PAYMENT-RESPONSE', paymentResponseHeader(settled));
+          if (v2) ctx.set('PAYMENT-RESPONSE', paymentResponseV2Header(deps, settled));
+          ctx.set('Access-Control-Expose-Headers', `X-PAYMENT-RESPONSE, ${v2 ? 'PAYMENT-RESPONSE, ' : ''}X-Media-Job-Id`);
         }
         return charge;
       };
