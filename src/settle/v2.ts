@@ -87,22 +87,22 @@ const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('bas
  * `PaymentRequired` of the v1 challenge (next to the v1 body), a `PAYMENT-SIGNATURE` payment is
  * read as the v1 `X-PAYMENT` it stands for, and `PAYMENT-RESPONSE` answers it.
  */
-export function paymentRequiredHeader(deps: Deps, error: string, r: PaymentRequirements): string {
+export function paymentRequiredHeader(deps: Deps, error: string, accepts: PaymentRequirements | PaymentRequirements[]): string {
+  const all = Array.isArray(accepts) ? accepts : [accepts];
+  const r = all[0];
   return b64({
     x402Version: 2,
     error,
     resource: { url: r.resource, description: r.description, mimeType: r.mimeType },
-    accepts: [
-      {
-        scheme: r.scheme,
-        network: caip2Of(deps, r.network),
-        asset: r.asset,
-        amount: r.maxAmountRequired,
-        payTo: r.payTo,
-        maxTimeoutSeconds: r.maxTimeoutSeconds,
-        extra: r.extra ?? {},
-      },
-    ],
+    accepts: all.map((a) => ({
+      scheme: a.scheme,
+      network: caip2Of(deps, a.network),
+      asset: a.asset,
+      amount: a.maxAmountRequired,
+      payTo: a.payTo,
+      maxTimeoutSeconds: a.maxTimeoutSeconds,
+      extra: a.extra ?? {},
+    })),
   });
 }
 

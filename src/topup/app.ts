@@ -8,6 +8,8 @@ import { refuseNulInUrl } from '../http/nul-bytes';
 import { securityHeaders } from '../http/security-headers';
 import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
+import { paymentRequiredHeader, paymentResponseV2Header, xPaymentOfSignature } from '../settle/v2';
+import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';
 import type { HttpState } from '../http/context';
 import { TopUp } from '../db/entities';
@@ -134,8 +136,25 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
         ctx,
         topupError('invalid_request', `invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`),
       );
-    const payment = ctx.get('x-payment');
-    send(ctx, await postTopup(deps, { body: parsed.data, payment: payment === '' ? undefined : payment, requestId: ctx.state.requestId }));
+    // x402 v1 sends X-PAYMENT; v2 sends PAYMENT-SIGNATURE, read as the v1 payment it stands for.
+    const signature = ctx.get('payment-signature');
+    const v2 = !ctx.get('x-payment') && signature !== '';
+    const payment = v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : ctx.get('x-payment');
+    const reply = await postTopup(deps, {
+      body: parsed.data,
+      payment: payment === '' ? undefined : payment,
+      requestId: ctx.state.requestId,
+    });
+    const body = reply.body as { error?: string; accepts?: PaymentRequirements[] };
+    if (reply.status === 402 && body.accepts?.length) {
+      reply.headers = { ...reply.headers, 'PAYMENT-REQUIRED': paymentRequiredHeader(deps, body.error ?? '', body.accepts) };
+    }
+    const v1Response = reply.headers?.['X-PAYMENT-RESPONSE'];
+    if (v2 && v1Response) {
+      const settled = JSON.parse(Buffer.from(v1Response, 'base64').toString('utf8')) as SettleResponse;
+      reply.headers = { ...reply.headers, 'PAYMENT-RESPONSE': paymentResponseV2Header(deps, settled) };
+    }
+    send(ctx, reply);
   });
 
   app.use(router.routes());

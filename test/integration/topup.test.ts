@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { Hex } from 'viem';
+import type { Address, Hex } from 'viem';
 import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
 import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
@@ -25,6 +25,7 @@ import { facilitatorAbi } from '../../src/chains/evm/abi';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { DB_KINDS } from '../support/db';
+import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { refundOwed } from '../../activities/topup-refund';
@@ -621,6 +622,46 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
       type: 'RefundNotOwed',
       message: expect.stringContaining('it is not the top-up of this authorization'),
     });
+  });
+
+  test('x402 v2: PAYMENT-REQUIRED on the 402; @x402/fetch 2.x pays with PAYMENT-SIGNATURE and gets PAYMENT-RESPONSE (issue 13)', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const bare = await fetch(`${h.url}/v1/demo-merchant/topups`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: '2500000' }),
+    });
+    expect(bare.status).toBe(402);
+    const required = JSON.parse(Buffer.from(bare.headers.get('payment-required')!, 'base64').toString('utf8'));
+    const v1 = (await bare.json()) as { accepts: { network: string; asset: string; maxAmountRequired: string; payTo: string }[] };
+    expect(required).toMatchObject({ x402Version: 2, error: 'X-PAYMENT header is required' });
+    expect(required.accepts).toHaveLength(v1.accepts.length);
+    const onBase = required.accepts.find((a: { network: string }) => a.network === 'eip155:8453');
+    const v1Base = v1.accepts.find((a) => a.network === 'base')!;
+    expect(onBase).toMatchObject({ scheme: 'exact', asset: v1Base.asset, amount: v1Base.maxAmountRequired, payTo: v1Base.payTo });
+
+    const { pay, sent } = v2Payer(payer, 'eip155:8453', v1Base.asset as Address);
+    const res = await pay(`${h.url}/v1/demo-merchant/topups`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ amount: '2500000' }),
+    });
+    expect(res.status).toBe(200);
+    expect(sent).toHaveLength(1);
+    const body = (await res.json()) as any;
+    expect(body).toMatchObject({
+      success: true,
+      state: 'deposited',
+      payer: payer.address,
+      grossAmount: '2500000',
+      netAmount: net(2_500_000n).toString(),
+    });
+    expect(decodePaymentResponseHeader(res.headers.get('payment-response')!)).toMatchObject({
+      success: true,
+      transaction: body.settlementTx,
+      network: 'eip155:8453',
+    });
+    expect(await h.merchantBalance(payer.address)).toBe(net(2_500_000n));
   });
 
   test('x402-fetch (v1 client) pays the 402 challenge with a viem account and gets the deposited top-up', async () => {
