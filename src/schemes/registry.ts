@@ -50,7 +50,7 @@ export function routeOf(networks: NetworkTable, body: unknown): SettleRoute | un
 export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const started = performance.now();
   const route = routeOf(deps.networks, req.body);
-  const { status, body } = route && belowMinimum(deps, req.auth, req.body) ? tooLow(req.body) : await (route ?? FALLBACK).settle(deps, req);
+  const { status, body } = route && belowMinimum(deps, req.auth, req.body, route.route) ? tooLow(req.body) : await (route ?? FALLBACK).settle(deps, req);
   const outcome = body.success ? 'success' : (body.errorReason ?? 'unknown');
   deps.metrics?.settlement(route?.route ?? 'unknown', body.network, outcome, (performance.now() - started) / 1000);
   return { status, body };
@@ -69,6 +69,6 @@ const VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain']);
 export async function verifyPayment(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply> {
   const route = routeOf(deps.networks, body) ?? FALLBACK;
   if (!VERIFIED_ROUTES.has(route.route)) return verifyRefusal(auth, 'unsupported_scheme');
-  if (belowMinimum(deps, auth, body)) return verifyRefusal(auth, 'amount_too_low');
+  if (belowMinimum(deps, auth, body, route.route)) return verifyRefusal(auth, 'amount_too_low');
   return route.verify(deps, auth, body);
 }

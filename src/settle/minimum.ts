@@ -10,7 +10,13 @@ import type { ServiceDeps } from '../deps';
  * Bodies whose network or amount do not parse, and networks this caller may not use here (not
  * enabled, mainnet switch, key mode), are left to the route, whose refusal comes first in the spec.
  */
-export function belowMinimum(deps: Pick<ServiceDeps, 'networks' | 'config'>, auth: AuthContext, body: unknown): boolean {
+/**
+ * Batched nanopayments are settled by the upstream gateway in batches, so no payment costs us gas on
+ * its own: the spec's minimum (1 base unit, "Minimum batched payment") applies instead.
+ */
+export const BATCHED_MIN_AMOUNT = 1n;
+
+export function belowMinimum(deps: Pick<ServiceDeps, 'networks' | 'config'>, auth: AuthContext, body: unknown, route: string): boolean {
   const b = (body ?? {}) as { paymentPayload?: { network?: unknown }; paymentRequirements?: { maxAmountRequired?: unknown } };
   const id = b.paymentPayload?.network;
   const amount = b.paymentRequirements?.maxAmountRequired;
@@ -21,5 +27,5 @@ export function belowMinimum(deps: Pick<ServiceDeps, 'networks' | 'config'>, aut
       ? solanaNetworks(deps.config).get(id)?.network
       : undefined;
   if (!network?.enabled || !mainnetAllowed(deps.config, network) || !keyModeAllows(auth, network)) return false;
-  return BigInt(amount) < network.minSettleAmount;
+  return BigInt(amount) < (route === 'batched' ? BATCHED_MIN_AMOUNT : network.minSettleAmount);
 }

@@ -176,6 +176,20 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     expect(bad.body.authContext).toBeUndefined();
   });
 
+  test('settle and verify: below the spec minimum (1 base unit) -> amount_too_low here, never forwarded (issue 14)', async () => {
+    const body = await g.batchedPayment({ buyer, payTo: seller, value: 0n });
+    const res = await post(api.baseUrl, '/v1/settle', body);
+    expect(res).toMatchObject({
+      status: 400,
+      body: { success: false, errorReason: 'amount_too_low', transaction: '', network: 'base-sepolia' },
+    });
+    const verify = await post(api.baseUrl, '/v1/verify', body);
+    expect(verify).toMatchObject({ status: 200, body: { isValid: false, invalidReason: 'amount_too_low' } });
+    // One base unit is a valid nanopayment: the mainnet gas minimum does not apply to batches.
+    const one = await post(api.baseUrl, '/v1/verify', await g.batchedPayment({ buyer, payTo: seller, value: 1n }));
+    expect(one).toMatchObject({ status: 200, body: { isValid: true } });
+  });
+
   test('settle: 403 gateway_not_enabled for a mainnet when the mainnet flag is off', async () => {
     const off = await apiWith({ GATEWAY_MAINNET_ENABLED: false });
     const body = await g.batchedPayment({ buyer, payTo: seller, value: 10n, network: 'base' });
