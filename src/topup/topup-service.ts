@@ -119,6 +119,10 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
       maxAmount: quote.bounds.maxAmount.toString(),
     });
   if (await tokenReads(source).authorizationState(source.usdc!, payer, a.nonce as Hex)) {
+    // A replay of this very payment that raced its first request: the nonce was spent by our own
+    // top-up (whose row exists from before its settlement), so answer with that top-up, not a 409.
+    const ours = await deps.db.em.fork().findOne(TopUp, { id: workflowId });
+    if (ours) return FINAL_TOPUP_STATES.has(ours.state) ? replyFor(deps, ours) : waitAndReply(deps, workflowId, body);
     return topupError('authorization_reused', 'this authorization was already used');
   }
 
