@@ -13,7 +13,7 @@ import { loadTopupConfig } from '../src/topup/config';
 import { merchantAbi } from '../src/topup/merchant-abi';
 import { DEMO_BUYERS } from './demo-accounts';
 import { topupDevnetEnv } from './start-topup';
-import { v1ExactPayer, x402Fetch } from './x402-v2-client';
+import { exactPayer, x402Fetch } from './x402-v2-client';
 
 async function main() {
   const env = { ...process.env, ...topupDevnetEnv(process.env) };
@@ -37,7 +37,7 @@ async function main() {
     });
 
   const before = await balance();
-  const pay = x402Fetch.wrapFetchWithPayment(fetch, v1ExactPayer(buyer, 'base', base.chainId!, base.usdc as Address));
+  const pay = x402Fetch.wrapFetchWithPayment(fetch, exactPayer(buyer, 'base', base.chainId!, base.usdc as Address));
   const res = await pay(`${topup.topupUrl}/v1/${topup.TOPUP_MERCHANT_ID}/topups`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },

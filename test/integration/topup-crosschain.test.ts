@@ -5,7 +5,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { waitUntil } from '../../devnet/process';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
-import { v1ExactPayer, x402Fetch } from '../../devnet/x402-v2-client';
+import { exactPayer, x402Fetch } from '../../devnet/x402-v2-client';
 import { DEVNET_BRIDGE_FEE_BPS } from '../../src/chains/devnet-addresses';
 import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { buildNetworkTable } from '../../src/chains/networks';
@@ -434,7 +434,7 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     }
   });
 
-  test('@x402/fetch with a viem account pays the v1 challenge: same-chain base (200) and cross-chain optimism (503 while bridging, then deposited)', async () => {
+  test('@x402/fetch with a viem account pays the challenge (v2, from its PAYMENT-REQUIRED header): same-chain base (200) and cross-chain optimism (503 while bridging, then deposited)', async () => {
     const account = privateKeyToAccount(generatePrivateKey());
     // Funds on both chains.
     const fund = await h.walletOf(TEST_ACCOUNTS.buyers[0]).writeContract({
@@ -463,7 +463,7 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
     });
 
     // Same-chain: the client picks the first entry (base).
-    const baseClient = v1ExactPayer(account, 'base', 8453, h.stack.usdc);
+    const baseClient = exactPayer(account, 'base', 8453, h.stack.usdc);
     const sameChain = await wrapFetchWithPayment(fetch, baseClient)(url, body('2000000'));
     expect(sameChain.status).toBe(200);
     const record = (await sameChain.json()) as any;
@@ -482,10 +482,15 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       transaction: record.settlementTx,
       network: 'base',
     });
+    // It paid v2 (our 402 carries PAYMENT-REQUIRED), so the v2 answer is there too.
+    expect(decodePaymentResponseHeader(sameChain.headers.get('payment-response')!)).toMatchObject({
+      success: true,
+      transaction: record.settlementTx,
+      network: 'eip155:8453',
+    });
 
-    // Cross-chain: a client that only pays on optimism picks the optimism entry (@x402/evm's v1
-    // table lacks optimism: devnet/x402-v2-client.ts signs the same authorization for chain id 10).
-    const opClient = v1ExactPayer(account, 'optimism', 10, h.stack.usdc);
+    // Cross-chain: a client that only pays on optimism picks the optimism entry.
+    const opClient = exactPayer(account, 'optimism', 10, h.stack.usdc);
     attester.hold();
     const opBefore = await opUsdc(account.address);
     const crossChain = await wrapFetchWithPayment(fetch, opClient)(url, body('3000000'));
