@@ -50,7 +50,8 @@ export function routeOf(networks: NetworkTable, body: unknown): SettleRoute | un
 export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const started = performance.now();
   const route = routeOf(deps.networks, req.body);
-  const { status, body } = route && belowMinimum(deps, req.auth, req.body, route.route) ? tooLow(req.body) : await (route ?? FALLBACK).settle(deps, req);
+  const { status, body } =
+    route && belowMinimum(deps, req.auth, req.body, route.route) ? tooLow(req.body) : await (route ?? FALLBACK).settle(deps, req);
   const outcome = body.success ? 'success' : (body.errorReason ?? 'unknown');
   deps.metrics?.settlement(route?.route ?? 'unknown', body.network, outcome, (performance.now() - started) / 1000);
   return { status, body };
