@@ -107,7 +107,7 @@ export function paymentRequiredHeader(deps: Deps, error: string, accepts: Paymen
 }
 
 /** The v1 `X-PAYMENT` value of a v2 `PAYMENT-SIGNATURE` (undefined when it is not a v2 payment payload). */
-export function xPaymentOfSignature(deps: Deps, header: string): string | undefined {
+function xPaymentOfSignature(deps: Deps, header: string): string | undefined {
   let json: unknown;
   try {
     json = JSON.parse(Buffer.from(header.trim(), 'base64').toString('utf8'));
@@ -118,6 +118,18 @@ export function xPaymentOfSignature(deps: Deps, header: string): string | undefi
   if (!parsed.success) return undefined;
   const { accepted, payload } = parsed.data;
   return b64({ x402Version: 1, scheme: accepted.scheme, network: networkOfCaip2(deps, accepted.network) ?? accepted.network, payload });
+}
+
+/**
+ * The payment a paid route received: `X-PAYMENT` (v1), or a `PAYMENT-SIGNATURE` (v2) read as the v1
+ * `X-PAYMENT` it stands for (kept as it is when it is not a v2 payload, so the route's own decoding
+ * says what is wrong). `header` is '' when neither was sent.
+ */
+export function paymentOfRequest(deps: Deps, get: (name: string) => string): { header: string; v2: boolean } {
+  const v1 = get('X-PAYMENT');
+  const signature = get('PAYMENT-SIGNATURE');
+  const v2 = !v1 && signature !== '';
+  return { v2, header: v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : v1 };
 }
 
 /** `PAYMENT-RESPONSE`: the v2 settle response, base64. */

@@ -8,7 +8,7 @@ import { refuseNulInUrl } from '../http/nul-bytes';
 import { securityHeaders } from '../http/security-headers';
 import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
-import { paymentRequiredHeader, paymentResponseV2Header, xPaymentOfSignature } from '../settle/v2';
+import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../settle/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';
 import type { HttpState } from '../http/context';
@@ -136,10 +136,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
         ctx,
         topupError('invalid_request', `invalid body: ${parsed.error.issues.map((i) => `${i.path.join('.')} ${i.message}`).join('; ')}`),
       );
-    // x402 v1 sends X-PAYMENT; v2 sends PAYMENT-SIGNATURE, read as the v1 payment it stands for.
-    const signature = ctx.get('payment-signature');
-    const v2 = !ctx.get('x-payment') && signature !== '';
-    const payment = v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : ctx.get('x-payment');
+    const { header: payment, v2 } = paymentOfRequest(deps, (name) => ctx.get(name));
     const reply = await postTopup(deps, {
       body: parsed.data,
       payment: payment === '' ? undefined : payment,

@@ -8,7 +8,7 @@ import { InferenceCharge } from '../../db/entities';
 import { inferenceConfig } from '../../inference/config';
 import { registryFor, ProvidersUnavailable } from '../../inference/providers';
 import { chatRequirements, challengeBody, paymentResponseHeader } from '../../inference/challenge';
-import { paymentRequiredHeader, paymentResponseV2Header, xPaymentOfSignature } from '../../settle/v2';
+import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../../settle/v2';
 import { payForChat, startRefund } from '../../inference/chat-payment';
 import { openReply, relay } from '../../inference/chat-stream';
 import { ProviderFailure } from '../../inference/upstream';
@@ -113,10 +113,7 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
         return;
       }
       const requirements = chatRequirements(c, network, `${deps.config.publicUrl}/v1/inference/chat`, model.id);
-      // x402 v1 sends X-PAYMENT; v2 sends PAYMENT-SIGNATURE, read as the v1 payment it stands for.
-      const signature = ctx.get('PAYMENT-SIGNATURE');
-      const v2 = !ctx.get('X-PAYMENT') && signature !== '';
-      const header = v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : ctx.get('X-PAYMENT');
+      const { header, v2 } = paymentOfRequest(deps, (name) => ctx.get(name));
       const challenge = (error: string) => {
         ctx.status = 402;
         ctx.set('PAYMENT-REQUIRED', paymentRequiredHeader(deps, error, requirements));

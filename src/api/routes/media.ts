@@ -9,7 +9,7 @@ import { InferenceCharge } from '../../db/entities';
 import { MediaAsset, MediaJob } from '../../db/media';
 import { decodePaymentHeader } from '../../inference/chat-payment';
 import { challengeBody, paymentResponseHeader } from '../../inference/challenge';
-import { paymentRequiredHeader, paymentResponseV2Header, xPaymentOfSignature } from '../../settle/v2';
+import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../../settle/v2';
 import { verifyBuyerRequest } from '../../media/buyer-auth';
 import { mediaConfig, MEDIA_KINDS, type MediaKind } from '../../media/config';
 import { decodeCursor, encodeCursor } from '../../media/cursor';
@@ -95,10 +95,7 @@ export function registerMediaRoutes(router: Router<HttpState>, deps: ServiceDeps
 
       const price = priceOf(c, route, body);
       const requirements = mediaRequirements(deps, c, network, route, price, `${deps.config.publicUrl}${path}`);
-      // x402 v1 sends X-PAYMENT; v2 sends PAYMENT-SIGNATURE, read as the v1 payment it stands for.
-      const signature = ctx.get('PAYMENT-SIGNATURE');
-      const v2 = !ctx.get('X-PAYMENT') && signature !== '';
-      const header = v2 ? (xPaymentOfSignature(deps, signature) ?? signature) : ctx.get('X-PAYMENT');
+      const { header, v2 } = paymentOfRequest(deps, (name) => ctx.get(name));
       const challenge = (error: string) => {
         ctx.set('PAYMENT-REQUIRED', paymentRequiredHeader(deps, error, requirements));
         ctx.set('Access-Control-Expose-Headers', 'PAYMENT-REQUIRED');
