@@ -13,13 +13,15 @@ export const mainnetAllowed = (config: Pick<Config, 'MAINNETS_ENABLED'>, network
 
 type GateDeps = { config: Pick<Config, 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>; networks: NetworkTable };
 
+/** A network of ours by id, EVM or Solana (a Solana one only when usable: RPC and fee payer known). */
+export function networkById(deps: Pick<GateDeps, 'networks'> & { config: Pick<Config, 'env' | 'SOLANA_FEE_PAYER_KEY'> }, id: string) {
+  if (isEvmNetworkId(id)) return deps.networks.get(id);
+  return isSolanaNetworkId(id) ? solanaNetworks(deps.config).get(id)?.network : undefined;
+}
+
 /** By network id, EVM or Solana; an id we do not know is not allowed. */
 export function networkAllowed(deps: GateDeps, id: string): boolean {
-  const network = isEvmNetworkId(id)
-    ? deps.networks.get(id)
-    : isSolanaNetworkId(id)
-      ? solanaNetworks(deps.config).get(id)?.network
-      : undefined;
+  const network = networkById(deps, id);
   return network !== undefined && mainnetAllowed(deps.config, network);
 }
 

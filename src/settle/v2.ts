@@ -1,4 +1,5 @@
 import type { ServiceDeps } from '../deps';
+import { networkById } from '../chains/mainnet-gate';
 import { solanaNetworks } from '../chains/solana/context';
 import { paymentPayloadV2Schema, requestV2Schema, type RequestV2 } from '../x402/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
@@ -20,9 +21,7 @@ export function networkOfCaip2(deps: Deps, caip2: string): string | undefined {
 
 /** Our network id -> its CAIP-2 id (the id itself when it has none). */
 export function caip2Of(deps: Deps, id: string): string {
-  const evm = deps.networks.get(id as never);
-  if (evm?.caip2) return evm.caip2;
-  return solanaNetworks(deps.config).get(id as never)?.network.caip2 ?? id;
+  return networkById(deps, id)?.caip2 ?? id;
 }
 
 export type V1Translation =
