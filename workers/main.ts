@@ -25,9 +25,14 @@ async function main() {
   // All config (media and inference too) parsed, and in production checked, before anything starts.
   const { config, networks, keys } = await startUp('worker');
   const log = createLogger(config.LOG_LEVEL, 'worker');
-  // The SDK's own metrics (workflow task latencies, slots, polls) for Prometheus; before any native connection.
+  // The SDK's own metrics (workflow task latencies, slots, polls) for Prometheus, in seconds with the
+  // unit in the name as ours are (temporal_workflow_task_execution_latency_seconds); before any native connection.
   if (config.WORKER_METRICS_ADDRESS)
-    Runtime.install({ telemetryOptions: { metrics: { prometheus: { bindAddress: config.WORKER_METRICS_ADDRESS } } } });
+    Runtime.install({
+      telemetryOptions: {
+        metrics: { prometheus: { bindAddress: config.WORKER_METRICS_ADDRESS, useSecondsForDurations: true, unitSuffix: true } },
+      },
+    });
   startTracing('worker', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const account = privateKeyToAccount(keys!.relayer);
