@@ -2,7 +2,9 @@ import { SpanKind, trace } from '@opentelemetry/api';
 import { Client, Connection } from '@temporalio/client';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import type { Hex } from 'viem';
+import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
+import { RelayerTransaction } from '../../src/db/entities';
 import { startTracing, temporalClientInterceptors, type Tracing } from '../../src/observability/tracing';
 import { REQUEST_ID_ATTRIBUTE, WORKFLOW_ID_ATTRIBUTE } from '../../src/observability/trace-attributes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
@@ -38,6 +40,7 @@ describe('tracing: one settle is one trace from the HTTP request to each RPC cal
     });
   });
   afterAll(async () => {
+    await rpc(readStackInfo().chains['base-sepolia'].rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
     await h?.close();
     await tracing?.shutdown();
     trace.disable();
@@ -130,5 +133,71 @@ describe('tracing: one settle is one trace from the HTTP request to each RPC cal
       (s) => s.traceId !== server.traceId && s.attributes[REQUEST_ID_ATTRIBUTE] === requestId,
     );
     expect(outside).toEqual([]);
+  });
+  test('a traced worker SIGKILLed after broadcasting: one transaction, and the new worker continues the same trace', async () => {
+    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+    const relayer = TEST_ACCOUNTS.relayers[2];
+    const body = await h.pay(buyer, { value: 2_000_000n });
+    const auth = body.paymentPayload.payload.authorization;
+    const workflowId = settleWorkflowId('base-sepolia', auth.from, auth.nonce as Hex);
+    const requestId = `trace-kill-${auth.nonce.slice(2, 18)}`;
+    const [buyerBefore, relayerNonceBefore] = await Promise.all([
+      h.balanceOf(buyer.address),
+      h.chain.getTransactionCount({ address: relayer.address }),
+    ]);
+
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    const first = h.settle(body, { 'x-request-id': requestId });
+    // The transaction is recorded, then in the node's mempool: the worker dies before any receipt.
+    const hash = await waitUntil(
+      'the settlement transaction in the mempool',
+      async () => {
+        const [row] = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${workflowId}%` } });
+        return row?.hash && (await h.chain.getTransaction({ hash: row.hash as Hex }).catch(() => undefined))
+          ? (row.hash as Hex)
+          : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    await h.restartWorker({ kill: true });
+    await rpc(rpcUrl, 'evm_mine', []);
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    expect([200, 202]).toContain((await first).status);
+    const final = await h.settleUntilFinal(body);
+    expect(final.status).toBe(200);
+    expect(final.body).toEqual({ success: true, transaction: hash, network: 'base-sepolia', payer: buyer.address });
+    expect(await h.settledEvents(buyer.address, auth.nonce as Hex)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2_000_000n);
+    expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
+
+    // The new worker's run (its parent context comes from the start's headers in history) is in the first request's trace.
+    const server = memory
+      .getFinishedSpans()
+      .map(fromReadable)
+      .find((s) => s.attributes[REQUEST_ID_ATTRIBUTE] === requestId && s.name === 'POST /v1/settle')!;
+    const start = memory
+      .getFinishedSpans()
+      .map(fromReadable)
+      .find((s) => s.name === 'StartWorkflow:settlementWorkflow' && s.parentSpanId === server.spanId)!;
+    expect(start.attributes[WORKFLOW_ID_ATTRIBUTE]).toBe(workflowId);
+    const spans = await waitUntil(
+      'the new worker to export the finished run',
+      async () => {
+        const inTrace = receiver.spans.filter((s) => s.traceId === server.traceId);
+        return inTrace.some((s) => s.name === 'RunWorkflow:settlementWorkflow') ? inTrace : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    const runs = spans.filter((s) => s.name === 'RunWorkflow:settlementWorkflow');
+    expect(runs).toHaveLength(1); // the killed worker's run never ended
+    expect(runs[0].parentSpanId).toBe(start.spanId);
+    const confirms = spans.filter((s) => s.name === 'RunActivity:confirmPayment');
+    expect(confirms.length).toBeGreaterThan(0);
+    for (const c of confirms) {
+      const scheduled = spans.find((s) => s.spanId === c.parentSpanId)!;
+      expect(scheduled.name).toBe('StartActivity:confirmPayment');
+      expect(scheduled.parentSpanId).toBe(runs[0].spanId);
+      expect([c.attributes[REQUEST_ID_ATTRIBUTE], c.attributes[WORKFLOW_ID_ATTRIBUTE]]).toEqual([requestId, workflowId]);
+    }
   });
 });
