@@ -7,5 +7,3 @@
 export const REQUEST_ID_ATTRIBUTE = 'x402.request_id';
 /** The business-key workflow id (`settle:<network>:<payer>:<nonce>`, ...) on every span of that workflow. */
 export const WORKFLOW_ID_ATTRIBUTE = 'temporal.workflow_id';
-/** The network id of an RPC call (`base-sepolia`, ...). */
-export const NETWORK_ATTRIBUTE = 'x402.network';

@@ -2,7 +2,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import Router from '@koa/router';
-import { SpanKind, trace } from '@opentelemetry/api';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { createPublicClient } from 'viem';
+import { tracedHttp } from '../../src/chains/evm/rpc-spans';
 import { InMemorySpanExporter, SimpleSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import pino from 'pino';
 import type { HttpState } from '../../src/http/context';
@@ -87,5 +89,24 @@ describe('tracing', () => {
     expect(unmatched.parentSpanId).toBeUndefined();
     expect(unmatched.attributes['http.response.status_code']).toBe(404);
     expect(unmatched.attributes['http.route']).toBeUndefined();
+  });
+  test('an RPC call is a CLIENT span; a failure is recorded by its error name, never with the URL and its key', async () => {
+    memory.reset();
+    const client = createPublicClient({
+      transport: tracedHttp('http://127.0.0.1:9/v2/sk-provider-key', 'base-sepolia', { retryCount: 0, timeout: 2_000 }),
+    });
+    await expect(client.getBlockNumber({ cacheTime: 0 })).rejects.toThrow();
+    const [span] = memory.getFinishedSpans();
+    expect(span.name).toBe('eth_blockNumber');
+    expect(span.kind).toBe(SpanKind.CLIENT);
+    expect(span.attributes).toEqual({
+      'rpc.system': 'jsonrpc',
+      'rpc.method': 'eth_blockNumber',
+      'server.address': '127.0.0.1',
+      'server.port': 9,
+      'x402.network': 'base-sepolia',
+    });
+    expect(span.status).toEqual({ code: SpanStatusCode.ERROR, message: 'HttpRequestError' });
+    expect(JSON.stringify({ a: span.attributes, s: span.status, e: span.events })).not.toContain('sk-provider-key');
   });
 });
