@@ -13,7 +13,7 @@ import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { solanaNetworks } from '../src/chains/solana/context';
-import { startTracing, workerTracing } from '../src/observability/tracing';
+import { startTracing, tracing, workerTracing } from '../src/observability/tracing';
 
 /**
  * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It holds the keys by
@@ -113,6 +113,7 @@ async function main() {
   await worker.run();
   await connection.close();
   await db.close();
+  await tracing()?.shutdown(); // exports the spans still batched
 }
 
 main().catch((err) => {
