@@ -28,6 +28,8 @@ export interface SettleRequest {
   auth: AuthContext;
   requestId: string;
   body: unknown;
+  /** How long to wait for the outcome before answering 202 `settlement_pending`. */
+  waitMs: number;
 }
 
 const FINAL_STATES = new Set(['settled', 'failed']);
@@ -101,7 +103,7 @@ export async function runSettlement(deps: ServiceDeps, req: SettleRequest, input
   });
 
   try {
-    const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
+    const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + req.waitMs);
     if (result.done) return replyFor(result.value.response, result.value.organizationId, req.auth, network);
   } catch (err) {
     const rejected = settlementRejection(err)?.response;

@@ -21,10 +21,10 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
     requireApiKey(deps),
     jsonBody(deps.config.BODY_LIMIT),
     async (ctx) => {
-      const settle = (body: unknown) =>
-        settlePayment(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body });
+      const settle = (body: unknown, waitMs: number) =>
+        settlePayment(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body, waitMs });
       if (!isV2Body(ctx.request.body)) {
-        const out = await settle(ctx.request.body);
+        const out = await settle(ctx.request.body, deps.config.SETTLE_WAIT_MS);
         ctx.status = out.status;
         ctx.body = out.body;
         return;
@@ -32,7 +32,7 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
       // x402 v2 (@x402/core's HTTPFacilitatorClient): the same settlement, asked and answered in v2's words.
       const v1 = toV1Request(deps, ctx.request.body);
       const network = (ctx.request.body as { paymentRequirements?: { network?: unknown } }).paymentRequirements?.network;
-      const out = v1.ok ? await settle(v1.body) : settleFailure(v1.reason);
+      const out = v1.ok ? await settle(v1.body, deps.config.SETTLE_WAIT_V2_MS) : settleFailure(v1.reason);
       ctx.status = out.status;
       ctx.body = toV2Settle(deps, out.body, v1.ok ? v1.network : typeof network === 'string' ? network : '');
     },

@@ -96,7 +96,7 @@ async function settleCrossChain(
     }),
     memo: { requestId: req.requestId },
   });
-  const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
+  const deadline = Date.now() + req.waitMs;
   try {
     const outcome = await deps.temporal.withDeadline(deadline, () =>
       deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, {
