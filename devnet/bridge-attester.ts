@@ -160,8 +160,8 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
 export function attesterChainsFrom(env: Record<string, string | undefined>): Record<number, AttesterChain[]> {
   const chains: Record<number, AttesterChain[]> = {};
   for (const n of buildNetworkTable(env).values()) {
-    if (n.enabled && n.gatewayDomain !== undefined && n.bridgeMessenger && n.rpcUrls[0]) {
-      (chains[n.gatewayDomain] ??= []).push({ rpcUrl: n.rpcUrls[0], messenger: n.bridgeMessenger });
+    if (n.enabled && n.cctpDomain !== undefined && n.bridgeMessenger && n.rpcUrls[0]) {
+      (chains[n.cctpDomain] ??= []).push({ rpcUrl: n.rpcUrls[0], messenger: n.bridgeMessenger });
     }
   }
   return chains;

@@ -40,7 +40,7 @@ const USDC_MINTERS_SLOT = 8n;
 
 export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ messenger: Address; transmitter: Address }> {
   const network = [...buildNetworkTable({}).values()].find((n) => n.chainId === chainId);
-  const domain = network?.gatewayDomain;
+  const domain = network?.cctpDomain;
   if (domain === undefined) throw new Error(`devnet bridge: chain ${chainId} has no CCTP domain in the network table`);
   const chain = defineChain({
     id: chainId,

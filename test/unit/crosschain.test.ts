@@ -69,7 +69,7 @@ describe('crossChainRouteOf', () => {
     if (r.kind !== 'cross-chain') return;
     expect(r.destination.id).toBe('optimism-sepolia');
     expect(r.sourceDomain).toBe(6);
-    expect(r.destination.gatewayDomain).toBe(2);
+    expect(r.destination.cctpDomain).toBe(2);
   });
 
   test('same-chain-only networks refuse either end', () => {
