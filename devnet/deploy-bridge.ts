@@ -14,7 +14,6 @@ import { privateKeyToAccount } from 'viem/accounts';
 import {
   DEVNET_BRIDGE_ATTESTER_ADDRESS,
   DEVNET_BRIDGE_DEPLOYER_KEY,
-  DEVNET_BRIDGE_FEE_BPS,
   DEVNET_BRIDGE_FEE_COLLECTOR,
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
@@ -61,19 +60,18 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
   };
 
   const contracts = [
-    { name: 'BridgeTokenMessenger', nonce: 0, address: DEVNET_BRIDGE_MESSENGER_ADDRESS, args: [domain, DEVNET_USDC_ADDRESS] },
+    {
+      name: 'BridgeTokenMessenger',
+      nonce: 0,
+      address: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS],
+    },
     {
       name: 'BridgeMessageTransmitter',
       nonce: 1,
       address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
-      args: [
-        domain,
-        DEVNET_USDC_ADDRESS,
-        DEVNET_BRIDGE_MESSENGER_ADDRESS,
-        DEVNET_BRIDGE_ATTESTER_ADDRESS,
-        DEVNET_BRIDGE_FEE_COLLECTOR,
-        DEVNET_BRIDGE_FEE_BPS,
-      ],
+      // The fee is the attestation's `feeExecuted` (the attester double applies DEVNET_BRIDGE_FEE_BPS).
+      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR],
     },
   ] as const;
   for (const c of contracts) {

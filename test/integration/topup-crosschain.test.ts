@@ -109,7 +109,7 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
   const payoutsOn = async (bridgeNonce: string) => {
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
     return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
-      (l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === BigInt(bridgeNonce),
+      (l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === bridgeNonce,
     );
   };
   const poll = (id: string, state: string, timeoutMs = 60_000) =>
@@ -275,7 +275,7 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       fee: '25000',
       payoutAmount: net.toString(),
     });
-    const payouts = await payoutsOn(bridge.bridgeNonce);
+    const payouts = await payoutsOn(bridge.bridgeNonce!);
     expect(payouts.map((p) => [p.transactionHash, p.args.payout, p.args.received, p.args.fee])).toEqual([
       [done.body.fillTx, h.relayer.address, gross - bridgeFee(gross), fee(gross)],
     ]);
@@ -387,7 +387,7 @@ describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
       );
       const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId }))!;
       expect(bridge).toMatchObject({ state: 'needs_review', mintTx: null, sourceTx: final.body.settlementTx });
-      expect(await payoutsOn(bridge.bridgeNonce)).toEqual([]);
+      expect(await payoutsOn(bridge.bridgeNonce!)).toEqual([]);
       expect(await h.merchantBalance(payer.address)).toBe(0n);
       // A repeat answers the same record, never a second charge.
       const again = await h.post({}, header);
