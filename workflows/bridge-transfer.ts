@@ -1,5 +1,5 @@
 import { proxyActivities, sleep, upsertSearchAttributes, log } from '@temporalio/workflow';
-import type { CrossChainActivities } from '../activities/crosschain';
+import type { AttestedMessage, CrossChainActivities } from '../activities/crosschain';
 import type { BridgeTransferInput, BridgeTransferResult } from '../src/schemes/eip3009-crosschain/types';
 import { x402State } from '../src/temporal/search-attributes';
 
@@ -24,7 +24,7 @@ const POLL_MAX_MS = 10_000;
 const ATTESTATION_BUDGET_MS = 6 * 3600_000;
 
 /**
- * The bridge leg of one cross-chain settlement (`bridge:<sourceNetwork>:<sourceDomain>:<nonce>`,
+ * The bridge leg of one cross-chain settlement (`bridge:<sourceNetwork>:<sourceDomain>:<sourceTx>`,
  * X402Kind `bridge`): wait for the attestation of the burn, then mint on the destination and pay out
  * in one transaction through the destination relayer. Ends `delivered`, or `needs_review` when the
  * attestation never comes or the message cannot be delivered by us (an operator's case: the burned
@@ -40,20 +40,21 @@ export async function bridgeTransferWorkflow(input: BridgeTransferInput): Promis
   };
   await recordBridgeTransfer(input, 'burned');
 
-  let attestation: `0x${string}` | undefined;
+  let attested: AttestedMessage;
   for (let waited = 0, delay = POLL_FIRST_MS; ; waited += delay, delay = Math.min(delay * 2, POLL_MAX_MS)) {
     const poll = await fetchBridgeAttestation(input);
     if (poll.status === 'complete') {
-      attestation = poll.attestation;
+      attested = poll;
       break;
     }
     if (waited >= (input.attestationBudgetMs ?? ATTESTATION_BUDGET_MS)) return needsReview('no attestation within the time budget');
     await sleep(delay);
   }
-  await recordBridgeTransfer(input, 'attested');
+  await recordBridgeTransfer(input, 'attested', { bridgeNonce: attested.nonce });
   state('attested');
 
-  const minted = await submitBridgeMint(input, attestation);
+  // The message the service attested (CCTP V2 fills in its nonce and fee), not the one we emitted.
+  const minted = await submitBridgeMint(input, attested);
   if (!minted.submitted) return needsReview(minted.error);
   state('minting');
 

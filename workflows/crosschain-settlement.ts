@@ -106,7 +106,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
       .catch((err) => log.warn('could not signal the parent', { error: String(err) }));
   }
 
-  const bridgeId = bridgeWorkflowId(input.network, input.sourceDomain, burn.bridgeNonce!);
+  const bridgeId = bridgeWorkflowId(input.network, input.sourceDomain, burn.response.transaction);
   const child: BridgeTransferInput = {
     bridgeId,
     settlementId: input.workflowId,
@@ -118,7 +118,6 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     destinationDomain: input.destinationDomain,
     sourceTx: burn.response.transaction,
     message: burn.message,
-    bridgeNonce: burn.bridgeNonce!,
     amount: input.paymentPayload.payload.authorization.value,
     payout: input.payout,
     fee: input.fee,

@@ -333,32 +333,28 @@ contract X402Facilitator {
     // contract's storage is unchanged (the devnet may place this code over an older deployment).
     // --------------------------------------------------------------------------------------------
 
-    event BridgeBurned(
-        address indexed token,
-        address indexed from,
-        bytes32 indexed nonce,
-        uint32 destinationDomain,
-        uint64 bridgeNonce,
-        uint256 value
-    );
+    event BridgeBurned(address indexed token, address indexed from, bytes32 indexed nonce, uint32 destinationDomain, uint256 value);
+    /// @dev `bridgeNonce` is the CCTP V2 message nonce (assigned by the attestation service).
     event BridgePayout(
         address indexed token,
         uint32 indexed sourceDomain,
-        uint64 indexed bridgeNonce,
+        bytes32 indexed bridgeNonce,
         address payout,
         uint256 received,
         uint256 fee
     );
 
-    /// @notice Where a cross-chain settlement goes: burn through `messenger` toward
-    ///         `destinationDomain`, minted to `mintRecipient` (the destination's facilitator) and
-    ///         deliverable only by `destinationCaller`; at most `maxFee` goes to the bridge.
+    /// @notice Where a cross-chain settlement goes: burn through `messenger` (a CCTP V2
+    ///         TokenMessenger) toward `destinationDomain`, minted to `mintRecipient` (the
+    ///         destination's facilitator) and deliverable only by `destinationCaller`; at most
+    ///         `maxFee` goes to the bridge; attested at `minFinalityThreshold` (2000: finalized).
     struct BridgeRoute {
         address messenger;
         uint32 destinationDomain;
         address mintRecipient;
         address destinationCaller;
         uint256 maxFee;
+        uint32 minFinalityThreshold;
     }
 
     /// @notice Pulls `value` from `from` with an EIP-3009 TransferWithAuthorization (payee: this
@@ -373,19 +369,25 @@ contract X402Facilitator {
         bytes32 nonce,
         bytes calldata signature,
         BridgeRoute calldata route
-    ) external onlyRelayer returns (uint64 bridgeNonce) {
+    ) external onlyRelayer {
         if (route.messenger == address(0) || route.mintRecipient == address(0)) revert ZeroAddress();
         ITransferWithAuthorization(token).transferWithAuthorization(
             from, address(this), value, validAfter, validBefore, nonce, signature
         );
-        bridgeNonce = _burn(token, value, route);
-        emit BridgeBurned(token, from, nonce, route.destinationDomain, bridgeNonce, value);
+        _burn(token, value, route);
+        emit BridgeBurned(token, from, nonce, route.destinationDomain, value);
     }
 
-    function _burn(address token, uint256 value, BridgeRoute calldata route) private returns (uint64) {
+    function _burn(address token, uint256 value, BridgeRoute calldata route) private {
         _call(token, abi.encodeWithSignature("approve(address,uint256)", route.messenger, value));
-        return IBridgeMessenger(route.messenger).depositForBurn(
-            value, route.destinationDomain, route.mintRecipient, token, route.destinationCaller, route.maxFee
+        ITokenMessengerV2(route.messenger).depositForBurn(
+            value,
+            route.destinationDomain,
+            bytes32(uint256(uint160(route.mintRecipient))),
+            token,
+            bytes32(uint256(uint160(route.destinationCaller))),
+            route.maxFee,
+            route.minFinalityThreshold
         );
     }
 
@@ -405,31 +407,33 @@ contract X402Facilitator {
         if (payout == address(0)) revert ZeroAddress();
         if (fee != 0 && feeRecipient == address(0)) revert ZeroAddress();
         uint256 before = IBalanceOf(token).balanceOf(address(this));
-        IBridgeTransmitter(transmitter).receiveMessage(message, attestation);
+        IMessageTransmitterV2(transmitter).receiveMessage(message, attestation);
         uint256 received = IBalanceOf(token).balanceOf(address(this)) - before;
         if (fee > received) fee = received;
         unchecked {
             _pay(token, payout, received - fee);
         }
         if (fee != 0) _pay(token, feeRecipient, fee);
-        (, uint32 sourceDomain,, uint64 bridgeNonce) = abi.decode(message[:128], (uint32, uint32, uint32, uint64));
-        emit BridgePayout(token, sourceDomain, bridgeNonce, payout, received, fee);
+        // CCTP V2 header: sourceDomain at bytes 4-8, nonce at 12-44 (the transmitter checked the length).
+        emit BridgePayout(token, uint32(bytes4(message[4:8])), bytes32(message[12:44]), payout, received, fee);
     }
 }
 
-/// @dev The slices of the bridge pair and the token that the cross-chain section uses.
-interface IBridgeMessenger {
+/// @dev The slices of CCTP V2 (TokenMessengerV2, MessageTransmitterV2) and the token that the
+///      cross-chain section uses.
+interface ITokenMessengerV2 {
     function depositForBurn(
         uint256 amount,
         uint32 destinationDomain,
-        address mintRecipient,
+        bytes32 mintRecipient,
         address burnToken,
-        address destinationCaller,
-        uint256 maxFee
-    ) external returns (uint64 nonce);
+        bytes32 destinationCaller,
+        uint256 maxFee,
+        uint32 minFinalityThreshold
+    ) external;
 }
 
-interface IBridgeTransmitter {
+interface IMessageTransmitterV2 {
     function receiveMessage(bytes calldata message, bytes calldata attestation) external returns (bool);
 }
 

@@ -58,7 +58,7 @@ export async function settleBatched(deps: ServiceDeps, req: SettleRequest): Prom
     payer: a.from,
     amount: a.value,
     recipient: requirements.data.payTo,
-    forwarded: forwardedBody(payload.data, requirements.data, network.usdc),
+    forwarded: forwardedBody(payload.data, requirements.data, network),
   };
   const handle = await startOrAttach(deps.temporal, batchedSettlementWorkflow, {
     workflowId,

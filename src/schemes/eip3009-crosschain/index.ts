@@ -76,7 +76,7 @@ async function settleCrossChain(
     network: network.id,
     destinationNetwork: destination.id,
     sourceDomain: route.sourceDomain,
-    destinationDomain: destination.gatewayDomain,
+    destinationDomain: destination.cctpDomain,
     paymentPayload: payload,
     paymentRequirements: requirements,
     maxBridgeFee: bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS).toString(),
