@@ -139,7 +139,14 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
     cctpDomain: 7,
     usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359',
   },
-  unichain: { chainId: 130, testnet: false, facilitator: 'mainnet', gatewayDomain: 10, cctpDomain: 10 },
+  unichain: {
+    chainId: 130,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 10,
+    cctpDomain: 10,
+    usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6',
+  },
   ink: { chainId: 57073, testnet: false, facilitator: 'mainnet', cctpDomain: 21 },
   worldchain: { chainId: 480, testnet: false, facilitator: 'mainnet', gatewayDomain: 14, cctpDomain: 14 },
   sei: { chainId: 1329, testnet: false, facilitator: 'mainnet', gatewayDomain: 16, cctpDomain: 16, sameChainOnly: true },
@@ -159,7 +166,14 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
     cctpDomain: 0,
     usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
   },
-  sonic: { chainId: 146, testnet: false, facilitator: 'none', gatewayDomain: 13, cctpDomain: 13 },
+  sonic: {
+    chainId: 146,
+    testnet: false,
+    facilitator: 'none',
+    gatewayDomain: 13,
+    cctpDomain: 13,
+    usdc: '0x29219dd400f2Bf60E5a23d13Be72B486D4038894',
+  },
 };
 
 export interface EvmNetwork {
