@@ -103,6 +103,7 @@ export const settleResponseSchema = sameType<SettleResponse>()(
       network: z.string(),
       payer: z.string().optional(),
       errorReason: z.string().optional().describe('present on failure; settlement_pending while the workflow still runs'),
+      errorMessage: z.string().optional().describe('which value a refused request got wrong, e.g. an out-of-bounds extra.platformFeeBps'),
       authContext: z.record(z.string(), z.unknown()).optional(),
       amount: z.string().optional().describe('Permit2 upto only: the amount settled (base units), on success'),
     })

@@ -68,6 +68,8 @@ export class Settlement {
   recipient?: string | null; // payout wallet or creditedRecipient
   amount!: string;
   fee: string = '0';
+  platform?: string | null; // extra.platform: the marketplace paid platformFee
+  platformFee?: string | null;
   transaction?: string | null;
   state!: string; // verifying | submitted | settled | failed | rejected
   errorReason?: string | null;
@@ -194,6 +196,8 @@ export const SettlementSchema = new EntitySchema<Settlement>({
     recipient: { type: 'string', length: 64, nullable: true },
     amount: { type: 'string', length: 80 },
     fee: { type: 'string', length: 80, default: '0' },
+    platform: { type: 'string', length: 42, nullable: true },
+    platformFee: { type: 'string', length: 80, nullable: true },
     transaction: { type: 'string', length: 100, nullable: true },
     state: { type: 'string', length: 16 },
     errorReason: { type: 'string', nullable: true },
