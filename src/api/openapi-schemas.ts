@@ -55,6 +55,8 @@ export const organizationSchema = sameType<OrganizationBody>()(
     ownerAddress: z.string().describe('lower-case owner address'),
     payoutWalletTest: z.string().nullable().describe('payout wallet of testnet settlements (lower case)'),
     payoutWalletLive: z.string().nullable().describe('payout wallet of mainnet settlements (lower case)'),
+    payoutWalletSolanaTest: z.string().nullable().describe('Solana payout wallet (base58) of solana-devnet: payTo must be it when set'),
+    payoutWalletSolanaLive: z.string().nullable().describe('Solana payout wallet (base58) of solana: payTo must be it when set'),
     platformFeeBps: z.number().int(),
     createdAt: isoDate,
     updatedAt: isoDate,

@@ -14,6 +14,9 @@ export class Organization {
   name!: string;
   payoutWalletTest?: string | null;
   payoutWalletLive?: string | null;
+  /** Solana payout wallets (base58): a Solana payment's payTo must be the one of its mode, when set. */
+  payoutWalletSolanaTest?: string | null;
+  payoutWalletSolanaLive?: string | null;
   platformFeeBps: number = 0;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -135,6 +138,8 @@ export const OrganizationSchema = new EntitySchema<Organization>({
     name: { type: 'string' },
     payoutWalletTest: { type: 'string', length: 42, nullable: true },
     payoutWalletLive: { type: 'string', length: 42, nullable: true },
+    payoutWalletSolanaTest: { type: 'string', length: 44, nullable: true },
+    payoutWalletSolanaLive: { type: 'string', length: 44, nullable: true },
     platformFeeBps: { type: 'integer', default: 0 },
     ...timestamps,
   },

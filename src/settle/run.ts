@@ -51,7 +51,7 @@ export function skeletonRoute<P, I extends SettlementInput & P>(scheme: Scheme<P
     claims: (body) => scheme.claims(body),
     async settle(deps, req) {
       const parsed = scheme.parse(deps, req.auth, req.body);
-      if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer);
+      if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer, parsed.message);
       const input = await scheme.input(deps, req, parsed.payment);
       if ('refused' in input) return settleFailure(input.refused, input.network, input.payer, input.message);
       const recorded = await recordedSettlement(req, input.workflowId, input.network);
