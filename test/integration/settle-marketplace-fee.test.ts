@@ -1,5 +1,6 @@
-import { maxUint256, parseEventLogs, type Address } from 'viem';
+import { maxUint256, parseEventLogs, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { rpc } from '../../devnet/anvil';
 import { getContract } from '../../devnet/contracts';
 import {
   DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
@@ -164,5 +165,63 @@ describe.each(DB_KINDS)('POST /v1/settle with a marketplace fee (%s)', (kind) =>
     expect(await h.settle(body).then((r) => ({ status: r.status, body: r.body }))).toEqual(
       refused('extra.platform must be a wallet, not the zero address or the facilitator contract'),
     );
+  });
+});
+
+/** The worker is SIGKILLed after broadcasting a settlement with a marketplace fee: every party is paid exactly once. */
+describe.each(DB_KINDS)('marketplace fee durability (%s)', (kind) => {
+  let h: SettleHarness;
+  let rpcUrl: string;
+  const buyer = TEST_ACCOUNTS.buyers[kind === 'sqlite' ? 2 : 3];
+  const platform = privateKeyToAccount(generatePrivateKey()).address;
+
+  beforeAll(async () => {
+    // A short wait, so the API answers settlement_pending while the chain is paused.
+    h = await startSettleHarness(kind, { relayerIndex: 2, platformFeeBps: 250, env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '5000' } });
+    rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+  });
+  afterAll(async () => {
+    await rpc(rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+    await h?.close();
+  });
+
+  test('worker killed after broadcasting: one transaction; buyer, payout, organization fee and platform each move once', async () => {
+    const body = await h.pay(buyer, { value: 3_000_000n, extra: { name: 'USDC', version: '2', platform, platformFeeBps: 300 } });
+    const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
+    const before = await Promise.all([
+      h.balanceOf(buyer.address),
+      h.balanceOf(h.payout),
+      h.balanceOf(h.feeRecipient),
+      h.balanceOf(platform),
+    ]);
+
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    let hash: Hex;
+    try {
+      hash = (await h.settleUntilBroadcast(body)).body.transaction as Hex;
+      expect((await h.chain.getTransaction({ hash })).blockNumber).toBeNull();
+      const killed = h.worker.child.pid!;
+      await h.restartWorker({ kill: true });
+      expect(() => process.kill(killed, 0)).toThrow();
+      const repeat = await h.settle(body);
+      expect({ status: repeat.status, transaction: repeat.body.transaction }).toEqual({ status: 202, transaction: hash });
+      await rpc(rpcUrl, 'evm_mine', []);
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    }
+
+    const final = await h.settleUntilFinal(body);
+    expect({ status: final.status, body: final.body }).toEqual({
+      status: 200,
+      body: { success: true, transaction: hash, network: 'base-sepolia', payer: buyer.address },
+    });
+    // 2.5 % organization fee = 75 000, 3 % marketplace = 90 000, payout 2 835 000.
+    expect(
+      await Promise.all([h.balanceOf(buyer.address), h.balanceOf(h.payout), h.balanceOf(h.feeRecipient), h.balanceOf(platform)]),
+    ).toEqual([before[0] - 3_000_000n, before[1] + 2_835_000n, before[2] + 75_000n, before[3] + 90_000n]);
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+    const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
+    const paid = parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'PlatformFeePaid' }).filter((l) => l.args.platform === platform);
+    expect(paid.map((l) => l.transactionHash)).toEqual([hash]);
   });
 });
