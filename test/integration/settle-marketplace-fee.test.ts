@@ -157,6 +157,20 @@ describe.each(DB_KINDS)('POST /v1/settle with a marketplace fee (%s)', (kind) =>
     expect(await balances()).toEqual(before);
   });
 
+  test('refused on the cross-chain route, whose destination payout cannot pay a second fee', async () => {
+    const optimismSepolia = h.stack.chains['optimism-sepolia'].chainId;
+    const body = await h.pay(buyer, {
+      value: 1_000n,
+      extra: { name: 'USDC', version: '2', destinationChainId: optimismSepolia, platform, platformFeeBps: 100 },
+    });
+    const before = await balances();
+    const res = await h.settle(body);
+    expect({ status: res.status, body: res.body }).toEqual(
+      refused('extra.platformFeeBps is not applied on this route; settle on one chain'),
+    );
+    expect(await balances()).toEqual(before);
+  });
+
   test('refused: the facilitator contract as platform (its balance could never leave)', async () => {
     const body = await h.pay(buyer, {
       value: 1_000n,
