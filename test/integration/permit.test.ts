@@ -492,14 +492,14 @@ describe.each(DB_KINDS)('permit durability (%s)', (kind) => {
 
     await rpc(rpcUrl, 'evm_mine', []);
     await rpc(rpcUrl, 'evm_setAutomine', [true]);
-    const final = await waitUntil(
-      'the permit to complete',
-      async () => {
-        const res = await permit(p.body);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
+    // The new worker finishes the workflow: the record reaches its outcome, and the request answers it.
+    await waitUntil(
+      'the permit to be recorded as executed',
+      async () => ((await h.tdb.db.em.fork().findOne(Settlement, { id: workflowId }))?.state === 'executed' ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 200 },
     );
+    const final = await permit(p.body);
+    expect(final.status).toBe(200);
 
     expect(final.body).toEqual({ success: true, transaction: hash, network: 'base-sepolia' });
     expect(await kit.nonceOf(owner.address)).toBe(nonceBefore + 1n);
