@@ -14,6 +14,9 @@ export class Organization {
   name!: string;
   payoutWalletTest?: string | null;
   payoutWalletLive?: string | null;
+  /** Solana payout wallets (base58): a Solana payment's payTo must be the one of its mode, when set. */
+  payoutWalletSolanaTest?: string | null;
+  payoutWalletSolanaLive?: string | null;
   platformFeeBps: number = 0;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -68,6 +71,8 @@ export class Settlement {
   recipient?: string | null; // payout wallet or creditedRecipient
   amount!: string;
   fee: string = '0';
+  platform?: string | null; // extra.platform: the marketplace paid platformFee
+  platformFee?: string | null;
   transaction?: string | null;
   state!: string; // verifying | submitted | settled | failed | rejected
   errorReason?: string | null;
@@ -133,6 +138,8 @@ export const OrganizationSchema = new EntitySchema<Organization>({
     name: { type: 'string' },
     payoutWalletTest: { type: 'string', length: 42, nullable: true },
     payoutWalletLive: { type: 'string', length: 42, nullable: true },
+    payoutWalletSolanaTest: { type: 'string', length: 44, nullable: true },
+    payoutWalletSolanaLive: { type: 'string', length: 44, nullable: true },
     platformFeeBps: { type: 'integer', default: 0 },
     ...timestamps,
   },
@@ -194,6 +201,8 @@ export const SettlementSchema = new EntitySchema<Settlement>({
     recipient: { type: 'string', length: 64, nullable: true },
     amount: { type: 'string', length: 80 },
     fee: { type: 'string', length: 80, default: '0' },
+    platform: { type: 'string', length: 42, nullable: true },
+    platformFee: { type: 'string', length: 80, nullable: true },
     transaction: { type: 'string', length: 100, nullable: true },
     state: { type: 'string', length: 16 },
     errorReason: { type: 'string', nullable: true },

@@ -13,9 +13,14 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
   router.post(
     '/v1/settle',
     async (ctx, next) => {
-      // Malformed or oversized bodies and crashes answer in the settle shape (auth errors keep the envelope).
+      // Malformed or oversized bodies and crashes answer in the settle shape (auth errors keep the envelope);
+      // a crash after the body parsed still names the payment's network, as every settle answer does.
+      const networkOf = () => {
+        const network = (ctx.request.body as { paymentPayload?: { network?: unknown } } | undefined)?.paymentPayload?.network;
+        return typeof network === 'string' && network.length <= 64 ? network : '';
+      };
       ctx.state.errorShape = (status) =>
-        status >= 500 ? settleFailure('unexpected_settle_error') : { ...settleFailure('invalid_payload'), status };
+        status >= 500 ? settleFailure('unexpected_settle_error', networkOf()) : { ...settleFailure('invalid_payload'), status };
       await next();
     },
     requireApiKey(deps),

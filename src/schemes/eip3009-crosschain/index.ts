@@ -63,9 +63,10 @@ async function settleCrossChain(
     network: p.network,
     payer: payload.payload.authorization.from,
     amount: value,
-    creditedRecipient: requirements.extra?.creditedRecipient,
+    extra: requirements.extra,
+    marketplaceFee: false, // the destination payout (receiveAndPayout) pays one fee; see docs/decisions.md
   });
-  if ('refused' in base) return settleFailure(base.refused, base.network, base.payer);
+  if ('refused' in base) return settleFailure(base.refused, base.network, base.payer, base.message);
   const { workflowId, payer } = base;
   const recorded = await answerFromRecord(req, workflowId, req.auth, network.id);
   if (recorded) return recorded;
