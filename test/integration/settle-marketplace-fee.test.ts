@@ -3,9 +3,9 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { getContract } from '../../devnet/contracts';
 import {
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { facilitatorAbi } from '../../src/chains/evm/abi';
 import { Settlement } from '../../src/db/entities';
@@ -42,7 +42,7 @@ describe.each(DB_KINDS)('POST /v1/settle with a marketplace fee (%s)', (kind) =>
       address: h.stack.usdc,
       abi: getContract('TestUSDC').abi,
       functionName: 'approve',
-      args: [DEVNET_PERMIT2_ADDRESS, maxUint256],
+      args: [PERMIT2_CANONICAL_ADDRESS, maxUint256],
     } as never);
     expect((await waitForReceipt(h.chain, hash)).status).toBe('success');
   });
@@ -94,9 +94,9 @@ describe.each(DB_KINDS)('POST /v1/settle with a marketplace fee (%s)', (kind) =>
       chainId: h.stack.chains['base-sepolia'].chainId,
       usdc: h.stack.usdc,
       facilitator: h.stack.facilitator,
-      permit2: DEVNET_PERMIT2_ADDRESS,
-      exactProxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-      uptoProxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+      permit2: PERMIT2_CANONICAL_ADDRESS,
+      exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
       amount: 1_000_001n,
     });
     body.paymentRequirements.extra = { ...body.paymentRequirements.extra, platform, platformFeeBps: '1000' };
