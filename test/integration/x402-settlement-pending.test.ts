@@ -1,15 +1,11 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createWalletClient, defineChain, http, type Address } from 'viem';
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { wrapFetchWithPayment } from 'x402-fetch';
 import { rpc } from '../../devnet/anvil';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
+import { facilitatorAuth, fundedBuyer, serveSeller, v2Facilitator } from '../support/sdk-seller';
 
 /**
  * `settlement_pending` (our 202, outside the x402 settle response) meets the seller SDKs (issue 14):
@@ -20,9 +16,7 @@ import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
  * final answer (docs/decisions.md "settlement_pending and the SDKs").
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
-const express = require('express') as () => any;
 const v2 = require('@x402/express');
-const { HTTPFacilitatorClient } = require('@x402/core/server');
 const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
 const v1 = require('x402-express');
 /* eslint-enable @typescript-eslint/no-require-imports */
@@ -34,77 +28,58 @@ const PAUSE_MS = 3_000; // longer than SETTLE_WAIT_MS below, shorter than SETTLE
 
 describe.each(DB_KINDS)('settlement_pending with the seller SDKs (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Server;
+  let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;
   let rpcUrl: string;
 
   beforeAll(async () => {
     h = await startSettleHarness(kind, { relayerIndex: 2, env: { SETTLE_WAIT_MS: '1000', SETTLE_WAIT_V2_MS: '30000' } });
     rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
-    const auth = { Authorization: `Bearer ${h.apiKey}` };
-    const createAuthHeaders = async () => ({ verify: auth, settle: auth, supported: auth });
-    const resourceServer = new v2.x402ResourceServer(new HTTPFacilitatorClient({ url: `${h.api.baseUrl}/v1`, createAuthHeaders })).register(
-      'eip155:84532',
-      new ExactEvmServer(),
-    );
+    const resourceServer = new v2.x402ResourceServer(v2Facilitator(h)).register('eip155:84532', new ExactEvmServer());
     const asset = h.stack.usdc;
-    const app = express();
-    app.use(
-      '/v2',
-      v2.paymentMiddleware(
-        {
-          'GET /weather': {
-            accepts: {
-              scheme: 'exact',
-              network: 'eip155:84532',
-              price: { amount: PRICE.toString(), asset, extra: { name: 'USDC', version: '2' } },
-              payTo: h.stack.facilitator,
-              maxTimeoutSeconds: 120,
+    seller = await serveSeller((app) => {
+      app.use(
+        '/v2',
+        v2.paymentMiddleware(
+          {
+            'GET /weather': {
+              accepts: {
+                scheme: 'exact',
+                network: 'eip155:84532',
+                price: { amount: PRICE.toString(), asset, extra: { name: 'USDC', version: '2' } },
+                payTo: h.stack.facilitator,
+                maxTimeoutSeconds: 120,
+              },
             },
           },
-        },
-        resourceServer,
-      ),
-    );
-    app.use(
-      '/v1',
-      v1.paymentMiddleware(
-        h.stack.facilitator,
-        {
-          'GET /weather': {
-            price: { amount: PRICE.toString(), asset: { address: asset, decimals: 6, eip712: { name: 'USDC', version: '2' } } },
-            network: 'base-sepolia',
-            config: { maxTimeoutSeconds: 120 },
+          resourceServer,
+        ),
+      );
+      app.use(
+        '/v1',
+        v1.paymentMiddleware(
+          h.stack.facilitator,
+          {
+            'GET /weather': {
+              price: { amount: PRICE.toString(), asset: { address: asset, decimals: 6, eip712: { name: 'USDC', version: '2' } } },
+              network: 'base-sepolia',
+              config: { maxTimeoutSeconds: 120 },
+            },
           },
-        },
-        { url: `${h.api.baseUrl}/v1`, createAuthHeaders },
-      ),
-    );
-    app.get(['/v1/weather', '/v2/weather'], (_req: unknown, res: any) => res.json({ forecast: 'sunny' }));
-    seller = createServer(app);
-    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
-    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+          { url: `${h.api.baseUrl}/v1`, createAuthHeaders: facilitatorAuth(h) },
+        ),
+      );
+      app.get(['/v1/weather', '/v2/weather'], (_req: unknown, res: any) => res.json({ forecast: 'sunny' }));
+    });
+    sellerUrl = seller.url;
   });
   afterAll(async () => {
     await rpc(rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
-    seller?.closeAllConnections();
-    await new Promise((r) => seller?.close(r));
+    await seller?.close();
     await h?.close();
   });
 
-  async function newBuyer(): Promise<PrivateKeyAccount> {
-    const buyer = privateKeyToAccount(generatePrivateKey());
-    const funder = createWalletClient({ account: TEST_ACCOUNTS.buyers[0], transport: http(rpcUrl) });
-    const hash = await funder.writeContract({
-      chain: null,
-      address: h.stack.usdc,
-      abi: tokenAbi,
-      functionName: 'transfer',
-      args: [buyer.address, 5_000_000n],
-    });
-    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
-    return buyer;
-  }
+  const newBuyer = () => fundedBuyer(h);
 
   /** Runs `paid` while the chain mines nothing for PAUSE_MS, then mines again. */
   async function withSlowChain<T>(paid: () => Promise<T>): Promise<T> {
