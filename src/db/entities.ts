@@ -259,6 +259,9 @@ export class TopUp {
   fillTx?: string | null;
   depositTx?: string | null;
   refundTx?: string | null;
+  /** The operator whose action (workflows/operator-actions.ts) last moved this top-up, and what and why. */
+  operator?: string | null;
+  operatorReason?: string | null;
   requestId?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -319,6 +322,8 @@ export const TopUpSchema = new EntitySchema<TopUp>({
     fillTx: { type: 'string', length: 100, nullable: true },
     depositTx: { type: 'string', length: 100, nullable: true },
     refundTx: { type: 'string', length: 100, nullable: true },
+    operator: { type: 'string', length: 500, nullable: true },
+    operatorReason: { type: 'text', nullable: true },
     requestId: { type: 'string', length: 64, nullable: true },
     createdAt: { type: 'datetime' },
     updatedAt: { type: 'datetime' },
