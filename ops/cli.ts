@@ -116,7 +116,13 @@ async function act(
 ): Promise<number> {
   const handle = client.workflow.getHandle(workflowId);
   const stateOf = async () => (await handle.describe()).typedSearchAttributes.get(X402State);
-  out(`${workflowId} is ${await stateOf()}; sending ${command} (operator ${decision.operator}: ${decision.reason})`);
+  const described = await handle.describe();
+  const state = described.typedSearchAttributes.get(X402State);
+  if (described.status.name !== 'RUNNING') {
+    out(`refused: ${workflowId} is ${described.status.name.toLowerCase()} (state ${state}): it waits for no action`);
+    return EXIT.refused;
+  }
+  out(`${workflowId} is ${state}; sending ${command} (operator ${decision.operator}: ${decision.reason})`);
   let update;
   try {
     update = await handle.startUpdate(ACTIONS[command], { args: [decision], waitForStage: WorkflowUpdateStage.ACCEPTED });
