@@ -10,7 +10,13 @@ import type { UpdateDefinition } from '@temporalio/common';
 import { ConfigError, loadConfig } from '../src/config';
 import { connectTemporal } from '../src/temporal/client';
 import { X402Kind, X402Network, X402Payer, X402State } from '../src/temporal/search-attributes';
-import { refundTopUpUpdate, retryDepositUpdate, type OperatorDecision } from '../workflows/operator-actions';
+import {
+  rebroadcastUpdate,
+  refundTopUpUpdate,
+  replaceUpdate,
+  retryDepositUpdate,
+  type OperatorDecision,
+} from '../workflows/operator-actions';
 
 /**
  * `npm run ops -- <command>`: the operator's tool for payments that wait for a human (README "For
@@ -27,12 +33,18 @@ const USAGE = `usage: npm run ops -- <command> [options]
   retry-deposit --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
       top-up in needs_review: run its bridge leg again and deposit what arrives on Base
   refund --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
-      top-up in needs_review: refund the payer on Base (payee and amount from our records)`;
+      top-up in needs_review: refund the payer on Base (payee and amount from our records)
+  rebroadcast --workflow-id <id> --operator <who> --reason <why>
+      settlement in submitted: send its recorded transaction again (same bytes)
+  replace --workflow-id <id> --operator <who> --reason <why>
+      settlement in submitted: replace its transaction now (same nonce, fees +12.5%)`;
 
 /** One command per operator action: the update it sends. */
 const ACTIONS: Record<string, UpdateDefinition<unknown, [OperatorDecision]>> = {
   'retry-deposit': retryDepositUpdate,
   refund: refundTopUpUpdate,
+  rebroadcast: rebroadcastUpdate,
+  replace: replaceUpdate,
 };
 
 export const EXIT = { ok: 0, usage: 1, refused: 2, pending: 3 } as const;

@@ -22,12 +22,22 @@ export interface OperatorAction extends OperatorDecision {
   at: string;
 }
 
-export type OperatorActionName = 'retry-deposit' | 'refund';
+export type OperatorActionName = 'retry-deposit' | 'refund' | 'rebroadcast' | 'replace';
 
 /** Top-up in `needs_review`: run the bridge leg again and deposit what arrives on Base. */
 export const retryDepositUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('retryDeposit');
 /** Top-up in `needs_review`: give the payer back on Base what our records say they are owed. */
 export const refundTopUpUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('refundTopUp');
+
+/** What a relayer nudge answers: the hash now in flight (or mined) and the write-ahead record's status. */
+export interface NudgeResult {
+  hash: string;
+  status: string;
+}
+/** Settlement in `submitted`: send the recorded transaction again (same bytes, same hash). */
+export const rebroadcastUpdate = defineUpdate<NudgeResult, [OperatorDecision]>('rebroadcastTransaction');
+/** Settlement in `submitted`: replace the transaction now (same nonce, fees +12.5%; see Relayer.nudge). */
+export const replaceUpdate = defineUpdate<NudgeResult, [OperatorDecision]>('replaceTransaction');
 
 /** Name of the memo field holding every operator action of an execution. */
 export const OPERATOR_ACTIONS_MEMO = 'operatorActions';

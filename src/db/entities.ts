@@ -72,6 +72,9 @@ export class Settlement {
   state!: string; // verifying | submitted | settled | failed | rejected
   errorReason?: string | null;
   response?: string | null; // final settle response JSON, replayed to repeats
+  /** The operator whose action (workflows/operator-actions.ts) last touched this settlement, and what and why. */
+  operator?: string | null;
+  operatorReason?: string | null;
   requestId?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -198,6 +201,8 @@ export const SettlementSchema = new EntitySchema<Settlement>({
     state: { type: 'string', length: 16 },
     errorReason: { type: 'string', nullable: true },
     response: { type: 'text', nullable: true },
+    operator: { type: 'string', length: 500, nullable: true },
+    operatorReason: { type: 'text', nullable: true },
     requestId: { type: 'string', length: 64, nullable: true },
     ...timestamps,
   },
