@@ -94,12 +94,10 @@ describe.each(DB_KINDS)('operator actions on a stuck settlement (%s)', (kind) =>
     const s = await stuck();
     const before = await h.chain.getTransaction({ hash: s.hash });
 
-    const update = await h.temporal.workflow
-      .getHandle(s.workflowId)
-      .startUpdate(replaceUpdate, {
-        args: [{ operator: 'dave', reason: 'fee too low (INC-4)' }],
-        waitForStage: WorkflowUpdateStage.ACCEPTED,
-      });
+    const update = await h.temporal.workflow.getHandle(s.workflowId).startUpdate(replaceUpdate, {
+      args: [{ operator: 'dave', reason: 'fee too low (INC-4)' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
     expect(() => process.kill(killed, 0)).toThrow();
