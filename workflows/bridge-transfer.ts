@@ -1,7 +1,8 @@
-import { proxyActivities, sleep, upsertSearchAttributes, log } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, proxyActivities, sleep, upsertSearchAttributes, log, workflowInfo } from '@temporalio/workflow';
 import type { AttestedMessage, CrossChainActivities } from '../activities/crosschain';
-import type { BridgeTransferInput, BridgeTransferResult } from '../src/schemes/eip3009-crosschain/types';
-import { x402State } from '../src/temporal/search-attributes';
+import type { BridgeTransferInput, BridgeTransferResult, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
+import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
+import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
 
 // A poll is one bounded HTTP call (10 s): a short timeout lets a crashed worker's poll be retried soon.
 const { fetchBridgeAttestation, recordBridgeTransfer } = proxyActivities<CrossChainActivities>({
@@ -69,4 +70,50 @@ export async function bridgeTransferWorkflow(input: BridgeTransferInput): Promis
     fee: done.fee,
     payoutAmount: done.payoutAmount,
   };
+}
+
+/** The burn a bridge leg delivers: the source transaction and the message read from its receipt. */
+export interface Burn {
+  transaction: string;
+  message: string;
+}
+
+/**
+ * Runs the bridge leg of a cross-chain settlement as a child (`bridge:<source>:<domain>:<burn tx>`)
+ * and returns how it ended. Used by the settlement itself and by an operator's retry of a top-up's
+ * leg (a new run of the same id: the mint keeps its write-ahead id, so it is still sent at most once).
+ */
+export async function runBridgeLeg(input: CrossChainSettleInput, burn: Burn): Promise<BridgeTransferResult> {
+  const bridgeId = bridgeWorkflowId(input.network, input.sourceDomain, burn.transaction);
+  const child: BridgeTransferInput = {
+    bridgeId,
+    settlementId: input.workflowId,
+    organizationId: input.organizationId,
+    payer: input.paymentPayload.payload.authorization.from,
+    sourceNetwork: input.network,
+    destinationNetwork: input.destinationNetwork,
+    sourceDomain: input.sourceDomain,
+    destinationDomain: input.destinationDomain,
+    sourceTx: burn.transaction,
+    message: burn.message,
+    amount: input.paymentPayload.payload.authorization.value,
+    payout: input.payout,
+    fee: input.fee,
+    feeRecipient: input.feeRecipient,
+    ...(input.attestationBudgetMs !== undefined ? { attestationBudgetMs: input.attestationBudgetMs } : {}),
+  };
+  return executeChild(bridgeTransferWorkflow, {
+    workflowId: bridgeId,
+    taskQueue: workflowInfo().taskQueue,
+    args: [child],
+    // The bridge leg must finish even if someone terminates this parent.
+    parentClosePolicy: ParentClosePolicy.ABANDON,
+    typedSearchAttributes: x402SearchAttributes({
+      kind: 'bridge',
+      network: input.destinationNetwork,
+      payer: child.payer,
+      state: 'burned',
+      organization: input.organizationId,
+    }),
+  });
 }

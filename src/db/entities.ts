@@ -77,6 +77,9 @@ export class Settlement {
   state!: string; // verifying | submitted | settled | failed | rejected
   errorReason?: string | null;
   response?: string | null; // final settle response JSON, replayed to repeats
+  /** The operator whose action (workflows/operator-actions.ts) last touched this settlement, and what and why. */
+  operator?: string | null;
+  operatorReason?: string | null;
   requestId?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -207,6 +210,8 @@ export const SettlementSchema = new EntitySchema<Settlement>({
     state: { type: 'string', length: 16 },
     errorReason: { type: 'string', nullable: true },
     response: { type: 'text', nullable: true },
+    operator: { type: 'string', length: 500, nullable: true },
+    operatorReason: { type: 'text', nullable: true },
     requestId: { type: 'string', length: 64, nullable: true },
     ...timestamps,
   },
@@ -268,6 +273,9 @@ export class TopUp {
   fillTx?: string | null;
   depositTx?: string | null;
   refundTx?: string | null;
+  /** The operator whose action (workflows/operator-actions.ts) last moved this top-up, and what and why. */
+  operator?: string | null;
+  operatorReason?: string | null;
   requestId?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -328,6 +336,8 @@ export const TopUpSchema = new EntitySchema<TopUp>({
     fillTx: { type: 'string', length: 100, nullable: true },
     depositTx: { type: 'string', length: 100, nullable: true },
     refundTx: { type: 'string', length: 100, nullable: true },
+    operator: { type: 'string', length: 500, nullable: true },
+    operatorReason: { type: 'text', nullable: true },
     requestId: { type: 'string', length: 64, nullable: true },
     createdAt: { type: 'datetime' },
     updatedAt: { type: 'datetime' },
