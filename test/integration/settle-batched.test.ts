@@ -453,4 +453,19 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     expect(anonymous.body).toEqual({ error: expect.stringContaining('organization required') });
     expect(Object.keys(anonymous.body)).toEqual(['error']);
   });
+
+  test('GET /v1/batched-sample when the handler fails (its database table is gone): 500 {error, message}, nothing internal', async () => {
+    // The key is still valid (api_keys answers); the organization read of the record fails for real.
+    const sql = (q: string) => h.tdb.db.em.fork().getConnection().execute(q);
+    await sql('alter table organizations rename to organizations_away');
+    try {
+      const res = await request('GET', `${api.baseUrl}/v1/batched-sample`, { headers: { authorization: `Bearer ${apiKey}` } });
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({ error: 'Internal server error', message: 'could not build the gateway status record' });
+    } finally {
+      await sql('alter table organizations_away rename to organizations');
+    }
+    const back = await request('GET', `${api.baseUrl}/v1/batched-sample`, { headers: { authorization: `Bearer ${apiKey}` } });
+    expect(back.status).toBe(200);
+  });
 });
