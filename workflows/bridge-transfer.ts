@@ -1,7 +1,7 @@
-import { proxyActivities, sleep, upsertSearchAttributes, log } from '@temporalio/workflow';
+import { proxyActivities, sleep, log } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
 import type { BridgeTransferInput, BridgeTransferResult } from '../src/schemes/eip3009-crosschain/types';
-import { x402State } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 
 // A poll is one bounded HTTP call (10 s): a short timeout lets a crashed worker's poll be retried soon.
 const { fetchBridgeAttestation, recordBridgeTransfer } = proxyActivities<CrossChainActivities>({
@@ -31,7 +31,7 @@ const ATTESTATION_BUDGET_MS = 6 * 3600_000;
  * funds are not lost, the message can still be delivered by hand).
  */
 export async function bridgeTransferWorkflow(input: BridgeTransferInput): Promise<BridgeTransferResult> {
-  const state = (s: string) => upsertSearchAttributes(x402State(s));
+  const state = x402States('bridge');
   const needsReview = async (error: string): Promise<BridgeTransferResult> => {
     log.error('bridge transfer needs review', { error });
     await recordBridgeTransfer(input, 'needs_review', { error });

@@ -10,7 +10,6 @@ import {
   log,
   proxyActivities,
   setHandler,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
@@ -23,7 +22,8 @@ import {
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
 import type { SettleResponse } from '../src/x402/schemas';
-import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
+import { x402SearchAttributes } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 import { bridgeTransferWorkflow } from './bridge-transfer';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
@@ -60,7 +60,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     await condition(() => early !== undefined);
     return { response: early!, organizationId: input.organizationId };
   });
-  const state = (s: string) => upsertSearchAttributes(x402State(s));
+  const state = x402States('settle');
   // Answer the update before ending, so the API never sees "workflow completed" instead of a response.
   const answer = async (response: SettleResponse) => {
     early = response;

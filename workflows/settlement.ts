@@ -1,8 +1,8 @@
-import { ApplicationFailure, log, proxyLocalActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, log, proxyLocalActivities } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import { SETTLEMENT_REJECTED, type SettleOutcome, type SettlementInput } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { x402State } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 
 /** Retry policies of the skeleton, written once for every scheme. */
 export const SETTLEMENT_RETRY = {
@@ -29,7 +29,7 @@ const { confirmPayment } = proxyLocalActivities<SettlementActivities>({ startToC
  * it always completes with the on-chain outcome.
  */
 export async function settlementWorkflow(input: SettlementInput): Promise<SettleOutcome> {
-  const state = (s: string) => upsertSearchAttributes(x402State(s));
+  const state = x402States('settle');
   const reject = (response: SettleResponse): never => {
     state('rejected');
     throw ApplicationFailure.nonRetryable(response.errorReason ?? 'rejected', SETTLEMENT_REJECTED, response);

@@ -1,5 +1,5 @@
 import { settlementWorkflow } from './settlement';
-import { ApplicationFailure, executeChild, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ApplicationFailure, executeChild, proxyActivities } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { TopUpActivities } from '../activities/topup';
 import type { SettleOutcome } from '../src/settle/types';
@@ -8,7 +8,8 @@ import { settlementRejection } from '../src/settle/types';
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
-import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
+import { x402SearchAttributes } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 import { settleAcrossBridge } from './topup-bridge';
 
 // Records and reads: quick, retried a few times.
@@ -33,8 +34,9 @@ const { ensureMerchantAllowance, submitDeposit, awaitDepositReceipt, refundPayer
  * and deposit what the bridge delivered; a bridge that cannot deliver ends in `needs_review`.
  */
 export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
+  const upsertState = x402States('topup');
   const move = async (state: TopUpState, extra: Parameters<typeof recordTopUp>[2] = {}) => {
-    upsertSearchAttributes(x402State(state));
+    upsertState(state);
     await recordTopUp(input, state, extra);
   };
   const fail = async (errorReason: string, error: string): Promise<TopUpOutcome> => {
