@@ -51,7 +51,9 @@ export function createStuckActivities(deps: StuckActivityDeps) {
         }
         heartbeat();
       }
-      const result = [...counts.values()].sort((a, b) => `${a.kind}|${a.state}|${a.network}`.localeCompare(`${b.kind}|${b.state}|${b.network}`));
+      const result = [...counts.values()].sort((a, b) =>
+        `${a.kind}|${a.state}|${a.network}`.localeCompare(`${b.kind}|${b.state}|${b.network}`),
+      );
       await replaceStuckCounts(deps.db.em.fork(), result, now);
       if (result.length) log.warn('stuck payments', { counts: result, flagged });
       return result;

@@ -163,7 +163,14 @@ const schema = z.object({
    * Operations (README "For operators"): a running x402 workflow older than this in a non-terminal
    * state is stuck (the worker's scheduled scan flags it and counts it for x402_stuck_payments).
    */
-  STUCK_AFTER_SECONDS: int().pipe(z.number().min(1).max(30 * 86_400)).default(300),
+  STUCK_AFTER_SECONDS: int()
+    .pipe(
+      z
+        .number()
+        .min(1)
+        .max(30 * 86_400),
+    )
+    .default(300),
   /** /healthz and x402_relayer_balance_ether: the relayer's gas balance (ether) below which a network is reported low. */
   RELAYER_MIN_BALANCE_ETHER: z
     .string()

@@ -39,10 +39,14 @@ const healthCheckSchema = z
     ms: z.number().int().describe('how long the check took'),
     error: z.string().optional().describe('why it is not ok'),
   })
-  .describe('One dependency; networks add chainId, blockNumber and relayer {address, balanceEther, minBalanceEther, ok} (EVM) or slot (Solana)');
+  .describe(
+    'One dependency; networks add chainId, blockNumber and relayer {address, balanceEther, minBalanceEther, ok} (EVM) or slot (Solana)',
+  );
 /** GET /healthz (src/observability/health.ts); the checks carry extra fields, so they are open objects. */
 export const healthResponseSchema = z.strictObject({
-  status: z.enum(['ok', 'low_balance', 'degraded']).describe('degraded (503): something required does not answer; low_balance (200): a relayer is below RELAYER_MIN_BALANCE_ETHER'),
+  status: z
+    .enum(['ok', 'low_balance', 'degraded'])
+    .describe('degraded (503): something required does not answer; low_balance (200): a relayer is below RELAYER_MIN_BALANCE_ETHER'),
   checks: z.strictObject({
     temporal: healthCheckSchema,
     database: healthCheckSchema,

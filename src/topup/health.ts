@@ -37,5 +37,8 @@ export async function health(deps: TopupDeps) {
     networks[TOPUP_DESTINATION_NETWORK] = { ok: false, ms: 0, error: 'network base is not configured (RPC URL, facilitator, USDC)' };
   }
   const { status, state } = healthStatus([temporal, database, merchantContract], networks);
-  return { status, body: { status: state, merchant: deps.topup.TOPUP_MERCHANT_ID, checks: { temporal, database, networks, merchantContract } } };
+  return {
+    status,
+    body: { status: state, merchant: deps.topup.TOPUP_MERCHANT_ID, checks: { temporal, database, networks, merchantContract } },
+  };
 }
