@@ -115,10 +115,12 @@ export class Metrics {
       registers,
       async collect() {
         this.reset();
-        const counts = await readStuckCounts(sources.db.em.fork()).catch((err: unknown) => {
-          sources.logger?.warn({ err: String(err) }, 'could not read the stuck counts');
-          return [];
-        });
+        const counts = await Promise.resolve()
+          .then(() => readStuckCounts(sources.db.em.fork()))
+          .catch((err: unknown) => {
+            sources.logger?.warn({ err: String(err) }, 'could not read the stuck counts');
+            return [];
+          });
         for (const c of counts) this.set({ kind: c.kind, state: c.state, network: c.network }, c.count);
       },
     });
