@@ -8,6 +8,7 @@ import { X402State, X402Stuck } from '../../src/temporal/search-attributes';
 import { stuckScanScheduleId } from '../../src/temporal/stuck-scan';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
 import { request, startApi } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
@@ -28,7 +29,7 @@ function series(text: string, name: string, labels: Record<string, string>): num
   return line === undefined ? undefined : Number(line.slice(want.length));
 }
 
-describe('stuck payments and health', () => {
+describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
   let h: SettleHarness;
   const buyer = TEST_ACCOUNTS.buyers[3];
   const relayer = TEST_ACCOUNTS.relayers[2];
@@ -41,9 +42,11 @@ describe('stuck payments and health', () => {
   const stuckSeries = { kind: 'settle', state: 'submitted', network: 'base-sepolia' };
 
   beforeAll(async () => {
-    h = await startSettleHarness('sqlite', {
+    h = await startSettleHarness(kind, {
       relayerIndex: 2,
-      env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '3000', STUCK_AFTER_SECONDS: '1' },
+      // The paused chain holds the transaction longer than the relayer's default replacement delay:
+      // keep the first transaction, so the final answer carries the hash the pending one did.
+      env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '3000', STUCK_AFTER_SECONDS: '1', RELAYER_REPLACE_AFTER_MS: '600000' },
     });
     rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
   });
