@@ -103,6 +103,10 @@ describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
       await waitUntil('X402Stuck=true in visibility', async () => (await flagged()).length > 0 && flagged(), { timeoutMs: 60_000 }),
     ).toEqual([workflowId]);
     expect((await handle.describe()).typedSearchAttributes.get(X402Stuck)).toBe(true);
+    // The history the new worker must replay: the signal, the patch marker and the upsert it made.
+    const history = (await handle.fetchHistory()).events ?? [];
+    expect(history.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'markStuck')).toHaveLength(1);
+    expect(history.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')).toHaveLength(1);
 
     // The worker dies while the payment is flagged; a new one replays the history (signal, patch
     // marker, upsert) and finishes the same transaction.
