@@ -40,7 +40,7 @@ export function createStuckActivities(deps: StuckActivityDeps) {
         c.count += 1;
         counts.set(key, c);
         if (attrs.get(X402Stuck) !== true) {
-          // Completed since it was listed, or reset: nothing to flag, the next scan sees the truth.
+          // A refused signal means it completed since it was listed: nothing to flag, the next scan sees the truth.
           await deps.temporal.workflow
             .getHandle(wf.workflowId, wf.runId)
             .signal(markStuckSignal)
