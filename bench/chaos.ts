@@ -34,9 +34,9 @@ import { startSolanaDevnet } from '../devnet/solana-rpc';
 import { prefixedStderr, type ManagedProcess } from '../devnet/process';
 import { tokenAbi } from '../src/chains/evm/abi';
 import {
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../src/chains/devnet-addresses';
 import { buildSolanaNetworkTable } from '../src/chains/networks';
 import { DEVNET_SOLANA_FEE_PAYER } from '../src/chains/solana/fee-payer';
@@ -134,7 +134,7 @@ async function main(): Promise<void> {
         address: deployed.usdc,
         abi: tokenAbi,
         functionName: 'approve',
-        args: [DEVNET_PERMIT2_ADDRESS, maxUint256],
+        args: [PERMIT2_CANONICAL_ADDRESS, maxUint256],
       });
       await chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     }
@@ -206,9 +206,9 @@ async function main(): Promise<void> {
       if (p.kind === 'permit2') {
         const common = { network: 'base-sepolia', chainId: 84532, usdc: deployed.usdc, facilitator: deployed.facilitator };
         const proxies = {
-          permit2: DEVNET_PERMIT2_ADDRESS,
-          exactProxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-          uptoProxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+          permit2: PERMIT2_CANONICAL_ADDRESS,
+          exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+          uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
         };
         return permit2Payment({ scheme: 'exact', buyer, amount: p.amount, ...common, ...proxies });
       }

@@ -17,10 +17,10 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import {
   DEVNET_DEPLOYER_KEY,
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
   DEVNET_FACILITATOR_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
 } from '../src/chains/devnet-addresses';
 import { facilitatorAbi } from '../src/chains/evm/abi';
@@ -29,8 +29,8 @@ import { ensureFacilitatorCode } from './upgrade-facilitator';
 import { deployBridge } from './deploy-bridge';
 
 /**
- * Deploys the devnet contracts (TestUSDC at deployer nonce 0, X402Facilitator at nonce 1, Permit2 at
- * nonce 2, X402ExactPermit2Proxy at nonce 3, X402UptoPermit2Proxy at nonce 4) to an anvil chain, so
+ * Deploys the devnet contracts (TestUSDC at deployer nonce 0, X402Facilitator at nonce 1; Permit2 and
+ * its two proxies at their canonical addresses, see `ensurePermit2Contracts`) to an anvil chain, so
  * every devnet chain has them at the same deterministic addresses.
  *
  * The deployer key is devnet-only: it is public in this repository and must never hold real funds.
@@ -77,25 +77,25 @@ export interface DevnetDeployment extends DevnetAddresses {
 }
 
 /**
- * The deterministic CREATE addresses of the deployer: nonce 0 USDC, 1 the facilitator, 2 Permit2,
- * 3 the exact Permit2 proxy, 4 the upto Permit2 proxy.
+ * The devnet addresses: the deployer's CREATE addresses (nonce 0 USDC, 1 the facilitator), and the
+ * canonical Permit2 and x402 proxy addresses.
  */
 export function devnetAddresses(): DevnetAddresses {
   return {
     usdc: DEVNET_USDC_ADDRESS,
     facilitator: DEVNET_FACILITATOR_ADDRESS,
-    permit2: DEVNET_PERMIT2_ADDRESS,
-    exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-    uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+    permit2: PERMIT2_CANONICAL_ADDRESS,
+    exactPermit2Proxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+    uptoPermit2Proxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
   };
 }
 
-/** The Permit2 contracts, in deployer-nonce order after USDC (0) and the facilitator (1). */
-function permit2Contracts(expected: DevnetAddresses): { name: string; nonce: number; address: Address; args: readonly unknown[] }[] {
+/** Permit2 and its proxies, at the canonical addresses x402 buyers sign for (src/chains/devnet-addresses.ts). */
+function permit2Contracts(expected: DevnetAddresses): { name: string; address: Address; args: readonly unknown[] }[] {
   return [
-    { name: 'Permit2', nonce: 2, address: expected.permit2, args: [] },
-    { name: 'X402ExactPermit2Proxy', nonce: 3, address: expected.exactPermit2Proxy, args: [expected.permit2, expected.facilitator] },
-    { name: 'X402UptoPermit2Proxy', nonce: 4, address: expected.uptoPermit2Proxy, args: [expected.permit2, expected.facilitator] },
+    { name: 'Permit2', address: expected.permit2, args: [] },
+    { name: 'X402ExactPermit2Proxy', address: expected.exactPermit2Proxy, args: [expected.permit2, expected.facilitator] },
+    { name: 'X402UptoPermit2Proxy', address: expected.uptoPermit2Proxy, args: [expected.permit2, expected.facilitator] },
   ];
 }
 
@@ -140,7 +140,7 @@ async function rpc(client: Client, method: string, params: unknown[]): Promise<u
  * Idempotent: when USDC and the facilitator already have code at their deterministic addresses it
  * only adds the Permit2 contracts if missing (see `ensurePermit2Contracts`), makes sure every relayer
  * is allowed (and has ETH) and returns. Otherwise it funds the deployer, deploys TestUSDC (nonce 0),
- * X402Facilitator (nonce 1), Permit2 and its two proxies (nonces 2..4), allows each relayer, mints
+ * X402Facilitator (nonce 1), places Permit2 and its two proxies, allows each relayer, mints
  * to each buyer and gives relayers and buyers ETH. Throws if the deployer's nonces were already used
  * for something else, because the contracts would then not be at `devnetAddresses()`.
  */
@@ -201,7 +201,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
     });
     const receipt = await waitForReceipt(client, hash, 'X402Facilitator deployment');
     checkAddress('X402Facilitator', receipt.contractAddress, expected.facilitator);
-    nonce = await ensurePermit2Contracts(client, wallet, expected, nonce);
+    await ensurePermit2Contracts(client, wallet, expected);
 
     // One sender, strictly in nonce order, each mined before the next (anvil can stall on gaps).
     for (const relayer of relayers) {
@@ -259,39 +259,18 @@ function checkAddress(what: string, actual: Address | null | undefined, expected
 type DeployerWallet = ReturnType<typeof createWalletClient<Transport, Chain, typeof deployer>>;
 
 /**
- * Deploys whichever of Permit2 and its two proxies has no code yet, in nonce order (2, 3, 4), and
- * returns the deployer's next nonce. `nonce` is the deployer's next nonce when the caller knows it
- * (fresh deploy); otherwise it is read from the chain.
- *
- * A contract is deployed by CREATE from the deployer when the deployer's next nonce is exactly its
- * slot, which covers a fresh chain, an interrupted deploy and a chain deployed by the previous
- * version of this script (USDC and the facilitator only) whose deployer sent nothing else.
- * When the slot was already spent (the previous version also sent setRelayer/mint transactions
- * from the deployer), the contract is deployed from a throwaway account and its runtime code is
- * placed at the deterministic address with `anvil_setCode` (DESIGN §3). That is equivalent because
- * these contracts keep no constructor-written storage and no address-dependent immutables
- * (Permit2 derives its domain separator from `address(this)` at call time).
+ * Places Permit2 and its two proxies wherever they have no code yet. Their addresses are the
+ * canonical ones (no key of ours can CREATE there), so each is deployed from a throwaway account and
+ * its runtime code is copied to its address with `anvil_setCode` (DESIGN §3). That is equivalent
+ * because these contracts keep no constructor-written storage and no address-dependent immutables
+ * (Permit2 derives its domain separator from `address(this)` at call time; the proxies' immutables
+ * are Permit2's and the facilitator's addresses, given at construction).
  */
-async function ensurePermit2Contracts(
-  client: Client,
-  wallet: DeployerWallet,
-  expected: DevnetAddresses,
-  knownNonce?: number,
-): Promise<number> {
-  let nonce = knownNonce;
+async function ensurePermit2Contracts(client: Client, wallet: DeployerWallet, expected: DevnetAddresses): Promise<void> {
   for (const contract of permit2Contracts(expected)) {
     const code = await client.getCode({ address: contract.address });
     if (code !== undefined && code !== '0x') continue;
-    await setEthBalance(client, deployer.address);
-    nonce ??= await client.getTransactionCount({ address: deployer.address, blockTag: 'pending' });
     const artifact = getContract(contract.name);
-    if (nonce === contract.nonce) {
-      const hash = await wallet.deployContract({ abi: artifact.abi, bytecode: artifact.bytecode, args: contract.args, nonce: nonce++ });
-      const receipt = await waitForReceipt(client, hash, `${contract.name} deployment`);
-      checkAddress(contract.name, receipt.contractAddress, contract.address);
-      continue;
-    }
-    // The deployer's slot for this contract is gone: deploy elsewhere and copy the runtime code.
     const throwaway = privateKeyToAccount(generatePrivateKey());
     await setEthBalance(client, throwaway.address);
     const hash = await wallet.deployContract({
@@ -306,7 +285,6 @@ async function ensurePermit2Contracts(
     if (!runtime || runtime === '0x') throw new Error(`devnet deploy: ${contract.name} deployment left no code (tx ${hash})`);
     await rpc(client, 'anvil_setCode', [contract.address, runtime]);
   }
-  return nonce ?? (await client.getTransactionCount({ address: deployer.address, blockTag: 'pending' }));
 }
 
 /** Allows every relayer not yet allowed, sending as the facilitator's current owner. */

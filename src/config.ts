@@ -41,6 +41,16 @@ const schema = z.object({
    */
   METRICS_TOKEN: z.string().min(16, 'must be at least 16 characters').optional(),
   /**
+   * Traces (src/observability/tracing.ts): when set, every process exports its spans over OTLP/HTTP
+   * to `<endpoint>/v1/traces`; unset, no tracing SDK runs.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
+  /** `host:port` where the worker serves the Temporal SDK's own Prometheus metrics; unset, none. */
+  WORKER_METRICS_ADDRESS: z
+    .string()
+    .regex(/^\S+:\d{1,5}$/, 'must look like 0.0.0.0:9464')
+    .optional(),
+  /**
    * Rate limits (src/http/rate-limit.ts): requests per window per client IP on every route, a
    * stricter budget for sign-in (/v1/auth/*), and per API key or session once authenticated. The
    * counters live in memory, or in Redis when REDIS_URL is set (shared by every API process).

@@ -1,5 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ConfigError } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
@@ -14,6 +14,7 @@ import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { solanaNetworks } from '../src/chains/solana/context';
+import { startTracing, tracing, workerTracing } from '../src/observability/tracing';
 
 /**
  * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It holds the keys by
@@ -25,6 +26,15 @@ async function main() {
   // All config (media and inference too) parsed, and in production checked, before anything starts.
   const { config, networks, keys } = await startUp('worker');
   const log = createLogger(config.LOG_LEVEL, 'worker');
+  // The SDK's own metrics (workflow task latencies, slots, polls) for Prometheus, in seconds with the
+  // unit in the name as ours are (temporal_workflow_task_execution_latency_seconds); before any native connection.
+  if (config.WORKER_METRICS_ADDRESS)
+    Runtime.install({
+      telemetryOptions: {
+        metrics: { prometheus: { bindAddress: config.WORKER_METRICS_ADDRESS, useSecondsForDurations: true, unitSuffix: true } },
+      },
+    });
+  startTracing('worker', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const account = privateKeyToAccount(keys!.relayer);
   const laneKeys = keys!.lanes;
@@ -69,11 +79,17 @@ async function main() {
 
   const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
+  const traced = workerTracing();
+  // A prebuilt bundle (tests, bench) has the workflow interceptors it was bundled with: traced
+  // workers bundle their own, so that workflow spans are never silently missing.
+  if (traced && bundlePath) log.warn('tracing is on: WORKFLOW_BUNDLE_PATH ignored, bundling workflows with the tracing interceptors');
+  const workflowCode =
+    bundlePath && !traced ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') };
   const worker = await Worker.create({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
-    ...(bundlePath ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') }),
+    ...workflowCode,
     activities: createActivities({
       config,
       db,
@@ -83,7 +99,12 @@ async function main() {
       topUpRelayer: privateKeyToAccount(keys!.topupRelayer).address,
       temporal,
     }),
-    interceptors: { activity: [redactingActivityInterceptors] },
+    // The tracing interceptors outermost: activity spans record errors already redacted.
+    interceptors: {
+      activity: [...(traced?.activity ?? []), redactingActivityInterceptors],
+      workflowModules: traced ? [...traced.workflowModules, require.resolve('../workflows/tracing-interceptors')] : [],
+    },
+    ...(traced ? { sinks: traced.sinks } : {}),
   });
   const solana = [...solanaNetworks(config).keys()]; // a bad SOLANA_FEE_PAYER_KEY stops start-up here
   const evm = [...lanesOf.keys()];
@@ -104,6 +125,7 @@ async function main() {
   await connection.close();
   await clientConnection.close();
   await db.close();
+  await tracing()?.shutdown(); // exports the spans still batched
 }
 
 main().catch((err) => {

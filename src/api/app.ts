@@ -10,6 +10,7 @@ import { requestId } from '../http/request-id';
 import { RateLimits } from '../http/rate-limit';
 import { registerRoutes } from './routes';
 import { Metrics } from '../observability/metrics';
+import { httpServerSpans } from '../observability/tracing';
 
 /** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
 export function createApp(deps: ServiceDeps): Koa<HttpState> {
@@ -22,6 +23,7 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   deps.metrics ??= new Metrics({ processMetrics: deps.config.NODE_ENV !== 'test' });
   deps.metrics.observeOperations(deps);
   app.use(deps.metrics.http());
+  app.use(httpServerSpans());
   app.use(securityHeaders());
   app.use(errorHandler());
   app.use(refuseNulInUrl());

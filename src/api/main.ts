@@ -3,6 +3,7 @@ import { startUp } from '../startup';
 import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
+import { startTracing } from '../observability/tracing';
 import { createApp } from './app';
 import { serveUntilSignal } from '../http/serve';
 import { RateLimits } from '../http/rate-limit';
@@ -12,6 +13,7 @@ async function main() {
   // All config (inference and media too) parsed, and in production checked, before anything starts.
   const { config, networks } = await startUp('api');
   const logger = createLogger(config.LOG_LEVEL, 'api');
+  startTracing('api', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
   const rateLimits = new RateLimits(config, logger);

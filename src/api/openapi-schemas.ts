@@ -152,7 +152,12 @@ export const supportedResponseSchema = z.strictObject({
         x402Version: z.union([z.literal(1), z.literal(2)]).describe('1: v1 network names; 2: the same kinds with CAIP-2 networks'),
         scheme: z.enum(['exact', 'upto']),
         network: z.string(),
-        extra: z.strictObject({ feePayer: z.string().describe('Solana: our fee payer, which the transaction must name') }).optional(),
+        extra: z
+          .strictObject({
+            feePayer: z.string().optional().describe('Solana: our fee payer, which the transaction must name'),
+            facilitatorAddress: z.string().optional().describe("v2 upto: the facilitator contract, the buyer's witness.facilitator"),
+          })
+          .optional(),
       }),
     ),
   ),

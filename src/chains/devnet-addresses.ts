@@ -10,15 +10,20 @@ export const DEVNET_DEPLOYER_KEY = '0x7852aa47ca0129eee8e75cf49ba958467fb6ba86dd
 export const DEVNET_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_DEPLOYER_KEY);
 
 /**
- * Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator, nonce 2 Permit2, nonce 3 the
- * exact Permit2 proxy, nonce 4 the upto Permit2 proxy (the proxies are the spenders x402 buyers name
- * in their Permit2 signatures; both send funds to the facilitator).
+ * Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator.
  */
 export const DEVNET_USDC_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 0n });
 export const DEVNET_FACILITATOR_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 1n });
-export const DEVNET_PERMIT2_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 2n });
-export const DEVNET_EXACT_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 3n });
-export const DEVNET_UPTO_PERMIT2_PROXY_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 4n });
+/**
+ * Permit2 and the x402 exact/upto Permit2 proxies sit at the addresses every x402 v2 buyer signs for
+ * (`@x402/evm`: Uniswap's canonical Permit2 and x402's vanity proxy addresses, the same on every
+ * chain), so an SDK-signed Permit2 payment verifies here unchanged. They are real production
+ * addresses, not devnet ones: the devnet places our own contracts of the same interfaces there
+ * with `anvil_setCode` (devnet/deploy.ts).
+ */
+export const PERMIT2_CANONICAL_ADDRESS: Address = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
+export const X402_EXACT_PERMIT2_PROXY_ADDRESS: Address = '0x402085c248EeA27D92E8b30b2C58ed07f9E20001';
+export const X402_UPTO_PERMIT2_PROXY_ADDRESS: Address = '0x4020A4f3b7b90ccA423B9fabCc0CE57C6C240002';
 
 // ------------------------------------------------------------------------------------------------
 // Cross-chain bridge (CCTP-style pair, devnet/contracts/CctpStyleBridge.sol): its own devnet-only

@@ -5,11 +5,11 @@ import { ConfigError, isProductionEnv } from '../config';
 import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
   DEVNET_FACILITATOR_ADDRESS,
   DEVNET_GATEWAY_WALLET_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
 } from './devnet-addresses';
 
@@ -207,9 +207,9 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     none: undefined,
   };
   const permit2 = {
-    permit2: addr('PERMIT2_ADDRESS') ?? DEVNET_PERMIT2_ADDRESS,
-    exactPermit2Proxy: addr('EXACT_PERMIT2_PROXY_ADDRESS') ?? DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-    uptoPermit2Proxy: addr('UPTO_PERMIT2_PROXY_ADDRESS') ?? DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+    permit2: addr('PERMIT2_ADDRESS') ?? PERMIT2_CANONICAL_ADDRESS,
+    exactPermit2Proxy: addr('EXACT_PERMIT2_PROXY_ADDRESS') ?? X402_EXACT_PERMIT2_PROXY_ADDRESS,
+    uptoPermit2Proxy: addr('UPTO_PERMIT2_PROXY_ADDRESS') ?? X402_UPTO_PERMIT2_PROXY_ADDRESS,
   };
   const bridge = {
     bridgeMessenger: addr('BRIDGE_MESSENGER_ADDRESS') ?? (devnet ? DEVNET_BRIDGE_MESSENGER_ADDRESS : undefined),

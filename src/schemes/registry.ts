@@ -59,17 +59,21 @@ export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Prom
 
 const tooLow = (body: unknown) => settleFailure('amount_too_low', (body as { paymentPayload: { network: string } }).paymentPayload.network);
 
-/** The spec's verify is legacy: EIP-3009 and batched only ("It does not validate Permit2 payloads"). */
-const VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain']);
+/**
+ * The spec's verify is legacy: EIP-3009 and batched only ("It does not validate Permit2 payloads").
+ * x402 v2 sellers verify every payment before serving it, so a v2 request is verified whatever its
+ * scheme (docs/decisions.md "x402 v2 at the edge").
+ */
+const V1_VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain']);
 
 /**
  * POST /v1/verify (deprecated): the same request checks and verification rules as settle, without
  * any transaction. Request errors answer `{errorReason}` with 400; a payment that fails a rule is a
  * 200 verify response with `isValid: false`, as x402 verifiers answer.
  */
-export async function verifyPayment(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply> {
+export async function verifyPayment(deps: ServiceDeps, auth: AuthContext, body: unknown, opts = { v2: false }): Promise<VerifyReply> {
   const route = routeOf(deps.networks, body) ?? FALLBACK;
-  if (!VERIFIED_ROUTES.has(route.route)) return verifyRefusal(auth, 'unsupported_scheme');
+  if (!opts.v2 && !V1_VERIFIED_ROUTES.has(route.route)) return verifyRefusal(auth, 'unsupported_scheme');
   if (belowMinimum(deps, auth, body, route.route)) return verifyRefusal(auth, 'amount_too_low');
   return route.verify(deps, auth, body);
 }

@@ -2,13 +2,14 @@ import type { ServiceDeps } from '../deps';
 import { mainnetAllowed } from '../chains/mainnet-gate';
 import { solanaSupportedKinds } from '../schemes/solana/supported';
 import { caip2Of } from './v2';
+import { EIP2612_GAS_SPONSORING } from '../schemes/permit2/sdk-payload';
 
 export interface SupportedKind {
   x402Version: 1 | 2;
   scheme: 'exact' | 'upto';
   network: string;
   /** Solana kinds: the fee payer a buyer's transaction must name (as x402 advertises it). */
-  extra?: { feePayer: string };
+  extra?: { feePayer?: string; facilitatorAddress?: string };
 }
 
 /**
@@ -33,11 +34,23 @@ export function supportedKinds(deps: Pick<ServiceDeps, 'networks' | 'config'>): 
  */
 export function supportedResponse(deps: Pick<ServiceDeps, 'networks' | 'config'>) {
   const v1 = [...supportedKinds(deps), ...solanaSupportedKinds(deps.config)];
-  const v2 = v1.map((k) => ({ ...k, x402Version: 2 as const, network: caip2Of(deps, k.network) }));
+  const v2 = v1.map((k) => ({ ...k, x402Version: 2 as const, network: caip2Of(deps, k.network), ...v2Extra(deps, k) }));
   const feePayers = [...new Set(v1.flatMap((k) => (k.extra?.feePayer ? [k.extra.feePayer] : [])))];
   return {
     kinds: [...v1, ...v2],
-    extensions: [] as string[],
+    // The SDK's EIP-2612 permit for Permit2 rides in as our `permit2612` (src/schemes/permit2/sdk-payload.ts).
+    extensions: [EIP2612_GAS_SPONSORING],
     signers: { 'eip155:*': [deps.config.RELAYER_ADDRESS], ...(feePayers.length ? { 'solana:*': feePayers } : {}) },
   };
+}
+
+/**
+ * v2 `upto` buyers sign `witness.facilitator` = the requirements' `extra.facilitatorAddress`, which
+ * the seller's SDK takes from this kind: the facilitator contract, the only caller the upto proxy
+ * accepts for our payments.
+ */
+function v2Extra(deps: Pick<ServiceDeps, 'networks'>, k: SupportedKind): Pick<SupportedKind, 'extra'> {
+  if (k.scheme !== 'upto') return {};
+  const facilitator = deps.networks.get(k.network as never)?.facilitator;
+  return facilitator ? { extra: { ...k.extra, facilitatorAddress: facilitator } } : {};
 }

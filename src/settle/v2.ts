@@ -1,8 +1,10 @@
 import type { ServiceDeps } from '../deps';
 import { networkById } from '../chains/mainnet-gate';
 import { solanaNetworks } from '../chains/solana/context';
+import { permit2PayloadOfSdk } from '../schemes/permit2/sdk-payload';
 import { paymentPayloadV2Schema, requestV2Schema, type RequestV2 } from '../x402/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
+import { v2Reason } from '../x402/v2-reasons';
 
 /**
  * x402 v2 at the edge: a v2 verify/settle request becomes the v1 request it stands for (same
@@ -36,45 +38,56 @@ export function toV1Request(deps: Deps, raw: unknown): V1Translation {
   }
   const { paymentPayload: p, paymentRequirements: r }: RequestV2 = parsed.data;
   const v1 = (caip2: string) => networkOfCaip2(deps, caip2) ?? caip2;
+  const payload = permit2PayloadOfSdk(p.payload, p.extensions);
+  // v2 `upto` settles the requirements' `amount` out of the signed maximum; v1 says the same with
+  // `maxAmountRequired` = the maximum and `extra.settleAmount` = the usage.
+  const uptoMax = r.scheme === 'upto' ? signedMaximum(payload) : undefined;
   return {
     ok: true,
     network: r.network,
     body: {
       x402Version: 1,
-      paymentPayload: { x402Version: 1, scheme: p.accepted.scheme, network: v1(p.accepted.network), payload: p.payload },
+      paymentPayload: { x402Version: 1, scheme: p.accepted.scheme, network: v1(p.accepted.network), payload },
       paymentRequirements: {
         scheme: r.scheme,
         network: v1(r.network),
-        maxAmountRequired: r.amount,
+        maxAmountRequired: uptoMax ?? r.amount,
         resource: p.resource?.url ?? '',
         description: p.resource?.description ?? '',
         mimeType: p.resource?.mimeType ?? '',
         payTo: r.payTo,
         maxTimeoutSeconds: r.maxTimeoutSeconds,
         asset: r.asset,
-        extra: r.extra ?? undefined,
+        extra: uptoMax !== undefined ? { ...(r.extra ?? {}), settleAmount: r.amount } : (r.extra ?? undefined),
       },
     },
   };
+}
+
+/** A Permit2 payload's signed amount (our spec's shape), if it has one. */
+function signedMaximum(payload: Record<string, unknown>): string | undefined {
+  const amount = (payload.permit as { permitted?: { amount?: unknown } } | undefined)?.permitted?.amount;
+  return typeof amount === 'string' ? amount : undefined;
 }
 
 /** A v1 settle response in v2's shape: CAIP-2 network, `payer`, the reason kept. */
 export function toV2Settle(deps: Deps, v1: SettleResponse, requestNetwork: string): Record<string, unknown> {
   return {
     success: v1.success,
-    ...(v1.errorReason ? { errorReason: v1.errorReason } : {}),
+    ...(v1.errorReason ? { errorReason: v2Reason(v1.errorReason, requestNetwork) } : {}),
     ...(v1.payer ? { payer: v1.payer } : {}),
     transaction: v1.transaction,
     network: v1.network ? caip2Of(deps, v1.network) : requestNetwork,
+    ...(v1.amount ? { amount: v1.amount } : {}),
   };
 }
 
 /** A v1 verify answer in v2's shape (`isValid`, `invalidReason`, `payer`); request errors keep `{errorReason}`. */
-export function toV2Verify(v1: Record<string, unknown>): Record<string, unknown> {
+export function toV2Verify(v1: Record<string, unknown>, requestNetwork: string): Record<string, unknown> {
   if (!('isValid' in v1)) return v1;
   return {
     isValid: v1.isValid,
-    ...(v1.invalidReason ? { invalidReason: v1.invalidReason } : {}),
+    ...(typeof v1.invalidReason === 'string' && v1.invalidReason ? { invalidReason: v2Reason(v1.invalidReason, requestNetwork) } : {}),
     ...(typeof v1.payer === 'string' && v1.payer ? { payer: v1.payer } : {}),
   };
 }

@@ -8,6 +8,7 @@ import { refuseNulInUrl } from '../http/nul-bytes';
 import { securityHeaders } from '../http/security-headers';
 import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
+import { httpServerSpans } from '../observability/tracing';
 import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../settle/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';
@@ -38,6 +39,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   app.use(requestId(deps.logger));
+  app.use(httpServerSpans());
   app.use(securityHeaders());
   app.use(errorHandler());
   app.use(async (ctx, next) => {

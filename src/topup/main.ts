@@ -3,6 +3,7 @@ import { startUp } from '../startup';
 import { openDatabase } from '../db/orm';
 import { createLogger } from '../logger';
 import { connectTemporal } from '../temporal/client';
+import { startTracing } from '../observability/tracing';
 import { serveUntilSignal } from '../http/serve';
 import { RateLimits } from '../http/rate-limit';
 import { createTopupApp, topupErrorBody } from './app';
@@ -12,6 +13,7 @@ async function main() {
   // All config parsed, and in production checked (no devnet value, contract code), before anything starts.
   const { config, networks, topup } = await startUp('topup');
   const logger = createLogger(config.LOG_LEVEL, 'topup');
+  startTracing('topup', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);
   const rateLimits = new RateLimits(config, logger);

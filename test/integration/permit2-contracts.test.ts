@@ -2,7 +2,6 @@ import {
   createPublicClient,
   createWalletClient,
   defineChain,
-  getContractAddress,
   http,
   maxUint256,
   numberToHex,
@@ -16,9 +15,9 @@ import { revertOf, waitForReceipt } from '../support/evm';
 import { getContract } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import {
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
 import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
@@ -209,13 +208,11 @@ afterAll(async () => {
 });
 
 describe('Permit2 devnet contracts', () => {
-  test('are deployed at the deterministic deployer nonces 2..4, wired to Permit2 and the facilitator', async () => {
-    const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY).address;
-    expect([permit2, exactProxy, uptoProxy]).toEqual([2n, 3n, 4n].map((nonce) => getContractAddress({ from: deployer, nonce })));
+  test('sit at the canonical addresses x402 buyers sign for, wired to Permit2 and the facilitator', async () => {
     expect([permit2, exactProxy, uptoProxy]).toEqual([
-      DEVNET_PERMIT2_ADDRESS,
-      DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-      DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+      PERMIT2_CANONICAL_ADDRESS,
+      X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      X402_UPTO_PERMIT2_PROXY_ADDRESS,
     ]);
     for (const [proxy, abi] of [
       [exactProxy, exactPermit2ProxyAbi],
@@ -544,7 +541,7 @@ describe('Permit2 devnet contracts', () => {
 
     const deployment = await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
     expect(deployment).toEqual({ ...devnetAddresses(), chainId: CHAIN_ID });
-    expect(await old.client.getTransactionCount({ address: deployer.address })).toBe(5); // exact and upto proxy CREATEs
+    expect(await old.client.getTransactionCount({ address: deployer.address })).toBe(3); // placed with anvil_setCode: no deployer transaction
     for (const [proxy, abi] of [
       [exactProxy, exactPermit2ProxyAbi],
       [uptoProxy, uptoPermit2ProxyAbi],

@@ -3,9 +3,9 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { getContract } from '../../devnet/contracts';
 import {
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { permit2Abi, tokenAbi } from '../../src/chains/evm/abi';
 import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
@@ -23,7 +23,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * x402 client does, the facilitator contract pulls the payment through our Permit2 proxy and pays
  * the seller in one transaction.
  */
-const permit2 = DEVNET_PERMIT2_ADDRESS;
+const permit2 = PERMIT2_CANONICAL_ADDRESS;
 const usdcAbi = getContract('TestUSDC').abi;
 
 function walletFor(h: SettleHarness, account: LocalAccount) {
@@ -52,8 +52,8 @@ const payWith = (h: SettleHarness, buyer: LocalAccount, o: Partial<Permit2Paymen
     usdc: h.stack.usdc,
     facilitator: h.stack.facilitator,
     permit2,
-    exactProxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-    uptoProxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+    exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+    uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
     ...o,
   });
 
@@ -110,7 +110,7 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
         token: h.stack.usdc,
         owner: buyer.address,
         nonce,
-        proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+        proxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
         payout: expect.any(String),
         amount: 2_000_000n,
         fee: 50_000n,
@@ -158,9 +158,7 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
     const [buyerAfter, payoutAfter, feeAfter] = await balances();
     expect([buyerAfter, payoutAfter, feeAfter]).toEqual([buyerBefore - 1_200_000n, payoutBefore + 1_170_000n, feeBefore + 30_000n]);
     const events = await permit2SettledEvents(h, buyer.address, nonceOf(body));
-    expect(events.map((e) => [e.args.proxy, e.args.amount, e.args.fee])).toEqual([
-      [DEVNET_UPTO_PERMIT2_PROXY_ADDRESS, 1_200_000n, 30_000n],
-    ]);
+    expect(events.map((e) => [e.args.proxy, e.args.amount, e.args.fee])).toEqual([[X402_UPTO_PERMIT2_PROXY_ADDRESS, 1_200_000n, 30_000n]]);
     const row = await h.tdb.db.em
       .fork()
       .findOneOrFail(Settlement, { id: permit2SettleWorkflowId('base-sepolia', buyer.address, nonceOf(body).toString()) });
@@ -261,8 +259,8 @@ describe('POST /v1/settle, Permit2 exact and upto (sqlite)', () => {
       ],
       ['invalid_payment_requirements', 400, () => as(pay({ scheme: 'upto', settleAmount: 0n }))],
       ['invalid_payment_requirements', 400, () => as(pay({ scheme: 'exact', settleAmount: 500n }))],
-      ['invalid_permit2_spender', 400, () => as(pay({ scheme: 'exact', spender: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS }))],
-      ['invalid_permit2_spender', 400, () => as(pay({ scheme: 'upto', spender: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS }))],
+      ['invalid_permit2_spender', 400, () => as(pay({ scheme: 'exact', spender: X402_UPTO_PERMIT2_PROXY_ADDRESS }))],
+      ['invalid_permit2_spender', 400, () => as(pay({ scheme: 'upto', spender: X402_EXACT_PERMIT2_PROXY_ADDRESS }))],
       ['invalid_permit2_signature', 400, () => as(pay({ signer: stranger }))],
       ['permit2_deadline_expired', 400, () => as(pay({ deadline: BigInt(Math.floor(Date.now() / 1000)) + 2n }))],
       ['permit2_not_yet_valid', 400, () => as(pay({ validAfter: BigInt(Math.floor(Date.now() / 1000)) + 600n }))],

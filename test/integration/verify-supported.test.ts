@@ -79,10 +79,16 @@ describe('POST /v1/verify and GET /v1/supported', () => {
       kinds: [
         ...kinds.map(([scheme, network]) => ({ x402Version: 1, scheme, network })),
         { x402Version: 1, network: 'solana-devnet', ...solana },
-        ...kinds.map(([scheme, , network]) => ({ x402Version: 2, scheme, network })),
+        ...kinds.map(([scheme, , network]) => ({
+          x402Version: 2,
+          scheme,
+          network,
+          // v2 upto buyers sign the facilitator contract as witness.facilitator.
+          ...(scheme === 'upto' ? { extra: { facilitatorAddress: h.stack.facilitator } } : {}),
+        })),
         { x402Version: 2, network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', ...solana },
       ],
-      extensions: [],
+      extensions: ['eip2612GasSponsoring'],
       signers: { 'eip155:*': [h.tdb.config.RELAYER_ADDRESS], 'solana:*': [feePayer] },
     });
   });

@@ -97,11 +97,11 @@ describe.each(DB_KINDS)('x402 v2 SDKs against our facilitator (%s)', (kind) => {
       expect.arrayContaining([
         { x402Version: 1, scheme: 'exact', network: 'base-sepolia' },
         { x402Version: 2, scheme: 'exact', network: NETWORK },
-        { x402Version: 2, scheme: 'upto', network: NETWORK },
+        { x402Version: 2, scheme: 'upto', network: NETWORK, extra: { facilitatorAddress: h.stack.facilitator } },
         { x402Version: 2, scheme: 'exact', network: 'solana:EtWTRABZaYq6iMfeYKouRu166VU2xqa1', extra: { feePayer: expect.any(String) } },
       ]),
     );
-    expect(res.body.extensions).toEqual([]);
+    expect(res.body.extensions).toEqual(['eip2612GasSponsoring']);
     expect(res.body.signers['eip155:*']).toEqual([TEST_ACCOUNTS.relayers[1].address]);
   });
 
@@ -149,7 +149,7 @@ describe.each(DB_KINDS)('x402 v2 SDKs against our facilitator (%s)', (kind) => {
     // Already settled: the nonce is used on chain.
     expect(await verify({ x402Version: 2, paymentPayload: sent[0], paymentRequirements: accepted })).toMatchObject({
       status: 200,
-      body: { isValid: false, invalidReason: 'invalid_exact_evm_payload_authorization_nonce_used', payer: buyer.address },
+      body: { isValid: false, invalidReason: 'invalid_exact_evm_nonce_already_used', payer: buyer.address }, // the v2 SDK's name
     });
     expect(await verify({ x402Version: 2, paymentPayload: sent[0], paymentRequirements: { ...accepted, amount: 'lots' } })).toMatchObject({
       status: 400,

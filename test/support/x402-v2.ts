@@ -13,11 +13,18 @@ const { wrapFetchWithPayment, x402Client, decodePaymentResponseHeader } = requir
 export { decodePaymentResponseHeader };
 
 /**
- * A fetch that pays v2 `exact` challenges on `network` (CAIP-2) with `asset` allowed (the SDK's spend
- * controls know only public USDC addresses), recording every PAYMENT-SIGNATURE payload it sends.
+ * A fetch that pays v2 challenges on `network` (CAIP-2) with `schemes` (default: the exact EVM scheme)
+ * and `asset` allowed (the SDK's spend controls know only public USDC addresses), recording every
+ * PAYMENT-SIGNATURE payload it sends.
  */
-export function v2Payer(account: LocalAccount, network: string, asset: Address) {
-  const client = new x402Client().register(network, new ExactEvmScheme(account));
+export function v2Payer(
+  account: LocalAccount | { address: string },
+  network: string,
+  asset: Address | string,
+  schemes: unknown[] = [new ExactEvmScheme(account)],
+) {
+  const client = new x402Client();
+  for (const scheme of schemes) client.register(network, scheme);
   client.setSpendControls({ allowedAssets: [{ network, asset }] });
   const sent: Record<string, any>[] = [];
   const recording: typeof fetch = async (input, init) => {

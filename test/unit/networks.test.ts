@@ -2,11 +2,11 @@ import { ConfigError } from '../../src/config';
 import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
-  DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
   DEVNET_FACILITATOR_ADDRESS,
   DEVNET_GATEWAY_WALLET_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
-  DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import {
@@ -82,9 +82,9 @@ describe('buildNetworkTable defaults', () => {
       testnet: true,
       facilitator: DEVNET_FACILITATOR_ADDRESS,
       usdc: DEVNET_USDC_ADDRESS,
-      permit2: DEVNET_PERMIT2_ADDRESS,
-      exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-      uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+      permit2: PERMIT2_CANONICAL_ADDRESS,
+      exactPermit2Proxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoPermit2Proxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
       bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
@@ -116,9 +116,9 @@ describe('buildNetworkTable defaults', () => {
       testnet: false,
       facilitator: undefined,
       usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
-      permit2: DEVNET_PERMIT2_ADDRESS,
-      exactPermit2Proxy: DEVNET_EXACT_PERMIT2_PROXY_ADDRESS,
-      uptoPermit2Proxy: DEVNET_UPTO_PERMIT2_PROXY_ADDRESS,
+      permit2: PERMIT2_CANONICAL_ADDRESS,
+      exactPermit2Proxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoPermit2Proxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
       gatewayDomain: 6,
       bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
@@ -184,7 +184,7 @@ describe('buildNetworkTable env overrides', () => {
     const permit2 = '0x000000000022D473030F116dDEE9F6B43aC78BA3';
     const t = buildNetworkTable({ PERMIT2_ADDRESS: permit2 });
     expect(new Set([...t.values()].map((n) => n.permit2))).toEqual(new Set([permit2]));
-    expect(new Set([...t.values()].map((n) => n.exactPermit2Proxy))).toEqual(new Set([DEVNET_EXACT_PERMIT2_PROXY_ADDRESS]));
+    expect(new Set([...t.values()].map((n) => n.exactPermit2Proxy))).toEqual(new Set([X402_EXACT_PERMIT2_PROXY_ADDRESS]));
     expect(() => buildNetworkTable({ UPTO_PERMIT2_PROXY_ADDRESS: '0x12' })).toThrow(/UPTO_PERMIT2_PROXY_ADDRESS/);
   });
 
@@ -334,5 +334,15 @@ describe('minimum settle amount (gas griefing)', () => {
 
   it('refuses a value that is not a whole number of atomic units', () => {
     expect(configError({ MIN_SETTLE_AMOUNT_BASE: '0.5' }).message).toContain('MIN_SETTLE_AMOUNT_BASE');
+  });
+});
+
+describe('Permit2 addresses', () => {
+  test('are the ones x402 v2 buyers sign for (@x402/evm), so SDK-signed Permit2 payments verify unchanged', () => {
+    // eslint-disable-next-line @typescript-eslint/no-require-imports
+    const sdk = require('@x402/evm');
+    expect(PERMIT2_CANONICAL_ADDRESS).toBe(sdk.PERMIT2_ADDRESS);
+    expect(X402_EXACT_PERMIT2_PROXY_ADDRESS).toBe(sdk.x402ExactPermit2ProxyAddress);
+    expect(X402_UPTO_PERMIT2_PROXY_ADDRESS).toBe(sdk.x402UptoPermit2ProxyAddress);
   });
 });

@@ -9,7 +9,7 @@ import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_DEPLOYER_KEY,
   DEVNET_MERCHANT_ADDRESS,
-  DEVNET_PERMIT2_ADDRESS,
+  PERMIT2_CANONICAL_ADDRESS,
   DEVNET_USDC_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -61,17 +61,13 @@ describe('devnet keys and addresses are known', () => {
     expect(isDevnetKey(anvilAccount(0).privateKey)).toBe(true);
     expect(isDevnetKey(anvilAccount(11).privateKey)).toBe(true); // the tests' fee recipient
     expect(isDevnetKey(generatePrivateKey())).toBe(false);
-    for (const a of [
-      DEVNET_RELAYER_ADDRESS,
-      DEVNET_USDC_ADDRESS,
-      DEVNET_PERMIT2_ADDRESS,
-      DEVNET_BRIDGE_MESSENGER_ADDRESS,
-      DEVNET_MERCHANT_ADDRESS,
-    ]) {
+    for (const a of [DEVNET_RELAYER_ADDRESS, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_MERCHANT_ADDRESS]) {
       expect(isDevnetAddress(a)).toBe(true);
     }
     expect(isDevnetAddress(anvilAccount(5).address.toLowerCase())).toBe(true);
     expect(isDevnetAddress(randomAddress())).toBe(false);
+    // The canonical Permit2 and x402 proxy addresses are the real ones production uses too.
+    expect(isDevnetAddress(PERMIT2_CANONICAL_ADDRESS)).toBe(false);
     expect(DEVNET_RELAYER_ADDRESS).toBe(privateKeyToAddress(DEVNET_RELAYER_KEY));
   });
 });
@@ -111,16 +107,8 @@ describe('production mode: no devnet default applies', () => {
 
   test('api: an enabled network with devnet contract defaults names each variable', () => {
     const names = refused(() => loadStartup('api', { ...apiEnv(), RPC_URLS_BASE_SEPOLIA: 'https://rpc.example' }));
-    expect(names.sort()).toEqual(
-      [
-        'EXACT_PERMIT2_PROXY_ADDRESS',
-        'FACILITATOR_ADDRESS_TESTNET',
-        'GATEWAY_WALLET_TESTNET',
-        'PERMIT2_ADDRESS',
-        'UPTO_PERMIT2_PROXY_ADDRESS',
-        'USDC_ADDRESS_BASE_SEPOLIA',
-      ].sort(),
-    );
+    // Permit2 and the x402 proxies default to their canonical addresses, which are production's too.
+    expect(names.sort()).toEqual(['FACILITATOR_ADDRESS_TESTNET', 'GATEWAY_WALLET_TESTNET', 'USDC_ADDRESS_BASE_SEPOLIA'].sort());
     // An explicitly configured devnet address is refused the same way.
     const explicit = {
       ...apiEnv(),

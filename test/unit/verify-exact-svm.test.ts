@@ -85,6 +85,22 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
     expect(reasonOf(inspect({ instructions: f }))).toBe('invalid_exact_svm_payload_transaction_instructions_length');
   });
 
+  const MEMO = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+  const memo = (data: Buffer, keys: TransactionInstruction['keys'] = []) => new TransactionInstruction({ programId: MEMO, keys, data });
+
+  test('a fourth instruction that is a Memo without accounts, as @x402/svm adds, passes', () => {
+    expect(reasonOf(inspect({ instructions: (b) => [...b, memo(Buffer.from('0f'.repeat(16)))] }))).toBe('ok');
+    expect(reasonOf(inspect({ instructions: (b) => [...b, memo(Buffer.alloc(256, 97))] }))).toBe('ok');
+  });
+
+  test.each([
+    ['a memo over 256 bytes', () => memo(Buffer.alloc(257, 97))],
+    ['a memo naming an account', () => memo(Buffer.from('hi'), [{ pubkey: payTo, isSigner: false, isWritable: true }])],
+    ['another program', () => SystemProgram.transfer({ fromPubkey: buyer.publicKey, toPubkey: payTo, lamports: 1 })],
+  ])('a fourth instruction that is %s: ..._instructions_length', (_n, extra) => {
+    expect(reasonOf(inspect({ instructions: (b) => [...b, extra()] }))).toBe('invalid_exact_svm_payload_transaction_instructions_length');
+  });
+
   test('first instruction not SetComputeUnitLimit, or above the cap: ..._compute_limit_instruction', () => {
     expect(reasonOf(inspect({ instructions: (b) => [b[1], b[1], b[2]] }))).toBe(
       'invalid_exact_svm_payload_transaction_instructions_compute_limit_instruction',

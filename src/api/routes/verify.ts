@@ -34,9 +34,11 @@ export function registerVerifyRoutes(router: Router<HttpState>, deps: ServiceDep
       }
       // x402 v2: the same verification, asked and answered in v2's words.
       const v1 = toV1Request(deps, ctx.request.body);
-      const out = v1.ok ? await verifyPayment(deps, ctx.state.auth!, v1.body) : { status: 400, body: { errorReason: v1.reason } };
+      const out = v1.ok
+        ? await verifyPayment(deps, ctx.state.auth!, v1.body, { v2: true })
+        : { status: 400, body: { errorReason: v1.reason } };
       ctx.status = out.status;
-      ctx.body = toV2Verify(out.body);
+      ctx.body = toV2Verify(out.body, v1.ok ? v1.network : '');
     },
   );
 }

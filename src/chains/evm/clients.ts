@@ -1,5 +1,6 @@
-import { createPublicClient, defineChain, fallback, http, type Chain, type PublicClient } from 'viem';
+import { createPublicClient, defineChain, fallback, type Chain, type PublicClient } from 'viem';
 import type { EvmNetwork } from '../networks';
+import { tracedHttp } from './rpc-spans';
 
 /** A viem chain for a network-table entry (only the fields viem needs to sign and call). */
 export function viemChain(network: EvmNetwork): Chain {
@@ -17,14 +18,15 @@ const cache = new Map<string, PublicClient>();
 
 /**
  * One public client per network, over a `fallback` transport of the network's RPC URLs. Each call
- * is bounded (timeout) and retried by viem a couple of times before the activity's own retry.
+ * is bounded (timeout) and retried by viem a couple of times before the activity's own retry, and
+ * is a span of the active trace (rpc-spans.ts).
  */
 export function publicClientFor(network: EvmNetwork): PublicClient {
   const key = `${network.id}|${network.rpcUrls.join(',')}`;
   let client = cache.get(key);
   if (!client) {
     const transport = fallback(
-      network.rpcUrls.map((url) => http(url, { timeout: 10_000, retryCount: 2, retryDelay: 50 })),
+      network.rpcUrls.map((url) => tracedHttp(url, network.id, { timeout: 10_000, retryCount: 2, retryDelay: 50 })),
       { rank: false },
     );
     client = createPublicClient({ chain: viemChain(network), transport, pollingInterval: 50 }) as PublicClient;

@@ -109,6 +109,15 @@ export function isValidSignature(message: Uint8Array, signature: Uint8Array, sig
   }
 }
 
+/**
+ * The x402 v2 SVM client (`@x402/svm`) appends a Memo instruction (the seller's `extra.memo`, else 16
+ * random bytes as hex, so two equal payments are two transactions). It names no account and moves
+ * nothing; x402's own limit on its data is 256 bytes.
+ */
+const MEMO_PROGRAM_ID = new PublicKey('MemoSq4gqABAXKb96qnH8TysNcWxMyWCqXgDLGmfcHr');
+const MAX_MEMO_BYTES = 256;
+const isMemo = (ix: Ix) => ix.programId.equals(MEMO_PROGRAM_ID) && ix.accounts.length === 0 && ix.data.length <= MAX_MEMO_BYTES;
+
 const u32le = (d: Uint8Array, at: number) => Buffer.from(d).readUInt32LE(at);
 const u64le = (d: Uint8Array, at: number) => Buffer.from(d).readBigUInt64LE(at);
 
@@ -130,7 +139,9 @@ export function inspectExactSvmTransaction(base64: string, req: ExactSvmRequirem
   const payerGuess = third && third.accounts.length >= 4 ? third.accounts[3].toBase58() : undefined;
 
   if (!keys[0]?.equals(feePayer)) return fail('invalid_exact_svm_payload_fee_payer_mismatch', payerGuess);
-  if (ixs.length !== 3) return fail('invalid_exact_svm_payload_transaction_instructions_length', payerGuess);
+  if (ixs.length !== 3 && !(ixs.length === 4 && isMemo(ixs[3]))) {
+    return fail('invalid_exact_svm_payload_transaction_instructions_length', payerGuess);
+  }
 
   const [limit, price, transferIx] = ixs;
   if (

@@ -1,0 +1,134 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { createWalletClient, defineChain, http } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { request } from '../support/http';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * The v1 seller pattern end to end (issue 13), real SDKs on both sides: a seller built with
+ * `x402-express` 1.2 whose facilitator is our `/v1` with its Bearer key, and an `x402-fetch` 1.2 buyer
+ * paying EIP-3009 `exact` on the devnet base-sepolia chain.
+ */
+/* eslint-disable @typescript-eslint/no-require-imports */
+const express = require('express') as () => any;
+const { paymentMiddleware } = require('x402-express');
+/* eslint-enable @typescript-eslint/no-require-imports */
+
+jest.setTimeout(120_000);
+
+const PRICE = 1_000_000n;
+const FEE_BPS = 100n;
+const fee = (PRICE * FEE_BPS) / 10_000n;
+
+describe.each(DB_KINDS)('x402 v1 SDKs against our facilitator (%s)', (kind) => {
+  let h: SettleHarness;
+  let seller: Server;
+  let sellerUrl: string;
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, { relayerIndex: 1, platformFeeBps: Number(FEE_BPS) });
+    const auth = { Authorization: `Bearer ${h.apiKey}` };
+    const app = express();
+    app.use(
+      paymentMiddleware(
+        h.stack.facilitator,
+        {
+          'GET /weather': {
+            // Our devnet USDC, whose EIP-712 domain the buyer signs for.
+            price: { amount: PRICE.toString(), asset: { address: h.stack.usdc, decimals: 6, eip712: { name: 'USDC', version: '2' } } },
+            network: 'base-sepolia',
+            config: { description: 'weather report', maxTimeoutSeconds: 120 },
+          },
+        },
+        { url: `${h.api.baseUrl}/v1`, createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }) },
+      ),
+    );
+    app.get('/weather', (_req: unknown, res: any) => res.json({ forecast: 'sunny' }));
+    seller = createServer(app);
+    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
+    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    seller?.closeAllConnections();
+    await new Promise((r) => seller?.close(r));
+    await h?.close();
+  });
+
+  test('an x402-fetch buyer pays an x402-express seller through us: exact deltas, settled once however often the seller retries', async () => {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+    const funder = createWalletClient({ account: TEST_ACCOUNTS.buyers[0], transport: http(rpcUrl) });
+    const funded = await funder.writeContract({
+      chain: null,
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [buyer.address, 5_000_000n],
+    });
+    await h.chain.waitForTransactionReceipt({ hash: funded, pollingInterval: 20 });
+    const chain = defineChain({
+      id: 84532,
+      name: 'base-sepolia (devnet)',
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [rpcUrl] } },
+    });
+    const wallet = createWalletClient({ account: buyer, chain, transport: http(rpcUrl) });
+    const sent: string[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const payment = new Headers(init?.headers).get('x-payment');
+      if (payment) sent.push(payment);
+      return fetch(input, init);
+    };
+    const pay = wrapFetchWithPayment(recording, wallet as any, PRICE) as typeof fetch;
+    const before = { buyer: await h.balanceOf(buyer.address), payout: await h.balanceOf(h.payout), fee: await h.balanceOf(h.feeRecipient) };
+
+    const res = await pay(`${sellerUrl}/weather`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ forecast: 'sunny' });
+    const settled = decodeXPaymentResponse(res.headers.get('x-payment-response')!);
+    expect(settled).toMatchObject({
+      success: true,
+      network: 'base-sepolia',
+      payer: buyer.address,
+      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    expect(sent).toHaveLength(1);
+    const expected = { buyer: before.buyer - PRICE, payout: before.payout + PRICE - fee, fee: before.fee + fee };
+    expect({
+      buyer: await h.balanceOf(buyer.address),
+      payout: await h.balanceOf(h.payout),
+      fee: await h.balanceOf(h.feeRecipient),
+    }).toEqual(expected);
+
+    // The seller retries its settle with the same payment: the same transaction, nothing moves again.
+    const payload = JSON.parse(Buffer.from(sent[0], 'base64').toString('utf8'));
+    const requirements = {
+      scheme: 'exact',
+      network: 'base-sepolia',
+      maxAmountRequired: PRICE.toString(),
+      resource: `${sellerUrl}/weather`,
+      description: 'weather report',
+      mimeType: '',
+      payTo: h.stack.facilitator,
+      maxTimeoutSeconds: 120,
+      asset: h.stack.usdc,
+      extra: { name: 'USDC', version: '2' },
+    };
+    const again = await request('POST', `${h.api.baseUrl}/v1/settle`, {
+      json: { x402Version: 1, paymentPayload: payload, paymentRequirements: requirements },
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+    expect(again).toMatchObject({ status: 200, body: { success: true, transaction: settled.transaction, network: 'base-sepolia' } });
+    expect(await h.settledEvents(buyer.address, payload.payload.authorization.nonce)).toBe(1);
+    expect({
+      buyer: await h.balanceOf(buyer.address),
+      payout: await h.balanceOf(h.payout),
+      fee: await h.balanceOf(h.feeRecipient),
+    }).toEqual(expected);
+  });
+});
