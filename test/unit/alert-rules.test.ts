@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { Histogram } from 'prom-client';
 import { Metrics } from '../../src/observability/metrics';
 import type { Database } from '../../src/db/orm';
+import { metricNames } from '../support/promql';
 
 // js-yaml comes with jest (its coverage loader); the tests are its only user here, as with ajv.
 // eslint-disable-next-line @typescript-eslint/no-require-imports -- no types installed; only `load` is used
@@ -14,23 +15,6 @@ type Rule = { alert: string; expr: string; for?: string; labels?: Record<string,
 const rules = (
   yaml.load(readFileSync(join(__dirname, '..', '..', 'ops', 'prometheus', 'alerts.yml'), 'utf8')) as { groups: { rules: Rule[] }[] }
 ).groups.flatMap((g) => g.rules);
-
-const PROMQL_WORDS = new Set([
-  'sum',
-  'min',
-  'max',
-  'avg',
-  'count',
-  'by',
-  'without',
-  'rate',
-  'increase',
-  'absent',
-  'histogram_quantile',
-  'and',
-  'or',
-  'unless',
-]);
 
 /** Every metric the API exports, with its labels; a histogram also as _bucket (plus `le`), _sum and _count. */
 function exported(): Map<string, Set<string>> {
@@ -67,11 +51,7 @@ describe('alert rules', () => {
       labels: [...m[2]!.matchAll(/(\w+)\s*=~?/g)].map((l) => l[1]!),
     }));
     const groupings = [...expr.matchAll(/\b(?:by|without)\s*\(([^)]*)\)/g)].flatMap((m) => m[1]!.split(',').map((l) => l.trim()));
-    const bare = expr
-      .replace(/\{[^}]*\}/g, '')
-      .replace(/\b(?:by|without)\s*\([^)]*\)/g, '')
-      .replace(/\[[^\]]*\]/g, '');
-    const identifiers = [...bare.matchAll(/[A-Za-z_:][A-Za-z0-9_:]*/g)].map((m) => m[0]).filter((w) => !PROMQL_WORDS.has(w));
+    const identifiers = metricNames(expr);
     expect(identifiers.length).toBeGreaterThan(0);
     for (const name of identifiers) expect({ name, exported: known.has(name) }).toEqual({ name, exported: true });
     const allLabels = new Set(identifiers.flatMap((n) => [...known.get(n)!]));
