@@ -25,6 +25,7 @@ COPY --from=build /app/dist/workers ./dist/workers
 COPY --from=build /app/dist/workflows ./dist/workflows
 COPY --from=build /app/dist/activities ./dist/activities
 COPY --from=build /app/dist/temporal ./dist/temporal
+COPY --from=build /app/dist/ops ./dist/ops
 USER node
 EXPOSE 4021
 CMD ["node", "dist/src/api/main.js"]

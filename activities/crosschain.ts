@@ -2,7 +2,13 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
-import { bridgeMessengerAbi, bridgeTransmitterAbi, decodeBurnMessage, facilitatorBridgeAbi } from '../src/chains/evm/bridge';
+import {
+  CCTP_FINALITY_FINALIZED,
+  decodeBurnMessage,
+  facilitatorBridgeAbi,
+  isAttestedFormOf,
+  messageTransmitterV2Abi,
+} from '../src/chains/evm/bridge';
 import { eip3009 } from '../src/schemes/eip3009';
 import type { Verification, WorkerDeps } from '../src/schemes/scheme';
 import { callSent, revertOf, sendCall } from '../src/chains/evm/calls';
@@ -23,8 +29,10 @@ export interface CrossChainActivityDeps extends WorkerDeps {
 
 export type BurnSubmitted = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
 /** The source receipt: the response the seller gets, and the burn message when it succeeded. */
-export type BurnOutcome = { response: SettleResponse; message?: Hex; bridgeNonce?: string };
-export type AttestationPoll = { status: 'pending' } | { status: 'complete'; attestation: Hex };
+export type BurnOutcome = { response: SettleResponse; message?: Hex };
+/** The attested message (nonce, executed finality and fee filled in by the service) and its attestation. */
+export type AttestedMessage = { message: Hex; attestation: Hex; nonce: Hex };
+export type AttestationPoll = { status: 'pending' } | ({ status: 'complete' } & AttestedMessage);
 export type MintSubmitted = { submitted: true; hash: Hex } | { submitted: false; error: string };
 
 /**
@@ -63,7 +71,6 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         destinationNetwork: input.destinationNetwork,
         sourceDomain: input.sourceDomain,
         destinationDomain: input.destinationDomain,
-        bridgeNonce: input.bridgeNonce,
         sourceTx: input.sourceTx,
         amount: input.amount,
         recipient: input.payout.toLowerCase(),
@@ -120,6 +127,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
             mintRecipient: dst.facilitator,
             destinationCaller: dst.facilitator,
             maxFee: BigInt(input.maxBridgeFee),
+            minFinalityThreshold: CCTP_FINALITY_FINALIZED,
           },
         ],
       });
@@ -133,7 +141,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     },
 
     /**
-     * Waits for the burn's receipt and reads the burn message from the messenger's log. Success
+     * Waits for the burn's receipt and reads the burn message from the source MessageTransmitterV2's
+     * MessageSent log (CCTP V2: the transmitter emits, on behalf of the TokenMessenger). Success
      * records the settle response (the source transaction) that this and every repeat answers.
      */
     async awaitBridgeBurn(input: CrossChainSettleInput): Promise<BurnOutcome> {
@@ -143,9 +152,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
       if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
       const payer = input.paymentPayload.payload.authorization.from;
-      const messenger = network(input.network).bridgeMessenger.toLowerCase();
-      const sent = parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).find(
-        (l) => l.address.toLowerCase() === messenger,
+      const transmitter = network(input.network).bridgeTransmitter.toLowerCase();
+      const sent = parseEventLogs({ abi: messageTransmitterV2Abi, logs: receipt.logs, eventName: 'MessageSent' }).find(
+        (l) => l.address.toLowerCase() === transmitter,
       );
       if (receipt.status !== 'success' || !sent) {
         const response: SettleResponse = {
@@ -164,7 +173,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       }
       const response: SettleResponse = { success: true, transaction: tx.hash, network: input.network, payer };
       await recordSettlement(input, 'bridging', { transaction: tx.hash, errorReason: null, response: JSON.stringify(response) });
-      return { response, message: sent.args.message, bridgeNonce: decodeBurnMessage(sent.args.message).nonce.toString() };
+      return { response, message: sent.args.message };
     },
 
     /** Final state of the settlement record once the bridge leg ended. */
@@ -175,14 +184,16 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     async recordBridgeTransfer(
       input: BridgeTransferInput,
       state: string,
-      extra: Partial<Pick<BridgeTransfer, 'error'>> = {},
+      extra: Partial<Pick<BridgeTransfer, 'error' | 'bridgeNonce'>> = {},
     ): Promise<void> {
       await recordBridge(input, state, extra);
     },
 
     /**
-     * One look at the attestation service (Iris v2 shape) for the burn. Only an attestation for
-     * exactly our message counts; 404 (not indexed yet) is pending; other failures retry.
+     * One look at the attestation service (Iris v2: `{messages: [{message, attestation, status}]}`)
+     * for the burn. Only a complete attestation of our message counts (the service fills in the
+     * nonce, executed finality and fee; every other field must be what we burned); 404 (not
+     * indexed yet) is pending; other failures retry.
      */
     async fetchBridgeAttestation(input: BridgeTransferInput): Promise<AttestationPoll> {
       const url = `${deps.config.BRIDGE_ATTESTATION_URL.replace(/\/$/, '')}/v2/messages/${input.sourceDomain}?transactionHash=${input.sourceTx}`;
@@ -192,9 +203,16 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const body = JSON.parse(await readBoundedText(res, 1024 * 1024)) as {
         messages?: { message?: string; status?: string; attestation?: string }[];
       };
-      const ours = body.messages?.find((m) => m.message?.toLowerCase() === input.message.toLowerCase());
-      if (!ours || ours.status !== 'complete' || !/^0x[0-9a-fA-F]{130}$/.test(ours.attestation ?? '')) return { status: 'pending' };
-      return { status: 'complete', attestation: ours.attestation as Hex };
+      const ours = body.messages?.find(
+        (m) =>
+          m.status === 'complete' &&
+          /^0x[0-9a-fA-F]{130}$/.test(m.attestation ?? '') &&
+          /^0x([0-9a-fA-F]{2})+$/.test(m.message ?? '') &&
+          isAttestedFormOf(input.message as Hex, m.message as Hex),
+      );
+      if (!ours) return { status: 'pending' };
+      const message = ours.message as Hex;
+      return { status: 'complete', message, attestation: ours.attestation as Hex, nonce: decodeBurnMessage(message).nonce };
     },
 
     /**
@@ -202,26 +220,26 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
      * transaction is re-sent as is; without one, a nonce the transmitter already marks used means
      * someone else delivered it (needs review: our payout did not happen through this workflow).
      */
-    async submitBridgeMint(input: BridgeTransferInput, attestation: Hex): Promise<MintSubmitted> {
+    async submitBridgeMint(input: BridgeTransferInput, attested: AttestedMessage): Promise<MintSubmitted> {
       const dst = network(input.destinationNetwork);
       const relayer = deps.relayerFor(input.destinationNetwork);
       const txId = relayerTxId(input.bridgeId, 'mint');
       if (!(await relayer.find(txId))) {
         const used = await relayer.client.readContract({
           address: dst.bridgeTransmitter,
-          abi: bridgeTransmitterAbi,
+          abi: messageTransmitterV2Abi,
           functionName: 'usedNonces',
-          args: [input.sourceDomain, BigInt(input.bridgeNonce)],
+          args: [attested.nonce],
         });
-        if (used) return { submitted: false, error: 'bridge message already delivered by another caller' };
+        if (used !== 0n) return { submitted: false, error: 'bridge message already delivered by another caller' };
       }
       const data = encodeFunctionData({
         abi: facilitatorBridgeAbi,
         functionName: 'receiveAndPayout',
         args: [
           dst.bridgeTransmitter,
-          input.message as Hex,
-          attestation,
+          attested.message,
+          attested.attestation,
           dst.usdc,
           input.payout as Address,
           BigInt(input.fee),

@@ -4,6 +4,11 @@ import { SKELETON_SCHEMES } from '../src/schemes/registry';
 import { settlementRecords } from '../src/settle/records';
 import type { SettlementInput } from '../src/settle/types';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
+import { ApplicationFailure } from '@temporalio/activity';
+import type { EvmNetworkId } from '../src/chains/networks';
+import { Settlement } from '../src/db/entities';
+import { relayerTxId } from '../src/temporal/workflow-ids';
+import type { OperatorDecision } from '../workflows/operator-actions';
 
 /** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (mainnet-gate.ts). */
 export type SettlementActivityDeps = WorkerDeps & { topUpRelayer?: string };
@@ -55,6 +60,22 @@ export function createSettlementActivities(deps: WorkerDeps) {
       const { response, transaction } = await schemeOf(input).confirm(input, deps);
       await records.final(input, response, transaction);
       return response;
+    },
+
+    /**
+     * An operator's re-broadcast or replacement of the settlement's EVM transaction (its write-ahead
+     * record `<workflowId>:settle` on the settlement's relayer lane); who and why go on the row.
+     */
+    async nudgeSettlementTransaction(input: SettlementInput, how: 'rebroadcast' | 'replace', by: OperatorDecision) {
+      await deps.db.em
+        .fork()
+        .nativeUpdate(Settlement, { id: input.workflowId }, { operator: by.operator, operatorReason: `${how}: ${by.reason}` });
+      try {
+        return await deps.relayerFor(input.network as EvmNetworkId, input.workflowId).nudge(relayerTxId(input.workflowId, 'settle'), how);
+      } catch (err) {
+        if (/no relayer/.test(String(err))) throw ApplicationFailure.nonRetryable(String(err), 'OperatorActionRefused');
+        throw err;
+      }
     },
   };
 }

@@ -10,7 +10,8 @@ import type { TopUpInput } from '../src/topup/types';
 /**
  * What a failed top-up deposit gives back, from our own records only (issue 12): the payer of the
  * settled authorization, and what that settlement delivered to the top-up relayer (the settled amount
- * less the facilitator fee; cross-chain, the bridge payout). The workflow input only names which
+ * less the facilitator fee; cross-chain, the bridge payout, or for a leg an operator gives up on,
+ * the quoted net the bridge owes the relayer). The workflow input only names which
  * top-up; a refund is owed only when that top-up's settlement paid this relayer and its deposit did
  * not succeed. Anything else is `RefundNotOwed` (not retried): nothing moves.
  */
@@ -18,7 +19,10 @@ export async function refundOwed(db: MikroORM, input: TopUpInput, relayer: Relay
   const em = db.em.fork();
   const notOwed = (why: string) => ApplicationFailure.nonRetryable(`no refund owed for ${input.workflowId}: ${why}`, 'RefundNotOwed');
   const settlement = await em.findOne(Settlement, { id: input.settle.workflowId });
-  if (settlement?.state !== 'settled') throw notOwed('its settlement is not settled');
+  const crossChain = settlement?.route === 'eip3009-crosschain';
+  // A cross-chain settlement whose bridge leg needs review is recorded `needs_review`, not `settled`.
+  if (!settlement || !(settlement.state === 'settled' || (crossChain && settlement.state === 'needs_review')))
+    throw notOwed('its settlement is not settled');
   // The top-up of this authorization is the one the gateway recorded; a run under another id is not it.
   const topUp = await em.findOne(TopUp, {
     network: settlement.network,
@@ -28,11 +32,16 @@ export async function refundOwed(db: MikroORM, input: TopUpInput, relayer: Relay
   if (!topUp || topUp.id !== input.workflowId) throw notOwed('it is not the top-up of this authorization');
   const relayerAddress = relayer.address.toLowerCase();
   let delivered: bigint;
-  if (settlement.route === 'eip3009-crosschain') {
+  if (crossChain) {
     const bridge = await em.findOne(BridgeTransfer, { settlementId: settlement.id });
-    if (!bridge?.mintTx || !bridge.payoutAmount || bridge.recipient.toLowerCase() !== relayerAddress)
-      throw notOwed('the bridge paid it nothing');
-    delivered = BigInt(bridge.payoutAmount);
+    if (!bridge || bridge.recipient.toLowerCase() !== relayerAddress) throw notOwed('its bridge leg does not pay this relayer');
+    if (bridge.state === 'delivered' && bridge.mintTx && bridge.payoutAmount) delivered = BigInt(bridge.payoutAmount);
+    else if (bridge.state === 'needs_review' && (topUp.state === 'needs_review' || topUp.state === 'refunding'))
+      // An operator's refund of a leg that did not deliver: the relayer advances what the bridge
+      // would pay it at the quote (gross - fee - quoted bridge fee); the burned message still pays
+      // this relayer if it is ever delivered, so the advance comes back.
+      delivered = BigInt(settlement.amount) - BigInt(settlement.fee) - BigInt(topUp.bridgeFee);
+    else throw notOwed('the bridge paid it nothing');
   } else {
     if (settlement.recipient?.toLowerCase() !== relayerAddress) throw notOwed('its settlement did not pay this relayer');
     delivered = BigInt(settlement.amount) - BigInt(settlement.fee);

@@ -68,7 +68,9 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     async recordTopUp(
       input: TopUpInput,
       state: string,
-      extra: Partial<Pick<TopUp, 'errorReason' | 'error' | 'settlementTx' | 'depositTx' | 'refundTx' | 'fillTx'>> = {},
+      extra: Partial<
+        Pick<TopUp, 'errorReason' | 'error' | 'settlementTx' | 'depositTx' | 'refundTx' | 'fillTx' | 'operator' | 'operatorReason'>
+      > = {},
     ): Promise<void> {
       const row: TopUp = {
         id: input.workflowId,

@@ -89,19 +89,28 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
       );
     },
 
-    /** The depositor's `withdrawalBlock` and the chain's current block, as decimal strings. */
+    /**
+     * The depositor's `withdrawalBlock`, the contract's `withdrawalDelay` (blocks) and the chain's
+     * current block, as decimal strings.
+     */
     async readWithdrawalBlock(input: Pick<WithdrawalInput, 'network' | 'gatewayWallet' | 'token' | 'depositor'>) {
       const c = client(input.network);
-      const [withdrawalBlock, blockNumber] = await Promise.all([
+      const wallet = input.gatewayWallet as Address;
+      const [withdrawalBlock, withdrawalDelay, blockNumber] = await Promise.all([
         c.readContract({
-          address: input.gatewayWallet as Address,
+          address: wallet,
           abi: gatewayWalletAbi,
           functionName: 'withdrawalBlock',
           args: [input.token as Address, input.depositor as Address],
         }),
+        c.readContract({ address: wallet, abi: gatewayWalletAbi, functionName: 'withdrawalDelay' }),
         c.getBlockNumber({ cacheTime: 0 }),
       ]);
-      return { withdrawalBlock: withdrawalBlock.toString(), blockNumber: blockNumber.toString() };
+      return {
+        withdrawalBlock: withdrawalBlock.toString(),
+        withdrawalDelay: withdrawalDelay.toString(),
+        blockNumber: blockNumber.toString(),
+      };
     },
   };
 }

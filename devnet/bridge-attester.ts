@@ -1,29 +1,33 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPublicClient, http, keccak256, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, encodeAbiParameters, http, keccak256, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { sign, serializeSignature } from 'viem/accounts';
-import { DEVNET_BRIDGE_ATTESTER_KEY } from '../src/chains/devnet-addresses';
-import { bridgeMessengerAbi, decodeBurnMessage } from '../src/chains/evm/bridge';
+import { DEVNET_BRIDGE_ATTESTER_KEY, DEVNET_BRIDGE_FEE_BPS } from '../src/chains/devnet-addresses';
+import { bridgeFeeFor, decodeBurnMessage, encodeBurnMessage, messageTransmitterV2Abi } from '../src/chains/evm/bridge';
 import { buildNetworkTable } from '../src/chains/networks';
 
 /**
- * Double of the bridge attestation service (Circle's Iris API shape, v2):
+ * Double of the bridge attestation service (Circle's Iris API shape, CCTP V2):
  *
  *   GET /v2/messages/{sourceDomainId}?transactionHash=0x...
- *     200 {messages: [{message, eventNonce, attestation, status, decodedMessage}]}
- *         status `pending_confirmations` (attestation "PENDING") until the burn is `delayMs` old,
- *         then `complete` with the attester's signature over keccak256(message)
+ *     200 {messages: [{message, eventNonce, attestation, cctpVersion, status, decodedMessage}]}
+ *         status `pending_confirmations` (attestation "PENDING", the message as emitted) until the
+ *         burn is `delayMs` old, then `complete`: the message as the service completes it (nonce
+ *         assigned, executed finality = the requested one, `feeExecuted` = `feeBps` of the amount
+ *         capped at `maxFee`) with the attester's signature over keccak256 of that message
  *     404 {error} when the transaction is not (yet) known or emitted no burn message
  *     400 {error} for an unknown domain or a malformed hash
  *
- * It keeps real state: burns are read from the source chain's receipts (the messenger's
- * MessageSent logs). Devnet controls (not part of the real API): `hold()` / `release()` withhold
+ * It keeps real state: burns are read from the source chain's receipts (the MessageTransmitterV2's
+ * MessageSent logs); the nonce it assigns is derived from (domain, transaction, log index), so every
+ * answer for one burn carries the same nonce. Devnet controls (not part of the real API): `hold()` / `release()` withhold
  * every attestation, so a test can stop a worker between burn and mint; `attestWith(key)` signs with
  * another key (an inconsistent attestation).
  */
 export interface AttesterChain {
   rpcUrl: string;
-  messenger: Address;
+  /** The source chain's MessageTransmitterV2 (it emits MessageSent). */
+  transmitter: Address;
 }
 
 export interface BridgeAttesterOptions {
@@ -36,6 +40,8 @@ export interface BridgeAttesterOptions {
   attesterKey?: Hex;
   /** How long after the attester first sees a burn it stays `pending_confirmations`. */
   delayMs?: number;
+  /** The bridge fee it executes (default DEVNET_BRIDGE_FEE_BPS), capped at each message's maxFee. */
+  feeBps?: number;
   host?: string;
   port?: number;
   held?: boolean;
@@ -55,27 +61,28 @@ export interface BridgeAttester {
 export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<BridgeAttester> {
   let key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
   const delayMs = opts.delayMs ?? 0;
+  const feeBps = opts.feeBps ?? DEVNET_BRIDGE_FEE_BPS;
   let held = opts.held ?? false;
   let served = 0;
   const firstSeen = new Map<string, number>();
-  const clients = new Map<number, { client: PublicClient; messenger: string }[]>();
+  const clients = new Map<number, { client: PublicClient; transmitter: string }[]>();
   for (const [domain, c] of Object.entries(opts.chains)) {
     const list = Array.isArray(c) ? c : [c];
     clients.set(
       Number(domain),
       list.map((x) => ({
         client: createPublicClient({ transport: http(x.rpcUrl, { retryCount: 0 }) }) as PublicClient,
-        messenger: x.messenger.toLowerCase(),
+        transmitter: x.transmitter.toLowerCase(),
       })),
     );
   }
-  /** The messenger's burn logs of `hash` on the first chain of the domain that has them. */
+  /** The transmitter's MessageSent logs of `hash` on the first chain of the domain that has them. */
   const burnLogs = async (domain: number, hash: Hex) => {
-    for (const { client, messenger } of clients.get(domain) ?? []) {
+    for (const { client, transmitter } of clients.get(domain) ?? []) {
       const receipt = await client.getTransactionReceipt({ hash }).catch(() => null);
       const logs = receipt
-        ? parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter(
-            (l) => l.address.toLowerCase() === messenger,
+        ? parseEventLogs({ abi: messageTransmitterV2Abi, logs: receipt.logs, eventName: 'MessageSent' }).filter(
+            (l) => l.address.toLowerCase() === transmitter,
           )
         : [];
       if (logs.length > 0) return logs;
@@ -93,27 +100,45 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     const complete = !held && Date.now() - seen >= delayMs;
     const messages = await Promise.all(
       logs.map(async (l) => {
-        const message = l.args.message;
-        const decoded = decodeBurnMessage(message);
+        const emitted = decodeBurnMessage(l.args.message);
+        const nonce = keccak256(
+          encodeAbiParameters([{ type: 'uint32' }, { type: 'bytes32' }, { type: 'uint256' }], [domain, hash as Hex, BigInt(l.logIndex)]),
+        );
+        const decoded = complete
+          ? {
+              ...emitted,
+              nonce,
+              finalityThresholdExecuted: emitted.minFinalityThreshold,
+              body: { ...emitted.body, feeExecuted: bridgeFeeFor(emitted.body.amount, emitted.body.maxFee, feeBps) },
+            }
+          : emitted;
+        const message = complete ? encodeBurnMessage(decoded) : l.args.message;
         const attestation = complete ? serializeSignature(await sign({ hash: keccak256(message), privateKey: key })) : 'PENDING';
         return {
           message,
-          eventNonce: decoded.nonce.toString(),
+          eventNonce: decoded.nonce,
           attestation,
+          cctpVersion: 2,
           status: complete ? 'complete' : 'pending_confirmations',
           decodedMessage: {
             sourceDomain: String(decoded.sourceDomain),
             destinationDomain: String(decoded.destinationDomain),
-            nonce: decoded.nonce.toString(),
+            nonce: decoded.nonce,
             sender: decoded.sender,
-            recipient: decoded.mintRecipient,
+            recipient: decoded.recipient,
             destinationCaller: decoded.destinationCaller,
+            minFinalityThreshold: String(decoded.minFinalityThreshold),
+            finalityThresholdExecuted: String(decoded.finalityThresholdExecuted),
+            messageBody: `0x${message.slice(2 + 148 * 2)}`,
             decodedMessageBody: {
-              burnToken: decoded.burnToken,
-              mintRecipient: decoded.mintRecipient,
-              amount: decoded.amount.toString(),
-              maxFee: decoded.maxFee.toString(),
-              messageSender: decoded.depositor,
+              burnToken: decoded.body.burnToken,
+              mintRecipient: decoded.body.mintRecipient,
+              amount: decoded.body.amount.toString(),
+              messageSender: decoded.body.messageSender,
+              maxFee: decoded.body.maxFee.toString(),
+              feeExecuted: decoded.body.feeExecuted.toString(),
+              expirationBlock: decoded.body.expirationBlock.toString(),
+              hookData: decoded.body.hookData,
             },
           },
         };
@@ -160,8 +185,8 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
 export function attesterChainsFrom(env: Record<string, string | undefined>): Record<number, AttesterChain[]> {
   const chains: Record<number, AttesterChain[]> = {};
   for (const n of buildNetworkTable(env).values()) {
-    if (n.enabled && n.gatewayDomain !== undefined && n.bridgeMessenger && n.rpcUrls[0]) {
-      (chains[n.gatewayDomain] ??= []).push({ rpcUrl: n.rpcUrls[0], messenger: n.bridgeMessenger });
+    if (n.enabled && n.cctpDomain !== undefined && n.bridgeTransmitter && n.rpcUrls[0]) {
+      (chains[n.cctpDomain] ??= []).push({ rpcUrl: n.rpcUrls[0], transmitter: n.bridgeTransmitter });
     }
   }
   return chains;

@@ -14,7 +14,6 @@ import { privateKeyToAccount } from 'viem/accounts';
 import {
   DEVNET_BRIDGE_ATTESTER_ADDRESS,
   DEVNET_BRIDGE_DEPLOYER_KEY,
-  DEVNET_BRIDGE_FEE_BPS,
   DEVNET_BRIDGE_FEE_COLLECTOR,
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
@@ -40,7 +39,7 @@ const USDC_MINTERS_SLOT = 8n;
 
 export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ messenger: Address; transmitter: Address }> {
   const network = [...buildNetworkTable({}).values()].find((n) => n.chainId === chainId);
-  const domain = network?.gatewayDomain;
+  const domain = network?.cctpDomain;
   if (domain === undefined) throw new Error(`devnet bridge: chain ${chainId} has no CCTP domain in the network table`);
   const chain = defineChain({
     id: chainId,
@@ -61,19 +60,18 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
   };
 
   const contracts = [
-    { name: 'BridgeTokenMessenger', nonce: 0, address: DEVNET_BRIDGE_MESSENGER_ADDRESS, args: [domain, DEVNET_USDC_ADDRESS] },
+    {
+      name: 'BridgeTokenMessenger',
+      nonce: 0,
+      address: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS],
+    },
     {
       name: 'BridgeMessageTransmitter',
       nonce: 1,
       address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
-      args: [
-        domain,
-        DEVNET_USDC_ADDRESS,
-        DEVNET_BRIDGE_MESSENGER_ADDRESS,
-        DEVNET_BRIDGE_ATTESTER_ADDRESS,
-        DEVNET_BRIDGE_FEE_COLLECTOR,
-        DEVNET_BRIDGE_FEE_BPS,
-      ],
+      // The fee is the attestation's `feeExecuted` (the attester double applies DEVNET_BRIDGE_FEE_BPS).
+      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR],
     },
   ] as const;
   for (const c of contracts) {

@@ -41,7 +41,7 @@ import { GATEWAY_BATCHED_DOMAIN, gatewayWalletAbi } from '../src/chains/evm/gate
 import { exactEvmPayloadSchema, paymentRequirementsSchema, type ExactEvmPayload } from '../src/x402/schemas';
 
 export interface GatewayDoubleChain {
-  /** x402 v1 network name, e.g. `base-sepolia`; requests may name it or its CAIP-2 id. */
+  /** Our network name, for logs only: requests must name the chain by its CAIP-2 id, as upstream. */
   network: string;
   chainId: number;
   rpcUrl: string;
@@ -106,7 +106,8 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
     clients.set(c, createPublicClient({ chain, transport: http(c.rpcUrl, { retryCount: 0 }) }) as PublicClient);
     wallets.set(c, createWalletClient({ chain, transport: http(c.rpcUrl, { retryCount: 0 }), account: operator }));
   }
-  const chainOf = (network: string) => opts.chains.find((c) => c.network === network || caip2(c) === network);
+  // The upstream knows networks by CAIP-2 id only: a v1 name (`base-sepolia`) is a network it does not serve.
+  const chainOf = (network: string) => opts.chains.find((c) => caip2(c) === network);
 
   const transfers = new Map<string, Transfer>();
   /** `${chainId}:${payer}:${nonce}` -> transfer id. */
@@ -130,7 +131,7 @@ export async function startGatewayDouble(opts: GatewayDoubleOptions): Promise<Ga
     const payload = payloadResult.data;
     const r = requirements.data;
     const chain = chainOf(payload.network);
-    if (!chain || chainOf(r.network) !== chain) return fail('unsupported_network');
+    if (!chain || chainOf(r.network) !== chain) return fail('invalid_network');
     if (payload.scheme !== 'exact' || r.scheme !== 'exact') return fail('unsupported_scheme');
     if (r.extra?.name !== GATEWAY_BATCHED_DOMAIN.name || r.extra?.version !== GATEWAY_BATCHED_DOMAIN.version) return fail('invalid_scheme');
     if (r.extra?.verifyingContract && !isAddressEqual(r.extra.verifyingContract as Address, opts.gatewayWallet)) {

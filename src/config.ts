@@ -101,6 +101,12 @@ const schema = z.object({
 
   /** How long POST /v1/settle waits for the workflow before answering `settlement_pending`. */
   SETTLE_WAIT_MS: int().pipe(z.number().min(100).max(300_000)).default(20_000),
+  /**
+   * How long a v2 settle request waits before 202. x402 SDK sellers read a 202 as a failed payment
+   * and refuse the buyer while the payment still settles, so they get nearly all of @x402/core's
+   * 90 s facilitator timeout (docs/decisions.md "settlement_pending and the SDKs").
+   */
+  SETTLE_WAIT_V2_MS: int().pipe(z.number().min(100).max(300_000)).default(80_000),
   /** An authorization must stay valid at least this long after verification (EIP-3009 validBefore). */
   MIN_VALIDITY_SECONDS: int().pipe(z.number().max(3600)).default(6),
   /** Upper bound on one receipt wait inside an activity; the activity retries after it. */

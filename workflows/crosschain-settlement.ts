@@ -1,11 +1,9 @@
 import {
   ApplicationFailure,
-  ParentClosePolicy,
   allHandlersFinished,
   condition,
   defineSignal,
   defineUpdate,
-  executeChild,
   getExternalWorkflowHandle,
   log,
   proxyActivities,
@@ -13,18 +11,11 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
-import {
-  type BridgeTransferInput,
-  type BridgeTransferResult,
-  type CrossChainOutcome,
-  type CrossChainSettleInput,
-} from '../src/schemes/eip3009-crosschain/types';
+import { type CrossChainOutcome, type CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
-import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
 import type { SettleResponse } from '../src/x402/schemas';
-import { x402SearchAttributes } from '../src/temporal/search-attributes';
 import { x402States } from './x402-state';
-import { bridgeTransferWorkflow } from './bridge-transfer';
+import { runBridgeLeg } from './bridge-transfer';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
 const { verifyCrossChainPayment } = proxyActivities<CrossChainActivities>({
@@ -106,38 +97,9 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
       .catch((err) => log.warn('could not signal the parent', { error: String(err) }));
   }
 
-  const bridgeId = bridgeWorkflowId(input.network, input.sourceDomain, burn.bridgeNonce!);
-  const child: BridgeTransferInput = {
-    bridgeId,
-    settlementId: input.workflowId,
-    organizationId: input.organizationId,
-    payer: input.paymentPayload.payload.authorization.from,
-    sourceNetwork: input.network,
-    destinationNetwork: input.destinationNetwork,
-    sourceDomain: input.sourceDomain,
-    destinationDomain: input.destinationDomain,
-    sourceTx: burn.response.transaction,
+  const result = await runBridgeLeg(input, {
+    transaction: burn.response.transaction,
     message: burn.message,
-    bridgeNonce: burn.bridgeNonce!,
-    amount: input.paymentPayload.payload.authorization.value,
-    payout: input.payout,
-    fee: input.fee,
-    feeRecipient: input.feeRecipient,
-    ...(input.attestationBudgetMs !== undefined ? { attestationBudgetMs: input.attestationBudgetMs } : {}),
-  };
-  const result: BridgeTransferResult = await executeChild(bridgeTransferWorkflow, {
-    workflowId: bridgeId,
-    taskQueue: workflowInfo().taskQueue,
-    args: [child],
-    // The bridge leg must finish even if someone terminates this parent.
-    parentClosePolicy: ParentClosePolicy.ABANDON,
-    typedSearchAttributes: x402SearchAttributes({
-      kind: 'bridge',
-      network: input.destinationNetwork,
-      payer: child.payer,
-      state: 'burned',
-      organization: input.organizationId,
-    }),
   });
   const final = result.state === 'delivered' ? 'settled' : 'needs_review';
   await recordCrossChainOutcome(input, final);

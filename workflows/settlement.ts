@@ -1,8 +1,27 @@
-import { ApplicationFailure, log, proxyLocalActivities } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import { SETTLEMENT_REJECTED, type SettleOutcome, type SettlementInput } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
+import type { StateOf } from '../src/temporal/states';
 import { x402States } from './x402-state';
+import {
+  OPERATOR_ACTIONS_MEMO,
+  assertDecision,
+  rebroadcastUpdate,
+  replaceUpdate,
+  type OperatorAction,
+  type OperatorDecision,
+} from './operator-actions';
 
 /** Retry policies of the skeleton, written once for every scheme. */
 export const SETTLEMENT_RETRY = {
@@ -20,6 +39,11 @@ export const SETTLEMENT_RETRY = {
 const { verifyPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '30s', retry: SETTLEMENT_RETRY.verify });
 const { submitPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '60s', retry: SETTLEMENT_RETRY.untilKnown });
 const { confirmPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '2m', retry: SETTLEMENT_RETRY.untilKnown });
+// An operator's nudge runs beside the confirmation (a normal activity: a worker crash does not lose it).
+const { nudgeSettlementTransaction } = proxyActivities<SettlementActivities>({
+  startToCloseTimeout: '60s',
+  retry: { ...SETTLEMENT_RETRY.untilKnown, maximumAttempts: 5, nonRetryableErrorTypes: ['OperatorActionRefused'] },
+});
 
 /**
  * The one settlement skeleton, for every scheme (EIP-3009, Permit2, Solana): verify, submit
@@ -29,7 +53,38 @@ const { confirmPayment } = proxyLocalActivities<SettlementActivities>({ startToC
  * it always completes with the on-chain outcome.
  */
 export async function settlementWorkflow(input: SettlementInput): Promise<SettleOutcome> {
-  const state = x402States('settle');
+  let current: StateOf<'settle'> = 'verifying';
+  const move = x402States('settle');
+  const state = (s: StateOf<'settle'>) => {
+    current = s;
+    move(s);
+  };
+
+  // Operator actions on a transaction that is out but not mined (README "For operators"): accepted
+  // only in `submitted`, on an EVM network, one at a time; the confirmation goes on meanwhile.
+  const actions: OperatorAction[] = [];
+  let nudging = false;
+  const validator = (d: OperatorDecision) => {
+    assertDecision(d);
+    if (current !== 'submitted')
+      throw new Error(`settlement ${workflowInfo().workflowId} is ${current}: only a submitted transaction is re-sent`);
+    if (input.network.startsWith('solana')) throw new Error('a Solana transaction is not re-sent by the relayer');
+    if (nudging) throw new Error('another operator action on this settlement is under way');
+  };
+  const nudge = (how: 'rebroadcast' | 'replace') => async (d: OperatorDecision) => {
+    nudging = true;
+    const action: OperatorAction = { action: how, operator: d.operator, reason: d.reason, at: new Date().toISOString() };
+    actions.push(action);
+    log.info('operator action', { ...action });
+    upsertMemo({ [OPERATOR_ACTIONS_MEMO]: actions });
+    try {
+      return await nudgeSettlementTransaction(input, how, d);
+    } finally {
+      nudging = false;
+    }
+  };
+  setHandler(rebroadcastUpdate, nudge('rebroadcast'), { validator });
+  setHandler(replaceUpdate, nudge('replace'), { validator });
   const reject = (response: SettleResponse): never => {
     state('rejected');
     throw ApplicationFailure.nonRetryable(response.errorReason ?? 'rejected', SETTLEMENT_REJECTED, response);
@@ -47,5 +102,6 @@ export async function settlementWorkflow(input: SettlementInput): Promise<Settle
 
   const response = await confirmPayment(input);
   state(response.success ? 'settled' : 'failed');
+  await condition(allHandlersFinished);
   return { response, organizationId: input.organizationId };
 }

@@ -1,12 +1,23 @@
-import { condition, setHandler, startChild } from '@temporalio/workflow';
+import { condition, proxyActivities, setHandler, startChild } from '@temporalio/workflow';
+import type { CrossChainActivities } from '../activities/crosschain';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import { type BridgeTransferResult, type CrossChainOutcome, type CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { settlementRejection } from '../src/settle/types';
 import { crossChainSettlementWorkflow, sourceTransactionSignal } from './crosschain-settlement';
+import { runBridgeLeg } from './bridge-transfer';
 import type { SettleResponse } from '../src/x402/schemas';
 import { x402SearchAttributes } from '../src/temporal/search-attributes';
 
-/** The cross-chain settlement child signals this once its source transaction (the burn) succeeded. */
+// As the cross-chain settlement reads its burn and records its outcome.
+const { awaitBridgeBurn } = proxyActivities<CrossChainActivities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '5s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+const { recordCrossChainOutcome } = proxyActivities<CrossChainActivities>({
+  startToCloseTimeout: '60s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
 
 /** How the settlement of a cross-chain top-up ended. */
 export type BridgedSettlement =
@@ -66,16 +77,28 @@ export async function settleAcrossBridge(
   }
   const { response, bridge } = outcome!;
   if (!response.success) return { kind: 'reverted' };
+  return bridgedOutcome(response.transaction, bridge);
+}
+
+/**
+ * An operator's retry of a top-up whose bridge leg ended in `needs_review`: reads the burn from the
+ * recorded source receipt (the message to deliver) and runs the bridge leg again; a delivery moves
+ * the settlement record to `settled`, as the cross-chain settlement would have.
+ */
+export async function retryBridge(input: CrossChainSettleInput): Promise<BridgedSettlement> {
+  const burn = await awaitBridgeBurn(input);
+  if (!burn.response.success || !burn.message) return { kind: 'reverted' };
+  const result = await runBridgeLeg(input, {
+    transaction: burn.response.transaction,
+    message: burn.message,
+  });
+  if (result.state === 'delivered') await recordCrossChainOutcome(input, 'settled');
+  return bridgedOutcome(burn.response.transaction, result);
+}
+
+function bridgedOutcome(settlementTx: string, bridge: BridgeTransferResult | undefined): BridgedSettlement {
   if (bridge?.state !== 'delivered' || !bridge.mintTx || bridge.bridgeFee === undefined || bridge.payoutAmount === undefined) {
-    return {
-      kind: 'needs_review',
-      settlementTx: response.transaction,
-      error: `bridge transfer needs review: ${bridge?.error ?? 'no bridge result'}`,
-    };
+    return { kind: 'needs_review', settlementTx, error: `bridge transfer needs review: ${bridge?.error ?? 'no bridge result'}` };
   }
-  return {
-    kind: 'delivered',
-    settlementTx: response.transaction,
-    bridge: bridge as Extract<BridgedSettlement, { kind: 'delivered' }>['bridge'],
-  };
+  return { kind: 'delivered', settlementTx, bridge: bridge as Extract<BridgedSettlement, { kind: 'delivered' }>['bridge'] };
 }

@@ -1,5 +1,17 @@
 import { settlementWorkflow } from './settlement';
-import { ApplicationFailure, executeChild, proxyActivities } from '@temporalio/workflow';
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  allHandlersFinished,
+  condition,
+  executeChild,
+  log,
+  patched,
+  proxyActivities,
+  setHandler,
+  upsertMemo,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { TopUpActivities } from '../activities/topup';
 import type { SettleOutcome } from '../src/settle/types';
@@ -10,7 +22,17 @@ import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
 import { x402SearchAttributes } from '../src/temporal/search-attributes';
 import { x402States } from './x402-state';
-import { settleAcrossBridge } from './topup-bridge';
+import { retryBridge, settleAcrossBridge, type BridgedSettlement } from './topup-bridge';
+import {
+  OPERATOR_ACTIONS_MEMO,
+  OPERATOR_ACTIONS_PATCH,
+  assertDecision,
+  refundTopUpUpdate,
+  retryDepositUpdate,
+  type OperatorAction,
+  type OperatorActionName,
+  type OperatorDecision,
+} from './operator-actions';
 
 // Records and reads: quick, retried a few times.
 const { recordTopUp, checkSettlementGas } = proxyActivities<TopUpActivities>({
@@ -31,17 +53,49 @@ const { ensureMerchantAllowance, submitDeposit, awaitDepositReceipt, refundPayer
  * contract from the relayer wallet; when the deposit can no longer succeed, refund the delivered
  * amount to the payer. Cross-chain sources settle through the cross-chain settlement instead
  * (`bridging` from the source transaction's success until the fill on Base, workflows/topup-bridge.ts)
- * and deposit what the bridge delivered; a bridge that cannot deliver ends in `needs_review`.
+ * and deposit what the bridge delivered; a bridge that cannot deliver moves to `needs_review` and
+ * waits for an operator: retry the bridge leg and deposit (`retryDepositUpdate`), or refund the payer
+ * on Base (`refundTopUpUpdate`), see workflows/operator-actions.ts.
  */
 export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
+  let current: TopUpState = 'settling';
   const upsertState = x402States('topup');
   const move = async (state: TopUpState, extra: Parameters<typeof recordTopUp>[2] = {}) => {
+    current = state;
     upsertState(state);
     await recordTopUp(input, state, extra);
   };
   const fail = async (errorReason: string, error: string): Promise<TopUpOutcome> => {
     await move('failed', { errorReason, error });
     return { state: 'failed', errorReason };
+  };
+
+  // Operator actions: accepted only while the top-up waits in `needs_review` with no action under
+  // way (the validator refuses anything else before it enters history). Each update answers with
+  // the outcome of its action; a refused refund fails only the update.
+  const actions: OperatorAction[] = [];
+  const answers: ({ outcome: TopUpOutcome } | { refused: string })[] = [];
+  const validator = (d: OperatorDecision) => {
+    assertDecision(d);
+    if (current !== 'needs_review' || actions.length > answers.length)
+      throw new Error(`top-up ${workflowInfo().workflowId} is ${current}: an operator action is taken only in needs_review`);
+  };
+  const take = (action: OperatorActionName) => async (d: OperatorDecision) => {
+    const n = actions.length;
+    actions.push({ action, operator: d.operator, reason: d.reason, at: new Date().toISOString() });
+    await condition(() => answers.length > n);
+    const answer = answers[n];
+    if ('refused' in answer) throw ApplicationFailure.nonRetryable(answer.refused, 'OperatorActionRefused');
+    return answer.outcome;
+  };
+  setHandler(retryDepositUpdate, take('retry-deposit'), { validator });
+  setHandler(refundTopUpUpdate, take('refund'), { validator });
+  /** Ends the workflow with `outcome`, answering the operator's update first. */
+  const end = async (outcome: TopUpOutcome): Promise<TopUpOutcome> => {
+    const done = actions.length ? { ...outcome, operatorActions: actions } : outcome;
+    if (actions.length > answers.length) answers.push({ outcome: done });
+    await condition(allHandlersFinished);
+    return done;
   };
 
   await move('settling');
@@ -58,7 +112,9 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   if (input.settle.route === 'eip3009-crosschain') {
     // Cross-chain: burn on the source (`bridging` from its success), mint and payout to the relayer
     // on Base (`fillTx`), then deposit exactly what arrived.
-    const bridged = await settleAcrossBridge(input.settle, (burned) => move('bridging', { settlementTx: burned.transaction }));
+    let bridged: BridgedSettlement = await settleAcrossBridge(input.settle, (burned) =>
+      move('bridging', { settlementTx: burned.transaction }),
+    );
     switch (bridged.kind) {
       case 'reused':
         return fail('authorization_reused', 'the authorization is being settled by another request');
@@ -66,10 +122,42 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
         return fail(topupReasonForSettle(bridged.reason), `settlement rejected: ${bridged.reason}`);
       case 'reverted':
         return fail('settlement_failed', 'the source transaction reverted');
-      case 'needs_review':
-        // Burned on the source, not delivered by us: an operator delivers the message (bridge record).
-        await move('needs_review', { settlementTx: bridged.settlementTx, errorReason: 'needs_review', error: bridged.error });
-        return { state: 'needs_review', errorReason: 'needs_review' };
+    }
+    while (bridged.kind === 'needs_review') {
+      // Burned on the source, not delivered by us: the top-up waits for an operator's decision.
+      const review = { settlementTx: bridged.settlementTx, errorReason: 'needs_review', error: bridged.error };
+      await move('needs_review', review);
+      // Runs that reached needs_review before operator actions existed ended here.
+      if (!patched(OPERATOR_ACTIONS_PATCH)) return { state: 'needs_review', errorReason: 'needs_review' };
+      await condition(() => actions.length > answers.length);
+      const action = actions[actions.length - 1];
+      log.info('operator action', { ...action });
+      upsertMemo({ [OPERATOR_ACTIONS_MEMO]: actions });
+      const by = { operator: action.operator, operatorReason: `${action.action}: ${action.reason}` };
+      if (action.action === 'refund') {
+        // The buyer sees what happened, not who decided (that is on our row and in the memo).
+        const error = `${bridged.error}; refunded to the payer after operator review`;
+        const refunding = { ...review, ...by, errorReason: 'deposit_failed', error };
+        await move('refunding', refunding);
+        const refund = await refundPayer(input).catch((err: unknown) => {
+          if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'RefundNotOwed')
+            return err.cause;
+          throw err;
+        });
+        if (refund instanceof ApplicationFailure) {
+          // Not owed by our records: nothing moved; the top-up waits again.
+          answers.push({ refused: refund.message });
+          continue;
+        }
+        await move('refunded', { ...refunding, refundTx: refund.hash });
+        return end({ state: 'refunded', errorReason: 'deposit_failed' });
+      }
+      await move('bridging', { settlementTx: bridged.settlementTx, ...by });
+      bridged = await retryBridge(input.settle as Extract<TopUpInput['settle'], { route: 'eip3009-crosschain' }>);
+      if (bridged.kind === 'reverted') return end(await fail('settlement_failed', 'the source transaction reverted'));
+      if (bridged.kind !== 'needs_review' && bridged.kind !== 'delivered') throw new Error(`unexpected bridge outcome ${bridged.kind}`);
+      // Still not delivered: the retry answers so, and the top-up waits again.
+      if (bridged.kind === 'needs_review') answers.push({ outcome: { state: 'needs_review', errorReason: 'needs_review' } });
     }
     settlementTx = bridged.settlementTx;
     fillTx = bridged.bridge.mintTx;
@@ -96,7 +184,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
     const receipt = await awaitDepositReceipt(input);
     if (receipt.status === 'success') {
       await move('deposited', { ...txs, depositTx: receipt.hash });
-      return { state: 'deposited' };
+      return end({ state: 'deposited' });
     }
     detail = `deposit ${receipt.hash} reverted`;
   }
@@ -107,7 +195,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   await move('refunding', { ...txs, errorReason: 'deposit_failed', error });
   const refund = await refundPayer(input);
   await move('refunded', { ...txs, errorReason: 'deposit_failed', error, refundTx: refund.hash });
-  return { state: 'refunded', errorReason: 'deposit_failed' };
+  return end({ state: 'refunded', errorReason: 'deposit_failed' });
 }
 
 /** The same-chain settlement child (`settle:<network>:<payer>:<nonce>`). */

@@ -39,6 +39,7 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
     amount: input.amount,
     state: 'initiating',
     initiateTransaction: input.resume?.initiateTransaction ?? null,
+    withdrawalDelayBlocks: input.withdrawalDelayBlocks ?? null,
     withdrawalBlock: null,
     withdrawTransaction: null,
     errorReason: null,
@@ -81,8 +82,12 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
 
   for (let polls = 0; ;) {
     // Wait until the chain reaches withdrawalBlock (re-read: a later initiation restarts the wait).
-    let { withdrawalBlock, blockNumber } = await readWithdrawalBlock(input);
-    if (rec.state !== 'waiting' || rec.withdrawalBlock !== withdrawalBlock) await state('waiting', { withdrawalBlock });
+    const read = await readWithdrawalBlock(input);
+    let { withdrawalBlock, blockNumber } = read;
+    // The delay as the contract has it (histories from before it was read carry none: keep the input's).
+    const withdrawalDelayBlocks = read.withdrawalDelay ?? rec.withdrawalDelayBlocks;
+    if (rec.state !== 'waiting' || rec.withdrawalBlock !== withdrawalBlock)
+      await state('waiting', { withdrawalBlock, withdrawalDelayBlocks });
     while (BigInt(blockNumber) < BigInt(withdrawalBlock)) {
       if (++polls >= POLLS_PER_RUN || workflowInfo().continueAsNewSuggested) {
         return continueAsNew<typeof withdrawalWorkflow>({ ...input, resume: { initiateTransaction: rec.initiateTransaction ?? '' } });

@@ -8,70 +8,74 @@ interface IBridgeToken {
     function mint(address to, uint256 amount) external;
 }
 
-/// @title Bridge message format (devnet, our own)
-/// @notice One burn message, ABI-encoded as a flat tuple so off-chain code decodes it with a plain
-///         ABI decoder:
-///         (uint32 version, uint32 sourceDomain, uint32 destinationDomain, uint64 nonce,
-///          address sender, address burnToken, address mintRecipient, address destinationCaller,
-///          uint256 amount, uint256 maxFee, address depositor)
-///         `sender` is the messenger that emitted it; `destinationCaller` (zero = anyone) is the only
-///         account allowed to deliver it on the destination, as in CCTP.
-library BridgeMessage {
+// CCTP V2 message format (devnet; written here from Circle's public CCTP V2 technical guide).
+// A message is packed (not ABI-encoded): a 148-byte header, then the body, fields at byte offsets:
+//   header: version uint32 0, sourceDomain uint32 4, destinationDomain uint32 8,
+//           nonce bytes32 12 (zero on the source chain, assigned by the attestation service),
+//           sender bytes32 44, recipient bytes32 76, destinationCaller bytes32 108,
+//           minFinalityThreshold uint32 140, finalityThresholdExecuted uint32 144 (set by the
+//           attestation service), messageBody 148;
+//   burn body: version uint32 0, burnToken bytes32 4, mintRecipient bytes32 36, amount uint256 68,
+//           messageSender bytes32 100, maxFee uint256 132, feeExecuted uint256 164 (set by the
+//           attestation service), expirationBlock uint256 196, hookData 228.
+// Both versions are 1 in CCTP V2.
+library CctpMessageV2 {
     uint32 internal constant VERSION = 1;
+    uint32 internal constant BODY_VERSION = 1;
+    uint256 internal constant HEADER_LENGTH = 148;
+    uint256 internal constant BODY_LENGTH = 228;
 
-    struct Burn {
-        uint32 version;
-        uint32 sourceDomain;
-        uint32 destinationDomain;
-        uint64 nonce;
-        address sender;
-        address burnToken;
-        address mintRecipient;
-        address destinationCaller;
-        uint256 amount;
-        uint256 maxFee;
-        address depositor;
+    function toBytes32(address a) internal pure returns (bytes32) {
+        return bytes32(uint256(uint160(a)));
     }
 
-    /// @dev A struct of static fields encodes exactly as the flat tuple above.
-    function encode(Burn memory m) internal pure returns (bytes memory) {
-        return abi.encode(m);
-    }
-
-    function decode(bytes calldata data) internal pure returns (Burn memory) {
-        return abi.decode(data, (Burn));
+    function toAddress(bytes32 b) internal pure returns (address) {
+        return address(uint160(uint256(b)));
     }
 }
 
-/// @title BridgeTokenMessenger
-/// @notice Source side of the devnet's CCTP-style bridge: takes USDC from the caller, burns it and
-///         emits a message that the attester signs and the destination's transmitter mints from.
-///         Nonces are assigned here, one sequence per source domain.
+interface IMessageTransmitterV2Send {
+    function sendMessage(
+        uint32 destinationDomain,
+        bytes32 recipient,
+        bytes32 destinationCaller,
+        uint32 minFinalityThreshold,
+        bytes calldata messageBody
+    ) external;
+}
+
+/// @title BridgeTokenMessenger (TokenMessengerV2's interface)
+/// @notice Source side: takes USDC from the caller, burns it and sends a burn message through the
+///         local transmitter, which emits it for the attestation service.
 contract BridgeTokenMessenger {
     error ZeroAmount();
     error ZeroAddress();
     error SameDomain(uint32 domain);
     error UnsupportedToken(address token);
+    error FeeTooHigh(uint256 maxFee, uint256 amount);
 
-    event MessageSent(bytes message);
     event DepositForBurn(
-        uint64 indexed nonce,
         address indexed burnToken,
-        address indexed depositor,
         uint256 amount,
-        address mintRecipient,
+        address indexed depositor,
+        bytes32 mintRecipient,
         uint32 destinationDomain,
-        uint256 maxFee
+        bytes32 destinationTokenMessenger,
+        bytes32 destinationCaller,
+        uint256 maxFee,
+        uint32 indexed minFinalityThreshold,
+        bytes hookData
     );
 
     uint32 public immutable localDomain;
     address public immutable token;
-    uint64 public nextNonce;
+    address public immutable localMessageTransmitter;
 
-    constructor(uint32 localDomain_, address token_) {
-        if (token_ == address(0)) revert ZeroAddress();
+    constructor(uint32 localDomain_, address token_, address localMessageTransmitter_) {
+        if (token_ == address(0) || localMessageTransmitter_ == address(0)) revert ZeroAddress();
         localDomain = localDomain_;
         token = token_;
+        localMessageTransmitter = localMessageTransmitter_;
     }
 
     /// @notice Burns `amount` of the caller's `burnToken` (approved to this contract) toward
@@ -79,96 +83,98 @@ contract BridgeTokenMessenger {
     function depositForBurn(
         uint256 amount,
         uint32 destinationDomain,
-        address mintRecipient,
+        bytes32 mintRecipient,
         address burnToken,
-        address destinationCaller,
-        uint256 maxFee
-    ) external returns (uint64 nonce) {
+        bytes32 destinationCaller,
+        uint256 maxFee,
+        uint32 minFinalityThreshold
+    ) external {
         if (amount == 0) revert ZeroAmount();
-        if (mintRecipient == address(0)) revert ZeroAddress();
+        if (mintRecipient == bytes32(0)) revert ZeroAddress();
         if (burnToken != token) revert UnsupportedToken(burnToken);
         if (destinationDomain == localDomain) revert SameDomain(destinationDomain);
+        if (maxFee >= amount) revert FeeTooHigh(maxFee, amount);
 
         IBridgeToken(burnToken).transferFrom(msg.sender, address(this), amount);
         IBridgeToken(burnToken).burn(amount);
 
-        nonce = nextNonce++;
-        emit MessageSent(
-            BridgeMessage.encode(
-                BridgeMessage.Burn({
-                    version: BridgeMessage.VERSION,
-                    sourceDomain: localDomain,
-                    destinationDomain: destinationDomain,
-                    nonce: nonce,
-                    sender: address(this),
-                    burnToken: burnToken,
-                    mintRecipient: mintRecipient,
-                    destinationCaller: destinationCaller,
-                    amount: amount,
-                    maxFee: maxFee,
-                    depositor: msg.sender
-                })
-            )
+        // The devnet deploys the messenger at one address on every chain: the remote one is this one.
+        bytes32 self = CctpMessageV2.toBytes32(address(this));
+        bytes memory body = abi.encodePacked(
+            CctpMessageV2.BODY_VERSION,
+            CctpMessageV2.toBytes32(burnToken),
+            mintRecipient,
+            amount,
+            CctpMessageV2.toBytes32(msg.sender),
+            maxFee,
+            uint256(0), // feeExecuted
+            uint256(0) // expirationBlock
         );
-        emit DepositForBurn(nonce, burnToken, msg.sender, amount, mintRecipient, destinationDomain, maxFee);
+        IMessageTransmitterV2Send(localMessageTransmitter).sendMessage(
+            destinationDomain, self, destinationCaller, minFinalityThreshold, body
+        );
+        emit DepositForBurn(
+            burnToken, amount, msg.sender, mintRecipient, destinationDomain, self, destinationCaller, maxFee, minFinalityThreshold, ""
+        );
     }
 }
 
-/// @title BridgeMessageTransmitter
-/// @notice Destination side: mints for a burn message signed by the configured attester, at most
-///         once per (source domain, nonce). The bridge fee is `amount * feeBps / 10000` capped at the
-///         message's `maxFee` (exact input: the recipient gets `amount - fee`).
+/// @title BridgeMessageTransmitter (MessageTransmitterV2's interface)
+/// @notice Source side: emits the messages of the local messenger. Destination side: mints for a
+///         burn message signed by the configured attester, at most once per nonce. The bridge fee is
+///         the message's `feeExecuted` (set by the attestation service, at most `maxFee`): the
+///         recipient gets `amount - feeExecuted`, the fee recipient `feeExecuted`.
 contract BridgeMessageTransmitter {
     error NotOwner(address caller);
+    error NotMessenger(address caller);
     error ZeroAddress();
+    error BadMessage();
     error BadVersion(uint32 version);
     error WrongDestination(uint32 domain);
-    error UnknownSender(address sender);
+    error UnknownSender(bytes32 sender);
+    error UnknownRecipient(bytes32 recipient);
     error InvalidAttestation();
-    error NonceUsed(uint32 sourceDomain, uint64 nonce);
-    error WrongCaller(address caller, address expected);
-    error UnsupportedToken(address token);
+    error NonceUsed(bytes32 nonce);
+    error WrongCaller(address caller, bytes32 expected);
+    error UnsupportedToken(bytes32 token);
+    error FeeTooHigh(uint256 feeExecuted, uint256 maxFee);
 
-    event MintAndWithdraw(
-        uint32 indexed sourceDomain,
-        uint64 indexed nonce,
-        address indexed mintRecipient,
-        uint256 amount,
-        uint256 feeCollected
+    event MessageSent(bytes message);
+    event MessageReceived(
+        address indexed caller,
+        uint32 sourceDomain,
+        bytes32 indexed nonce,
+        bytes32 sender,
+        uint32 indexed finalityThresholdExecuted,
+        bytes messageBody
     );
+    event MintAndWithdraw(address indexed mintRecipient, uint256 amount, address indexed mintToken, uint256 feeCollected);
 
     /// @dev secp256k1 group order divided by two; larger `s` values are malleable twins.
     uint256 private constant SECP256K1N_HALF = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
+    uint256 private constant NONCE_USED = 1;
 
     uint32 public immutable localDomain;
     address public immutable token;
-    /// @notice The messenger contract trusted as `sender` on every remote domain (the devnet deploys
-    ///         it at one address on every chain).
-    address public immutable remoteMessenger;
+    /// @notice The messenger on this chain, and the one trusted as `sender` on every remote domain
+    ///         (the devnet deploys it at one address on every chain).
+    address public immutable messenger;
     address public owner;
     address public attester;
     address public feeRecipient;
-    uint16 public feeBps;
 
-    mapping(bytes32 => bool) private _used;
+    /// @notice 1 once the message with this nonce was received here (CCTP V2's `usedNonces`).
+    mapping(bytes32 => uint256) public usedNonces;
 
-    constructor(
-        uint32 localDomain_,
-        address token_,
-        address remoteMessenger_,
-        address attester_,
-        address feeRecipient_,
-        uint16 feeBps_
-    ) {
-        if (token_ == address(0) || remoteMessenger_ == address(0) || attester_ == address(0) || feeRecipient_ == address(0)) {
+    constructor(uint32 localDomain_, address token_, address messenger_, address attester_, address feeRecipient_) {
+        if (token_ == address(0) || messenger_ == address(0) || attester_ == address(0) || feeRecipient_ == address(0)) {
             revert ZeroAddress();
         }
         localDomain = localDomain_;
         token = token_;
-        remoteMessenger = remoteMessenger_;
+        messenger = messenger_;
         attester = attester_;
         feeRecipient = feeRecipient_;
-        feeBps = feeBps_;
         owner = msg.sender;
     }
 
@@ -178,39 +184,70 @@ contract BridgeMessageTransmitter {
         attester = attester_;
     }
 
-    /// @notice Whether the message (sourceDomain, nonce) was already delivered here.
-    function usedNonces(uint32 sourceDomain, uint64 nonce) public view returns (bool) {
-        return _used[keccak256(abi.encode(sourceDomain, nonce))];
-    }
-
-    /// @notice The fee this transmitter takes from a message of `amount` with `maxFee`.
-    function feeFor(uint256 amount, uint256 maxFee) public view returns (uint256) {
-        uint256 fee = (amount * feeBps) / 10_000;
-        return fee > maxFee ? maxFee : fee;
+    /// @notice Emits a message of the local messenger with an empty nonce and executed finality.
+    function sendMessage(
+        uint32 destinationDomain,
+        bytes32 recipient,
+        bytes32 destinationCaller,
+        uint32 minFinalityThreshold,
+        bytes calldata messageBody
+    ) external {
+        if (msg.sender != messenger) revert NotMessenger(msg.sender);
+        emit MessageSent(
+            abi.encodePacked(
+                CctpMessageV2.VERSION,
+                localDomain,
+                destinationDomain,
+                bytes32(0),
+                CctpMessageV2.toBytes32(msg.sender),
+                recipient,
+                destinationCaller,
+                minFinalityThreshold,
+                uint32(0),
+                messageBody
+            )
+        );
     }
 
     /// @notice Verifies the attester's signature over keccak256(message), marks the nonce used and
-    ///         mints `amount - fee` to the message's recipient and `fee` to `feeRecipient`.
+    ///         mints `amount - feeExecuted` to the message's recipient and the fee to `feeRecipient`.
     function receiveMessage(bytes calldata message, bytes calldata attestation) external returns (bool) {
-        BridgeMessage.Burn memory m = BridgeMessage.decode(message);
-        if (m.version != BridgeMessage.VERSION) revert BadVersion(m.version);
-        if (m.destinationDomain != localDomain) revert WrongDestination(m.destinationDomain);
-        if (m.sender != remoteMessenger) revert UnknownSender(m.sender);
-        if (m.burnToken != token) revert UnsupportedToken(m.burnToken);
-        if (m.destinationCaller != address(0) && msg.sender != m.destinationCaller) {
-            revert WrongCaller(msg.sender, m.destinationCaller);
-        }
+        bytes32 nonce = _checkHeader(message);
         if (_recover(keccak256(message), attestation) != attester) revert InvalidAttestation();
-
-        bytes32 key = keccak256(abi.encode(m.sourceDomain, m.nonce));
-        if (_used[key]) revert NonceUsed(m.sourceDomain, m.nonce);
-        _used[key] = true;
-
-        uint256 fee = feeFor(m.amount, m.maxFee);
-        IBridgeToken(token).mint(m.mintRecipient, m.amount - fee);
-        if (fee != 0) IBridgeToken(token).mint(feeRecipient, fee);
-        emit MintAndWithdraw(m.sourceDomain, m.nonce, m.mintRecipient, m.amount - fee, fee);
+        if (nonce == bytes32(0) || usedNonces[nonce] == NONCE_USED) revert NonceUsed(nonce);
+        usedNonces[nonce] = NONCE_USED;
+        bytes calldata body = message[CctpMessageV2.HEADER_LENGTH:];
+        _mintFor(body);
+        emit MessageReceived(
+            msg.sender, uint32(bytes4(message[4:8])), nonce, bytes32(message[44:76]), uint32(bytes4(message[144:148])), body
+        );
         return true;
+    }
+
+    /// @dev Version, destination, sender and recipient (the messenger), caller; returns the nonce.
+    function _checkHeader(bytes calldata message) private view returns (bytes32) {
+        if (message.length < CctpMessageV2.HEADER_LENGTH + CctpMessageV2.BODY_LENGTH) revert BadMessage();
+        if (uint32(bytes4(message[0:4])) != CctpMessageV2.VERSION) revert BadVersion(uint32(bytes4(message[0:4])));
+        if (uint32(bytes4(message[8:12])) != localDomain) revert WrongDestination(uint32(bytes4(message[8:12])));
+        bytes32 trusted = CctpMessageV2.toBytes32(messenger);
+        if (bytes32(message[44:76]) != trusted) revert UnknownSender(bytes32(message[44:76]));
+        if (bytes32(message[76:108]) != trusted) revert UnknownRecipient(bytes32(message[76:108]));
+        bytes32 caller = bytes32(message[108:140]);
+        if (caller != bytes32(0) && caller != CctpMessageV2.toBytes32(msg.sender)) revert WrongCaller(msg.sender, caller);
+        return bytes32(message[12:44]);
+    }
+
+    /// @dev Mints a burn body: `amount - feeExecuted` to the recipient, `feeExecuted` to the fee recipient.
+    function _mintFor(bytes calldata body) private {
+        if (uint32(bytes4(body[0:4])) != CctpMessageV2.BODY_VERSION) revert BadVersion(uint32(bytes4(body[0:4])));
+        if (bytes32(body[4:36]) != CctpMessageV2.toBytes32(token)) revert UnsupportedToken(bytes32(body[4:36]));
+        address recipient = CctpMessageV2.toAddress(bytes32(body[36:68]));
+        uint256 amount = uint256(bytes32(body[68:100]));
+        uint256 fee = uint256(bytes32(body[164:196]));
+        if (fee > uint256(bytes32(body[132:164])) || fee >= amount) revert FeeTooHigh(fee, uint256(bytes32(body[132:164])));
+        IBridgeToken(token).mint(recipient, amount - fee);
+        if (fee != 0) IBridgeToken(token).mint(feeRecipient, fee);
+        emit MintAndWithdraw(recipient, amount - fee, token, fee);
     }
 
     function _recover(bytes32 digest, bytes calldata sig) private pure returns (address) {

@@ -127,6 +127,58 @@ contract X402Facilitator {
         emit Settled(token, from, nonce, payout, value, fee);
     }
 
+    /// @notice What a settlement pays out of the amount it moved: `fee` to `feeRecipient` (the
+    ///         facilitator's fee), `platformFee` to `platform` (a marketplace's cut: the spec's
+    ///         `extra.platform` / `extra.platformFeeBps`) and the rest to `payout`.
+    struct Payout {
+        address payout;
+        uint256 fee;
+        address feeRecipient;
+        uint256 platformFee;
+        address platform;
+    }
+
+    event PlatformFeePaid(address indexed token, address indexed platform, uint256 amount);
+
+    /// @notice `settle` with a marketplace's cut paid in the same transaction (see `Payout`).
+    function settleSplit(
+        address token,
+        address from,
+        uint256 value,
+        uint256 validAfter,
+        uint256 validBefore,
+        bytes32 nonce,
+        bytes calldata signature,
+        Payout calldata out
+    ) external onlyRelayer {
+        _checkPayout(value, out);
+        ITransferWithAuthorization(token).transferWithAuthorization(
+            from, address(this), value, validAfter, validBefore, nonce, signature
+        );
+        _payOut(token, value, out);
+        emit Settled(token, from, nonce, out.payout, value, out.fee);
+    }
+
+    /// @dev Refuses before any token moves: fees above the amount, or a fee with nowhere to go.
+    function _checkPayout(uint256 amount, Payout calldata out) private pure {
+        if (out.payout == address(0)) revert ZeroAddress();
+        if (out.fee > amount) revert FeeExceedsValue(out.fee, amount);
+        if (out.platformFee > amount - out.fee) revert FeeExceedsValue(out.platformFee, amount - out.fee);
+        if (out.fee != 0 && out.feeRecipient == address(0)) revert ZeroAddress();
+        if (out.platformFee != 0 && out.platform == address(0)) revert ZeroAddress();
+    }
+
+    function _payOut(address token, uint256 amount, Payout calldata out) private {
+        unchecked {
+            _pay(token, out.payout, amount - out.fee - out.platformFee);
+        }
+        if (out.fee != 0) _pay(token, out.feeRecipient, out.fee);
+        if (out.platformFee != 0) {
+            _pay(token, out.platform, out.platformFee);
+            emit PlatformFeePaid(token, out.platform, out.platformFee);
+        }
+    }
+
     /// @notice Applies an EIP-2612 permit granting this contract `value`, then moves `value` from
     ///         `owner_` to `recipient`. The permit must succeed: a pre-existing allowance is never
     ///         spent without a fresh signature.
@@ -170,7 +222,7 @@ contract X402Facilitator {
     // The buyer signs a Permit2 PermitWitnessTransferFrom with the exact or upto proxy as spender and
     // this contract as `witness.to` (and, for upto, `witness.facilitator`). A relayer calls one of
     // the functions below: the proxy pulls the payment into this contract, which then pays
-    // `amount - fee` to `payout` and `fee` to `feeRecipient` in the same transaction, as `settle`
+    // `fee` to `feeRecipient`, `platformFee` to `platform` and the rest to `payout` in the same transaction, as `settleSplit`
     // does for EIP-3009. The witness is built here from `address(this)`, so a relayer cannot send the
     // funds elsewhere; the proxy is an argument (no storage, no constructor change), and the payout is
     // made only from what this call actually received, so a wrong proxy can never pay out funds the
@@ -211,12 +263,6 @@ contract X402Facilitator {
         bytes32 s;
     }
 
-    struct Permit2Payout {
-        address payout;
-        uint256 fee;
-        address feeRecipient;
-    }
-
     /// @dev The proxies' argument types (Permit2.PermitTransferFrom and the witnesses), declared
     ///      here so this contract needs no import.
     struct P2TokenPermissions {
@@ -239,7 +285,7 @@ contract X402Facilitator {
     }
 
     /// @notice Settles an x402 `exact` Permit2 payment (the full signed amount) through `p.proxy`.
-    function settlePermit2Exact(Permit2Payment calldata p, Permit2612 calldata permit2612, Permit2Payout calldata out)
+    function settlePermit2Exact(Permit2Payment calldata p, Permit2612 calldata permit2612, Payout calldata out)
         external
         onlyRelayer
     {
@@ -259,7 +305,7 @@ contract X402Facilitator {
         Permit2Payment calldata p,
         uint256 settleAmount,
         Permit2612 calldata permit2612,
-        Permit2Payout calldata out
+        Payout calldata out
     ) external onlyRelayer {
         bytes memory call = abi.encodeWithSignature(
             "settle(((address,uint256),uint256,uint256),uint256,address,(address,address,uint256),bytes)",
@@ -281,11 +327,10 @@ contract X402Facilitator {
         uint256 amount,
         bytes memory proxyCall,
         Permit2612 calldata permit2612,
-        Permit2Payout calldata out
+        Payout calldata out
     ) private {
-        if (out.payout == address(0) || p.proxy == address(0)) revert ZeroAddress();
-        if (out.fee > amount) revert FeeExceedsValue(out.fee, amount);
-        if (out.fee != 0 && out.feeRecipient == address(0)) revert ZeroAddress();
+        if (p.proxy == address(0)) revert ZeroAddress();
+        _checkPayout(amount, out);
         if (permit2612.value != 0) _applyPermit2612(p, amount, permit2612);
 
         uint256 before = _balanceOfThis(p.token);
@@ -298,10 +343,7 @@ contract X402Facilitator {
         uint256 received = _balanceOfThis(p.token) - before;
         if (received != amount) revert Permit2AmountNotReceived(amount, received);
 
-        unchecked {
-            _pay(p.token, out.payout, amount - out.fee);
-        }
-        if (out.fee != 0) _pay(p.token, out.feeRecipient, out.fee);
+        _payOut(p.token, amount, out);
         emit Permit2Settled(p.token, p.owner, p.nonce, p.proxy, out.payout, amount, out.fee);
     }
 
@@ -333,32 +375,28 @@ contract X402Facilitator {
     // contract's storage is unchanged (the devnet may place this code over an older deployment).
     // --------------------------------------------------------------------------------------------
 
-    event BridgeBurned(
-        address indexed token,
-        address indexed from,
-        bytes32 indexed nonce,
-        uint32 destinationDomain,
-        uint64 bridgeNonce,
-        uint256 value
-    );
+    event BridgeBurned(address indexed token, address indexed from, bytes32 indexed nonce, uint32 destinationDomain, uint256 value);
+    /// @dev `bridgeNonce` is the CCTP V2 message nonce (assigned by the attestation service).
     event BridgePayout(
         address indexed token,
         uint32 indexed sourceDomain,
-        uint64 indexed bridgeNonce,
+        bytes32 indexed bridgeNonce,
         address payout,
         uint256 received,
         uint256 fee
     );
 
-    /// @notice Where a cross-chain settlement goes: burn through `messenger` toward
-    ///         `destinationDomain`, minted to `mintRecipient` (the destination's facilitator) and
-    ///         deliverable only by `destinationCaller`; at most `maxFee` goes to the bridge.
+    /// @notice Where a cross-chain settlement goes: burn through `messenger` (a CCTP V2
+    ///         TokenMessenger) toward `destinationDomain`, minted to `mintRecipient` (the
+    ///         destination's facilitator) and deliverable only by `destinationCaller`; at most
+    ///         `maxFee` goes to the bridge; attested at `minFinalityThreshold` (2000: finalized).
     struct BridgeRoute {
         address messenger;
         uint32 destinationDomain;
         address mintRecipient;
         address destinationCaller;
         uint256 maxFee;
+        uint32 minFinalityThreshold;
     }
 
     /// @notice Pulls `value` from `from` with an EIP-3009 TransferWithAuthorization (payee: this
@@ -373,19 +411,25 @@ contract X402Facilitator {
         bytes32 nonce,
         bytes calldata signature,
         BridgeRoute calldata route
-    ) external onlyRelayer returns (uint64 bridgeNonce) {
+    ) external onlyRelayer {
         if (route.messenger == address(0) || route.mintRecipient == address(0)) revert ZeroAddress();
         ITransferWithAuthorization(token).transferWithAuthorization(
             from, address(this), value, validAfter, validBefore, nonce, signature
         );
-        bridgeNonce = _burn(token, value, route);
-        emit BridgeBurned(token, from, nonce, route.destinationDomain, bridgeNonce, value);
+        _burn(token, value, route);
+        emit BridgeBurned(token, from, nonce, route.destinationDomain, value);
     }
 
-    function _burn(address token, uint256 value, BridgeRoute calldata route) private returns (uint64) {
+    function _burn(address token, uint256 value, BridgeRoute calldata route) private {
         _call(token, abi.encodeWithSignature("approve(address,uint256)", route.messenger, value));
-        return IBridgeMessenger(route.messenger).depositForBurn(
-            value, route.destinationDomain, route.mintRecipient, token, route.destinationCaller, route.maxFee
+        ITokenMessengerV2(route.messenger).depositForBurn(
+            value,
+            route.destinationDomain,
+            bytes32(uint256(uint160(route.mintRecipient))),
+            token,
+            bytes32(uint256(uint160(route.destinationCaller))),
+            route.maxFee,
+            route.minFinalityThreshold
         );
     }
 
@@ -405,31 +449,33 @@ contract X402Facilitator {
         if (payout == address(0)) revert ZeroAddress();
         if (fee != 0 && feeRecipient == address(0)) revert ZeroAddress();
         uint256 before = IBalanceOf(token).balanceOf(address(this));
-        IBridgeTransmitter(transmitter).receiveMessage(message, attestation);
+        IMessageTransmitterV2(transmitter).receiveMessage(message, attestation);
         uint256 received = IBalanceOf(token).balanceOf(address(this)) - before;
         if (fee > received) fee = received;
         unchecked {
             _pay(token, payout, received - fee);
         }
         if (fee != 0) _pay(token, feeRecipient, fee);
-        (, uint32 sourceDomain,, uint64 bridgeNonce) = abi.decode(message[:128], (uint32, uint32, uint32, uint64));
-        emit BridgePayout(token, sourceDomain, bridgeNonce, payout, received, fee);
+        // CCTP V2 header: sourceDomain at bytes 4-8, nonce at 12-44 (the transmitter checked the length).
+        emit BridgePayout(token, uint32(bytes4(message[4:8])), bytes32(message[12:44]), payout, received, fee);
     }
 }
 
-/// @dev The slices of the bridge pair and the token that the cross-chain section uses.
-interface IBridgeMessenger {
+/// @dev The slices of CCTP V2 (TokenMessengerV2, MessageTransmitterV2) and the token that the
+///      cross-chain section uses.
+interface ITokenMessengerV2 {
     function depositForBurn(
         uint256 amount,
         uint32 destinationDomain,
-        address mintRecipient,
+        bytes32 mintRecipient,
         address burnToken,
-        address destinationCaller,
-        uint256 maxFee
-    ) external returns (uint64 nonce);
+        bytes32 destinationCaller,
+        uint256 maxFee,
+        uint32 minFinalityThreshold
+    ) external;
 }
 
-interface IBridgeTransmitter {
+interface IMessageTransmitterV2 {
     function receiveMessage(bytes calldata message, bytes calldata attestation) external returns (bool);
 }
 

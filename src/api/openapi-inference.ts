@@ -31,8 +31,10 @@ export function registerInferenceOpenApi(t: {
       id: z.string(),
       label: z.string(),
       payment: z.enum(['none', 'x402']),
-      status: z.enum(['available', 'funding_only', 'unavailable']),
+      status: z.enum(['available', 'funding_only']).describe('funding_only: chat is down, a balance can still be topped up'),
       capabilities: z.object({ chat: z.boolean(), models: z.boolean(), balance: z.boolean(), topup: z.boolean() }),
+      settlement: z.object({ network: z.string().describe('CAIP-2'), asset: z.string(), decimals: z.number().int() }).optional(),
+      topup: z.object({ gatewayUrl: z.string(), merchant: z.string(), settlementChainId: z.number().int() }).optional(),
     }),
   );
   const message = z.object({ role: z.enum(['user', 'assistant']), content: z.string() });

@@ -74,6 +74,8 @@ export const organizationSchema = sameType<OrganizationBody>()(
     ownerAddress: z.string().describe('lower-case owner address'),
     payoutWalletTest: z.string().nullable().describe('payout wallet of testnet settlements (lower case)'),
     payoutWalletLive: z.string().nullable().describe('payout wallet of mainnet settlements (lower case)'),
+    payoutWalletSolanaTest: z.string().nullable().describe('Solana payout wallet (base58) of solana-devnet: payTo must be it when set'),
+    payoutWalletSolanaLive: z.string().nullable().describe('Solana payout wallet (base58) of solana: payTo must be it when set'),
     platformFeeBps: z.number().int(),
     createdAt: isoDate,
     updatedAt: isoDate,
@@ -122,6 +124,7 @@ export const settleResponseSchema = sameType<SettleResponse>()(
       network: z.string(),
       payer: z.string().optional(),
       errorReason: z.string().optional().describe('present on failure; settlement_pending while the workflow still runs'),
+      errorMessage: z.string().optional().describe('which value a refused request got wrong, e.g. an out-of-bounds extra.platformFeeBps'),
       authContext: z.record(z.string(), z.unknown()).optional(),
       amount: z.string().optional().describe('Permit2 upto only: the amount settled (base units), on success'),
     })

@@ -415,14 +415,17 @@ route({
   security: [...API_KEY, ...SESSION],
   request: { body: body(PermitRequest) },
   responses: {
-    200: json(PermitResponse, 'Executed'),
-    202: json(PermitResponse, 'Still executing (errorReason permit_pending); repeat the same request'),
+    200: json(PermitResponse, 'Submitted: the transaction is sent (a repeat of the request reports a later revert)'),
+    202: json(PermitResponse, 'Not yet sent (errorReason permit_pending); repeat the same request'),
     400: json(PermitResponse, 'invalid_request, unsupported_network, network_not_configured or invalid_signature'),
     401: envelope('Missing, malformed or unknown API key (or no valid session)'),
     403: envelope('Revoked key, or key mode does not match the network'),
     413: json(PermitResponse, 'Body too large (invalid_request)'),
     415: json(PermitResponse, 'Content-Type is not application/json (invalid_request)'),
-    500: json(PermitResponse, 'permit_execution_failed'),
+    500: json(
+      PermitResponse,
+      "permit_execution_failed: a bad permit (expired, not the owner's, stale nonce, other spender), a revert or an RPC error",
+    ),
   },
 });
 

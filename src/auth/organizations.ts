@@ -4,6 +4,7 @@ import { checksumAddress, zeroAddress, type Address } from 'viem';
 import { z } from 'zod';
 import { Organization } from '../db/entities';
 import { ApiError } from '../errors';
+import { isSolanaAddress } from '../chains/solana/base58';
 
 /** Organizations: one per owner wallet, created on its first sign-in; payout settings. */
 
@@ -14,6 +15,8 @@ export interface OrganizationBody {
   ownerAddress: string;
   payoutWalletTest: string | null;
   payoutWalletLive: string | null;
+  payoutWalletSolanaTest: string | null;
+  payoutWalletSolanaLive: string | null;
   platformFeeBps: number;
   createdAt: string;
   updatedAt: string;
@@ -26,6 +29,8 @@ export function toOrganizationBody(org: Organization): OrganizationBody {
     ownerAddress: org.ownerAddress,
     payoutWalletTest: org.payoutWalletTest ?? null,
     payoutWalletLive: org.payoutWalletLive ?? null,
+    payoutWalletSolanaTest: org.payoutWalletSolanaTest ?? null,
+    payoutWalletSolanaLive: org.payoutWalletSolanaLive ?? null,
     platformFeeBps: org.platformFeeBps,
     createdAt: new Date(org.createdAt).toISOString(),
     updatedAt: new Date(org.updatedAt).toISOString(),
@@ -47,11 +52,19 @@ const payoutWallet = z
   .transform((v) => v.toLowerCase())
   .nullable();
 
+/** A Solana payout wallet: a base58 public key (32 bytes), kept as written (base58 is case-sensitive). */
+const solanaPayoutWallet = z
+  .string({ error: 'must be a base58 Solana address or null' })
+  .refine(isSolanaAddress, 'must be a base58 Solana address or null')
+  .nullable();
+
 export const patchOrganizationBody = z
   .strictObject({
     name: z.string({ error: 'must be a string' }).trim().min(1, 'must not be empty').max(100, 'must be at most 100 characters'),
     payoutWalletTest: payoutWallet,
     payoutWalletLive: payoutWallet,
+    payoutWalletSolanaTest: solanaPayoutWallet,
+    payoutWalletSolanaLive: solanaPayoutWallet,
     platformFeeBps: z
       .number({ error: 'must be an integer from 0 to 10000' })
       .int('must be an integer from 0 to 10000')
@@ -60,7 +73,8 @@ export const patchOrganizationBody = z
   })
   .partial()
   .refine((v) => Object.keys(v).length > 0, {
-    error: 'must set at least one of name, payoutWalletTest, payoutWalletLive, platformFeeBps',
+    error:
+      'must set at least one of name, payoutWalletTest, payoutWalletLive, payoutWalletSolanaTest, payoutWalletSolanaLive, platformFeeBps',
     when: (payload) => payload.issues.length === 0, // an unknown key alone is reported as just that
   });
 export type OrganizationPatch = z.infer<typeof patchOrganizationBody>;

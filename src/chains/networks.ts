@@ -56,8 +56,15 @@ interface StaticNetwork {
   chainId?: number;
   testnet: boolean;
   facilitator: FacilitatorGroup;
-  /** Upstream batching-gateway domain, when the gateway supports the network. */
+  /** Upstream batching-gateway domain, when the gateway supports the network (spec's batching table). */
   gatewayDomain?: number;
+  /**
+   * Circle's CCTP domain, when CCTP serves the chain (Circle's "Supported blockchains and domains").
+   * The same number as the gateway domain where both exist; `ink` has one (21) without the gateway.
+   */
+  cctpDomain?: number;
+  /** The network's dollar token for EIP-3009 payments when it is not USDC (spec: `robinhood` uses USDG). */
+  stablecoin?: 'USDG';
   /** Takes Permit2 payments only (no EIP-3009 token on that chain). */
   permit2Only?: boolean;
   /** Cross-chain destinations are refused (spec: Avalanche, Sei, Arc testnet are same-chain only). */
@@ -75,6 +82,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 6,
+    cctpDomain: 6,
     usdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8545'],
   },
@@ -83,19 +91,35 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 2,
+    cctpDomain: 2,
     usdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8546'],
   },
-  'arc-testnet': { chainId: 5042002, testnet: true, facilitator: 'testnet', gatewayDomain: 26, sameChainOnly: true },
+  'arc-testnet': { chainId: 5042002, testnet: true, facilitator: 'testnet', gatewayDomain: 26, cctpDomain: 26, sameChainOnly: true },
   'bot-chain-testnet': { testnet: true, facilitator: 'testnet', permit2Only: true },
   'fluent-testnet': { chainId: 20994, testnet: true, facilitator: 'fluent', permitOnly: true },
-  base: { chainId: 8453, testnet: false, facilitator: 'mainnet', gatewayDomain: 6, usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913' },
-  optimism: { chainId: 10, testnet: false, facilitator: 'mainnet', gatewayDomain: 2, usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85' },
+  base: {
+    chainId: 8453,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 6,
+    cctpDomain: 6,
+    usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+  },
+  optimism: {
+    chainId: 10,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 2,
+    cctpDomain: 2,
+    usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85',
+  },
   arbitrum: {
     chainId: 42161,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 3,
+    cctpDomain: 3,
     usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831',
   },
   avalanche: {
@@ -103,23 +127,53 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 1,
+    cctpDomain: 1,
     sameChainOnly: true,
     usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E',
   },
-  polygon: { chainId: 137, testnet: false, facilitator: 'mainnet', gatewayDomain: 7, usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359' },
-  unichain: { chainId: 130, testnet: false, facilitator: 'mainnet', gatewayDomain: 10 },
-  ink: { chainId: 57073, testnet: false, facilitator: 'mainnet' },
-  worldchain: { chainId: 480, testnet: false, facilitator: 'mainnet', gatewayDomain: 14 },
-  sei: { chainId: 1329, testnet: false, facilitator: 'mainnet', gatewayDomain: 16, sameChainOnly: true },
-  hyperevm: { chainId: 999, testnet: false, facilitator: 'mainnet', gatewayDomain: 19 },
+  polygon: {
+    chainId: 137,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 7,
+    cctpDomain: 7,
+    usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359',
+  },
+  unichain: {
+    chainId: 130,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 10,
+    cctpDomain: 10,
+    usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6',
+  },
+  ink: { chainId: 57073, testnet: false, facilitator: 'mainnet', cctpDomain: 21 },
+  worldchain: { chainId: 480, testnet: false, facilitator: 'mainnet', gatewayDomain: 14, cctpDomain: 14 },
+  sei: { chainId: 1329, testnet: false, facilitator: 'mainnet', gatewayDomain: 16, cctpDomain: 16, sameChainOnly: true },
+  hyperevm: { chainId: 999, testnet: false, facilitator: 'mainnet', gatewayDomain: 19, cctpDomain: 19 },
   megaeth: { chainId: 4326, testnet: false, facilitator: 'mainnet', permit2Only: true },
   bsc: { chainId: 56, testnet: false, facilitator: 'mainnet', permit2Only: true },
   'bot-chain': { testnet: false, facilitator: 'mainnet', permit2Only: true },
   tempo: { testnet: false, facilitator: 'mainnet', permit2Only: true },
-  monad: { chainId: 143, testnet: false, facilitator: 'mainnet' },
-  robinhood: { testnet: false, facilitator: 'mainnet' },
-  ethereum: { chainId: 1, testnet: false, facilitator: 'none', gatewayDomain: 0, usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48' },
-  sonic: { chainId: 146, testnet: false, facilitator: 'none', gatewayDomain: 13 },
+  monad: { chainId: 143, testnet: false, facilitator: 'mainnet', cctpDomain: 15 },
+  // Chain id not in the spec: CHAIN_ID_ROBINHOOD. Its dollar token is USDG (USDG address: USDC_ADDRESS_ROBINHOOD).
+  robinhood: { testnet: false, facilitator: 'mainnet', stablecoin: 'USDG' },
+  ethereum: {
+    chainId: 1,
+    testnet: false,
+    facilitator: 'none',
+    gatewayDomain: 0,
+    cctpDomain: 0,
+    usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+  },
+  sonic: {
+    chainId: 146,
+    testnet: false,
+    facilitator: 'none',
+    gatewayDomain: 13,
+    cctpDomain: 13,
+    usdc: '0x29219dd400f2Bf60E5a23d13Be72B486D4038894',
+  },
 };
 
 export interface EvmNetwork {
@@ -135,7 +189,11 @@ export interface EvmNetwork {
   exactPermit2Proxy: Address;
   uptoPermit2Proxy: Address;
   gatewayDomain: number | undefined;
-  /** CCTP-style bridge pair (cross-chain EIP-3009); the domain is `gatewayDomain`. */
+  /** CCTP domain of the chain (cross-chain EIP-3009 and top-ups), when CCTP serves it. */
+  cctpDomain: number | undefined;
+  /** The token `usdc` names: USDC, or USDG on `robinhood` (CCTP carries USDC only). */
+  stablecoin: 'USDC' | 'USDG';
+  /** CCTP-style bridge pair (cross-chain EIP-3009); the domain is `cctpDomain`. */
   bridgeMessenger: Address | undefined;
   bridgeTransmitter: Address | undefined;
   /** Gateway wallet of batched payments: one address for testnets, one for mainnets (spec). */
@@ -250,6 +308,8 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       usdc,
       ...permit2,
       gatewayDomain: s.gatewayDomain,
+      cctpDomain: s.cctpDomain,
+      stablecoin: s.stablecoin ?? 'USDC',
       ...bridge,
       gatewayWallet: s.testnet ? gatewayWallets.testnet : gatewayWallets.mainnet,
       permit2Only: s.permit2Only ?? false,

@@ -7,14 +7,14 @@ import { EntitySchema, OptionalProps } from '@mikro-orm/core';
  */
 export class BridgeTransfer {
   [OptionalProps]?: 'createdAt' | 'updatedAt';
-  id!: string; // bridge:<sourceNetwork>:<sourceDomain>:<nonce>
+  id!: string; // bridge:<sourceNetwork>:<sourceDomain>:<sourceTx>
   settlementId!: string;
   organizationId!: string;
   sourceNetwork!: string;
   destinationNetwork!: string;
   sourceDomain!: number;
   destinationDomain!: number;
-  bridgeNonce!: string;
+  bridgeNonce?: string | null; // the CCTP V2 message nonce (bytes32 hex), known once attested
   sourceTx!: string;
   amount!: string; // burned on the source (the signed value: exact input)
   recipient!: string; // destination payout wallet
@@ -41,7 +41,7 @@ export const BridgeTransferSchema = new EntitySchema<BridgeTransfer>({
     destinationNetwork: { type: 'string', length: 32 },
     sourceDomain: { type: 'integer' },
     destinationDomain: { type: 'integer' },
-    bridgeNonce: { type: 'string', length: 32 },
+    bridgeNonce: { type: 'string', length: 66, nullable: true },
     sourceTx: { type: 'string', length: 66 },
     amount: { type: 'string', length: 80 },
     recipient: { type: 'string', length: 64 },

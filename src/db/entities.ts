@@ -15,6 +15,9 @@ export class Organization {
   name!: string;
   payoutWalletTest?: string | null;
   payoutWalletLive?: string | null;
+  /** Solana payout wallets (base58): a Solana payment's payTo must be the one of its mode, when set. */
+  payoutWalletSolanaTest?: string | null;
+  payoutWalletSolanaLive?: string | null;
   platformFeeBps: number = 0;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -69,10 +72,15 @@ export class Settlement {
   recipient?: string | null; // payout wallet or creditedRecipient
   amount!: string;
   fee: string = '0';
+  platform?: string | null; // extra.platform: the marketplace paid platformFee
+  platformFee?: string | null;
   transaction?: string | null;
   state!: string; // verifying | submitted | settled | failed | rejected
   errorReason?: string | null;
   response?: string | null; // final settle response JSON, replayed to repeats
+  /** The operator whose action (workflows/operator-actions.ts) last touched this settlement, and what and why. */
+  operator?: string | null;
+  operatorReason?: string | null;
   requestId?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -134,6 +142,8 @@ export const OrganizationSchema = new EntitySchema<Organization>({
     name: { type: 'string' },
     payoutWalletTest: { type: 'string', length: 42, nullable: true },
     payoutWalletLive: { type: 'string', length: 42, nullable: true },
+    payoutWalletSolanaTest: { type: 'string', length: 44, nullable: true },
+    payoutWalletSolanaLive: { type: 'string', length: 44, nullable: true },
     platformFeeBps: { type: 'integer', default: 0 },
     ...timestamps,
   },
@@ -195,10 +205,14 @@ export const SettlementSchema = new EntitySchema<Settlement>({
     recipient: { type: 'string', length: 64, nullable: true },
     amount: { type: 'string', length: 80 },
     fee: { type: 'string', length: 80, default: '0' },
+    platform: { type: 'string', length: 42, nullable: true },
+    platformFee: { type: 'string', length: 80, nullable: true },
     transaction: { type: 'string', length: 100, nullable: true },
     state: { type: 'string', length: 16 },
     errorReason: { type: 'string', nullable: true },
     response: { type: 'text', nullable: true },
+    operator: { type: 'string', length: 500, nullable: true },
+    operatorReason: { type: 'text', nullable: true },
     requestId: { type: 'string', length: 64, nullable: true },
     ...timestamps,
   },
@@ -260,6 +274,9 @@ export class TopUp {
   fillTx?: string | null;
   depositTx?: string | null;
   refundTx?: string | null;
+  /** The operator whose action (workflows/operator-actions.ts) last moved this top-up, and what and why. */
+  operator?: string | null;
+  operatorReason?: string | null;
   requestId?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
@@ -320,6 +337,8 @@ export const TopUpSchema = new EntitySchema<TopUp>({
     fillTx: { type: 'string', length: 100, nullable: true },
     depositTx: { type: 'string', length: 100, nullable: true },
     refundTx: { type: 'string', length: 100, nullable: true },
+    operator: { type: 'string', length: 500, nullable: true },
+    operatorReason: { type: 'text', nullable: true },
     requestId: { type: 'string', length: 64, nullable: true },
     createdAt: { type: 'datetime' },
     updatedAt: { type: 'datetime' },

@@ -45,8 +45,9 @@ export async function gatewayBalances(deps: ServiceDeps, auth: AuthContext, netw
   const client = publicClientFor(network);
   const read = (functionName: 'availableBalance' | 'withdrawingBalance' | 'withdrawableBalance' | 'totalBalance' | 'withdrawalBlock') =>
     client.readContract({ address: network.gatewayWallet, abi: gatewayWalletAbi, functionName, args: [network.usdc, depositor] });
-  const [tokenSupported, available, withdrawing, withdrawable, total, withdrawalBlock, blockNumber] = await Promise.all([
+  const [tokenSupported, withdrawalDelay, available, withdrawing, withdrawable, total, withdrawalBlock, blockNumber] = await Promise.all([
     client.readContract({ address: network.gatewayWallet, abi: gatewayWalletAbi, functionName: 'isTokenSupported', args: [network.usdc] }),
+    readWithdrawalDelay(network),
     read('availableBalance'),
     read('withdrawingBalance'),
     read('withdrawableBalance'),
@@ -65,9 +66,14 @@ export async function gatewayBalances(deps: ServiceDeps, auth: AuthContext, netw
     withdrawableBalance: withdrawable.toString(),
     totalBalance: total.toString(),
     withdrawalBlock: withdrawalBlock.toString(),
+    withdrawalDelayBlocks: withdrawalDelay.toString(),
     blockNumber: blockNumber.toString(),
   };
 }
+
+/** The spec's withdrawal delay ("7 days") is what the contract enforces: its `withdrawalDelay()`, in blocks. */
+const readWithdrawalDelay = (network: EvmNetwork) =>
+  publicClientFor(network).readContract({ address: network.gatewayWallet, abi: gatewayWalletAbi, functionName: 'withdrawalDelay' });
 
 export const withdrawalRequestSchema = z.object({
   network: z.string().min(1).max(64),
@@ -108,12 +114,15 @@ export async function startWithdrawal(deps: ServiceDeps, em: EntityManager, auth
     state: { $in: ACTIVE },
   });
   if (active) throw new ApiError(409, `withdrawal ${active.id} is still in progress on ${network.id}`);
-  const available = await publicClientFor(network).readContract({
-    address: network.gatewayWallet,
-    abi: gatewayWalletAbi,
-    functionName: 'availableBalance',
-    args: [network.usdc, depositor],
-  });
+  const [available, withdrawalDelay] = await Promise.all([
+    publicClientFor(network).readContract({
+      address: network.gatewayWallet,
+      abi: gatewayWalletAbi,
+      functionName: 'availableBalance',
+      args: [network.usdc, depositor],
+    }),
+    readWithdrawalDelay(network),
+  ]);
   if (available < BigInt(amount)) throw new ApiError(400, `amount: exceeds the available balance ${available} in the gateway wallet`);
 
   const input: WithdrawalInput = {
@@ -126,6 +135,7 @@ export async function startWithdrawal(deps: ServiceDeps, em: EntityManager, auth
     token: network.usdc,
     depositor,
     amount,
+    withdrawalDelayBlocks: withdrawalDelay.toString(),
     pollMs: deps.config.WITHDRAWAL_POLL_MS,
   };
   await startOrAttach(deps.temporal, withdrawalWorkflow, {
@@ -151,6 +161,7 @@ export async function startWithdrawal(deps: ServiceDeps, em: EntityManager, auth
     amount,
     state: 'initiating',
     initiateTransaction: null,
+    withdrawalDelayBlocks: withdrawalDelay.toString(),
     withdrawalBlock: null,
     withdrawTransaction: null,
     errorReason: null,

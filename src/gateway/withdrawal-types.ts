@@ -14,6 +14,11 @@ export interface WithdrawalInput {
   token: string;
   depositor: string;
   amount: string;
+  /**
+   * The gateway wallet's `withdrawalDelay()` (blocks) when the API started this withdrawal: the spec's
+   * "7 days" is whatever the contract enforces. Informational; absent on workflows started before it.
+   */
+  withdrawalDelayBlocks?: string;
   /** Sleep between block-number checks while waiting for `withdrawalBlock`. */
   pollMs: number;
   /** Set when the workflow continued as new after initiating (a long wait). */
@@ -32,6 +37,8 @@ export interface WithdrawalRecord {
   amount: string;
   state: WithdrawalState;
   initiateTransaction: string | null;
+  /** The contract's withdrawal delay in blocks, as last read from the chain. */
+  withdrawalDelayBlocks: string | null;
   withdrawalBlock: string | null;
   withdrawTransaction: string | null;
   errorReason: string | null;

@@ -16,6 +16,22 @@ const providerSchema = z.object({
   baseUrl: z.string().url(),
   /** Bearer key sent upstream; never logged or returned. */
   apiKey: z.string().min(1).optional(),
+  /** How the provider's own chat is paid (spec descriptor `payment`): `none`, or `x402` per call. */
+  payment: z.enum(['none', 'x402']).optional(),
+  /** Where an x402-paid provider settles (spec descriptor `settlement`). */
+  settlement: z
+    .object({
+      network: z.string().regex(/^eip155:[1-9][0-9]{0,19}$/, 'settlement.network must be CAIP-2 (eip155:<chain id>)'),
+      asset: z.string().regex(/^0x[a-fA-F0-9]{40}$/, 'settlement.asset must be an address'),
+      decimals: z.number().int().min(0).max(36),
+    })
+    .strict()
+    .optional(),
+  /** How a balance with the provider is funded through a top-up gateway (spec descriptor `topup`). */
+  topup: z
+    .object({ gatewayUrl: z.string().url(), merchant: z.string().min(1).max(100), settlementChainId: z.number().int().positive() })
+    .strict()
+    .optional(),
 });
 export type ProviderConfig = z.infer<typeof providerSchema>;
 
@@ -28,7 +44,7 @@ const int = (min: number, max: number) =>
   z.string().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int().min(min).max(max));
 
 const schema = z.object({
-  /** JSON array of providers: [{id, label, baseUrl, apiKey?}]. */
+  /** JSON array of providers: [{id, label, baseUrl, apiKey?, payment?, settlement?, topup?}]. */
   INFERENCE_PROVIDERS: z
     .string()
     .optional()

@@ -8,15 +8,35 @@ const MAX_LIST_BYTES = 1024 * 1024;
  * The live view of the configured upstream providers: model lists from each provider's
  * OpenAI-compatible `GET /models` (reused for INFERENCE_MODELS_TTL_MS; a failed probe marks the
  * provider down), templates from their source (cached INFERENCE_TEMPLATES_TTL_MS, 5 minutes by
- * default). A provider that is down is still listed, with status `unavailable`.
+ * default). A provider that is down is listed as `funding_only` when it can be topped up, else left out.
  */
 
 export interface ProviderDescriptor {
   id: string;
   label: string;
   payment: 'none' | 'x402';
-  status: 'available' | 'funding_only' | 'unavailable';
+  status: 'available' | 'funding_only';
   capabilities: { chat: boolean; models: boolean; balance: boolean; topup: boolean };
+  settlement?: { network: string; asset: string; decimals: number };
+  topup?: { gatewayUrl: string; merchant: string; settlementChainId: number };
+}
+
+/**
+ * The spec's descriptor of one provider and its live state: `available` while its `GET /models`
+ * answers; when it does not, `funding_only` if a balance with it can still be topped up, else
+ * nothing (the spec's two statuses leave no word for a provider that can do nothing: it is not listed).
+ */
+export function describeProvider(p: ProviderConfig, up: boolean): ProviderDescriptor | undefined {
+  if (!up && !p.topup) return undefined;
+  return {
+    id: p.id,
+    label: p.label,
+    payment: p.payment ?? 'none',
+    status: up ? 'available' : 'funding_only',
+    capabilities: { chat: up, models: up, balance: !!p.topup, topup: !!p.topup },
+    ...(p.settlement ? { settlement: p.settlement } : {}),
+    ...(p.topup ? { topup: p.topup } : {}),
+  };
 }
 
 export interface Template {
@@ -57,13 +77,7 @@ export class InferenceRegistry {
   /** Every configured provider with its live status. */
   async providers(): Promise<ProviderDescriptor[]> {
     const states = await Promise.all(this.config.providers.map((p) => this.state(p)));
-    return this.config.providers.map((p, i) => ({
-      id: p.id,
-      label: p.label,
-      payment: 'none',
-      status: states[i]!.up ? 'available' : 'unavailable',
-      capabilities: { chat: true, models: true, balance: false, topup: false },
-    }));
+    return this.config.providers.flatMap((p, i) => describeProvider(p, states[i]!.up) ?? []);
   }
 
   /** Models of the providers that are up, as public ids `<provider>:<upstream model>`. */

@@ -72,7 +72,7 @@ async function permit(
   const sig = resolvePermitSignature(r);
   if (!sig.ok) return permitFailure('invalid_signature', raw, sig.message);
   const late = deadlineProblem(r.deadline, Math.floor(Date.now() / 1000), deps.config.MIN_VALIDITY_SECONDS);
-  if (late) return permitFailure('invalid_request', raw, late);
+  if (late) return permitFailure('permit_execution_failed', raw, late);
   if (!r.tokenAddress) {
     return permitFailure(
       'permit_execution_failed',
@@ -120,27 +120,47 @@ async function permit(
     onStart: observeWorkflowStart(deps, permitWorkflow.name, req.requestId, workflowId),
   });
 
+  const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
   try {
-    const result = await resultBefore<PermitOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
-    if (result.done) return reply(result.value.response, result.value, mine);
+    for (;;) {
+      // The spec's 200 means submitted: answer with the hash as soon as the workflow records it
+      // (or with the outcome, when that comes first); the receipt wait goes on in the workflow.
+      const submitted = await submittedReply(req.em, workflowId, mine);
+      if (submitted) return submitted;
+      const result = await resultBefore<PermitOutcome>(deps.temporal, handle, Math.min(deadline, Date.now() + SUBMITTED_POLL_MS));
+      if (result.done) return reply(result.value.response, result.value, mine);
+      if (Date.now() >= deadline) break;
+    }
   } catch (err) {
     const rejected = rejectionOf(err);
     if (rejected) return { status: permitStatusFor(rejected[0].errorReason ?? ''), body: rejected[0] };
     throw err;
   }
-  // Still running (the transaction is not mined yet): answer pending with the hash once one is
-  // recorded; a repeat of this request attaches to the same workflow.
-  const row = await req.em.fork().findOne(Settlement, { id: workflowId });
+  // Not sent yet (e.g. verification retrying a chain that is down): pending; a repeat of this
+  // request attaches to the same workflow. (Sent just at the deadline: that is still a 200.)
+  const submitted = await submittedReply(req.em, workflowId, mine);
+  if (submitted) return submitted;
   return {
     status: permitStatusFor('permit_pending'),
     body: {
       success: false,
       errorReason: 'permit_pending',
-      transaction: row?.transaction ?? '',
+      transaction: '',
       network: network.id,
       message: 'the permit is still executing; repeat the same request for the outcome',
     },
   };
+}
+
+/** How often a waiting request looks for the recorded transaction of its permit. */
+const SUBMITTED_POLL_MS = 200;
+
+/** 200 with the transaction once the permit's transaction is recorded as sent and not yet mined. */
+async function submittedReply(em: EntityManager, workflowId: string, mine: PermitOwnerOf): Promise<PermitReply | undefined> {
+  const row = await em.fork().findOne(Settlement, { id: workflowId });
+  if (row?.state !== 'submitted' || !row.transaction) return undefined;
+  const theirs = { organizationId: row.organizationId, recipient: row.recipient ?? '', value: row.amount };
+  return reply({ success: true, transaction: row.transaction, network: row.network }, theirs, mine);
 }
 
 /**
@@ -150,7 +170,7 @@ async function permit(
 function reply(response: PermitResponse, theirs: PermitOwnerOf, mine: PermitOwnerOf): PermitReply {
   const same = theirs.organizationId === mine.organizationId && theirs.recipient === mine.recipient && theirs.value === mine.value;
   if (!same) {
-    return permitFailure('invalid_signature', response.network, 'this permit signature was already used by another request');
+    return permitFailure('permit_execution_failed', response.network, 'this permit signature was already used by another request');
   }
   return { status: response.success ? 200 : permitStatusFor(response.errorReason ?? ''), body: response };
 }

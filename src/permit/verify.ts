@@ -11,12 +11,12 @@ export interface PermitChainReads {
   nonces(token: Address, owner: Address): Promise<bigint | undefined>;
 }
 
-export type PermitVerification =
-  { ok: true; nonce: string } | { ok: false; reason: 'invalid_request' | 'invalid_signature' | 'permit_execution_failed'; message: string };
+/** A bad permit (expired, not the owner's, a stale nonce, another spender) is the spec's `permit_execution_failed`. */
+export type PermitVerification = { ok: true; nonce: string } | { ok: false; reason: 'permit_execution_failed'; message: string };
 
 /**
- * A deadline that has passed, or passes before the transaction can be mined (`minValiditySeconds`),
- * is a bad request: the permit can no longer be applied (docs/decisions.md "Permit").
+ * A deadline that has passed, or passes before the transaction can be mined (`minValiditySeconds`):
+ * the permit can no longer be applied, so nothing is sent (docs/decisions.md "Permit").
  */
 export function deadlineProblem(deadline: string, nowSeconds: number, minValiditySeconds: number): string | undefined {
   if (BigInt(deadline) < BigInt(nowSeconds + minValiditySeconds)) {
@@ -36,7 +36,7 @@ export async function verifyPermit(
   opts: { nowSeconds: number; minValiditySeconds: number; reads: PermitChainReads },
 ): Promise<PermitVerification> {
   const late = deadlineProblem(input.deadline, opts.nowSeconds, opts.minValiditySeconds);
-  if (late) return { ok: false, reason: 'invalid_request', message: late };
+  if (late) return { ok: false, reason: 'permit_execution_failed', message: late };
   const token = input.token as Address;
   const owner = input.owner as Address;
   if (!(await opts.reads.hasCode(token))) {
@@ -63,7 +63,7 @@ export async function verifyPermit(
         : ` (the permit's spender must be the facilitator contract ${facilitator}; the request names ${input.spender})`;
     return {
       ok: false,
-      reason: 'invalid_signature',
+      reason: 'permit_execution_failed',
       message: `the signature is not the owner's permit for this token, value, deadline and current nonce ${nonce}${spenderHint}`,
     };
   }

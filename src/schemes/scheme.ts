@@ -64,6 +64,8 @@ export interface Refusal {
   refused: SettleReason | string;
   network: string;
   payer?: string;
+  /** Which value was wrong, for the caller (the response's `errorMessage`, as x402's SettleResponse has it). */
+  message?: string;
 }
 /** A parsed payment: the scheme's own part of the workflow input, with its network and payer. */
 export type Parsed<P> = { ok: true; payment: P; network: string; payer: string } | ({ ok: false } & Refusal);

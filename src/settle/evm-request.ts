@@ -3,7 +3,9 @@ import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
 import type { ServiceDeps } from '../deps';
 import type { Refusal } from '../schemes/scheme';
-import { payoutFor, platformFee } from './payout';
+import { feeOnAmount, organizationFeeBps, payoutFor, platformFee, ZERO_ADDRESS } from './payout';
+import { marketplaceFeeOf } from './marketplace-fee';
+import type { PaymentRequirements } from '../x402/schemas';
 import type { SettleRequest } from './run';
 import type { SettlementBase } from './types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
@@ -31,16 +33,34 @@ export function settlementNetwork(
   return network;
 }
 
-/** The base of an EVM settlement input: the organization's payout (or `creditedRecipient`) and fee on `amount`. */
+/**
+ * The base of an EVM settlement input: the organization's payout (or `creditedRecipient`), its fee on
+ * `amount`, and the marketplace fee `extra` asks for (refused with `invalid_payment_requirements` out of
+ * bounds, or where the route cannot pay it: `marketplaceFee: false`).
+ */
 export async function evmSettlementBase(
   deps: ServiceDeps,
   req: SettleRequest,
-  p: { workflowId: string; network: EvmNetwork['id']; payer: string; amount: bigint; creditedRecipient?: string },
+  p: {
+    workflowId: string;
+    network: EvmNetwork['id'];
+    payer: string;
+    amount: bigint;
+    extra: PaymentRequirements['extra'];
+    marketplaceFee?: false;
+  },
 ): Promise<Omit<SettlementBase, 'network'> | Refusal> {
   const network = deps.networks.get(p.network)!;
-  const resolved = await payoutFor(req, network.testnet, p.creditedRecipient);
+  const resolved = await payoutFor(req, network.testnet, p.extra?.creditedRecipient);
   if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer: p.payer };
   const { fee, feeRecipient } = platformFee(p.amount, resolved.org, deps);
+  const marketplace = marketplaceFeeOf(p.extra, {
+    facilitator: network.facilitator ?? ZERO_ADDRESS,
+    organizationFeeBps: organizationFeeBps(resolved.org, deps),
+  });
+  const refuse = (message: string): Refusal => ({ refused: 'invalid_payment_requirements', network: p.network, payer: p.payer, message });
+  if (marketplace && 'refused' in marketplace) return refuse(marketplace.refused);
+  if (marketplace && p.marketplaceFee === false) return refuse('extra.platformFeeBps is not applied on this route; settle on one chain');
   return {
     workflowId: p.workflowId,
     requestId: req.requestId,
@@ -51,5 +71,6 @@ export async function evmSettlementBase(
     payout: resolved.payout,
     fee: fee.toString(),
     feeRecipient,
+    ...(marketplace ? { platform: marketplace.platform, platformFee: feeOnAmount(p.amount, marketplace.bps).toString() } : {}),
   };
 }

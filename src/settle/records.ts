@@ -30,6 +30,8 @@ export function settlementRecords(db: MikroORM) {
       recipient: input.payout.startsWith('0x') ? input.payout.toLowerCase() : input.payout,
       amount: input.amount,
       fee: input.fee,
+      platform: input.platform?.toLowerCase() ?? null,
+      platformFee: input.platformFee ?? null,
       requestId: input.requestId ?? null,
       state,
       ...extra,

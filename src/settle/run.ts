@@ -28,13 +28,22 @@ export interface SettleRequest {
   auth: AuthContext;
   requestId: string;
   body: unknown;
+  /** How long to wait for the outcome before answering 202 `settlement_pending`. */
+  waitMs: number;
 }
 
 const FINAL_STATES = new Set(['settled', 'failed']);
 
-export const settleFailure = (reason: SettleReason | string, network = '', payer?: string): SettleReply => ({
+export const settleFailure = (reason: SettleReason | string, network = '', payer?: string, message?: string): SettleReply => ({
   status: settleStatusFor(reason),
-  body: { success: false, errorReason: reason, transaction: '', network, ...(payer ? { payer } : {}) },
+  body: {
+    success: false,
+    errorReason: reason,
+    ...(message ? { errorMessage: message } : {}),
+    transaction: '',
+    network,
+    ...(payer ? { payer } : {}),
+  },
 });
 
 /** POST /v1/settle and /v1/verify for a scheme that runs on the settlement skeleton. */
@@ -44,9 +53,9 @@ export function skeletonRoute<P, I extends SettlementInput & P>(scheme: Scheme<P
     claims: (body) => scheme.claims(body),
     async settle(deps, req) {
       const parsed = scheme.parse(deps, req.auth, req.body);
-      if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer);
+      if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer, parsed.message);
       const input = await scheme.input(deps, req, parsed.payment);
-      if ('refused' in input) return settleFailure(input.refused, input.network, input.payer);
+      if ('refused' in input) return settleFailure(input.refused, input.network, input.payer, input.message);
       const recorded = await recordedSettlement(req, input.workflowId, input.network);
       if (recorded) return recorded;
       return runSettlement(deps, req, input);
@@ -101,7 +110,7 @@ export async function runSettlement(deps: ServiceDeps, req: SettleRequest, input
   });
 
   try {
-    const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
+    const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + req.waitMs);
     if (result.done) return replyFor(result.value.response, result.value.organizationId, req.auth, network);
   } catch (err) {
     const rejected = settlementRejection(err)?.response;

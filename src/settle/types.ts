@@ -18,10 +18,13 @@ export interface SettlementBase {
   payer: string;
   /** Base units that move from the payer. */
   amount: string;
-  /** Wallet paid `amount - fee`: the organization's payout wallet, `extra.creditedRecipient`, or Solana's `payTo`. */
+  /** Wallet paid `amount - fee - platformFee`: the organization's payout wallet, `extra.creditedRecipient`, or Solana's `payTo`. */
   payout: string;
   fee: string;
   feeRecipient: string;
+  /** A marketplace's cut (`extra.platform` / `extra.platformFeeBps`), also taken from `amount`; absent or '0' when none. */
+  platformFee?: string;
+  platform?: string;
 }
 
 /** The input of the one settlement skeleton (workflows/settlement.ts), told apart by `route`. */

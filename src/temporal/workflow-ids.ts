@@ -22,9 +22,12 @@ export const relayerTxId = (workflowId: string, purpose: string) => `${workflowI
 export const permitWorkflowId = (network: string, token: string, owner: string, sighash: string) =>
   `permit:${network}:${token.toLowerCase()}:${owner.toLowerCase()}:${sighash.toLowerCase()}`;
 
-/** `bridge:<sourceNetwork>:<sourceDomain>:<bridgeNonce>`: one bridge leg per burn message. */
-export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, bridgeNonce: string) =>
-  `bridge:${sourceNetwork}:${sourceDomain}:${bridgeNonce}`;
+/**
+ * `bridge:<sourceNetwork>:<sourceDomain>:<sourceTx>`: one bridge leg per burn transaction (a CCTP V2
+ * message has no nonce until it is attested, and each of our burn transactions emits one message).
+ */
+export const bridgeWorkflowId = (sourceNetwork: string, sourceDomain: number, sourceTx: string) =>
+  `bridge:${sourceNetwork}:${sourceDomain}:${sourceTx.toLowerCase()}`;
 /**
  * Solana settlement: `settle:<network>:<payer>:<payer signature>`. The payer's signature over the
  * transaction message identifies the payment (ours as fee payer is added later). Base58 is

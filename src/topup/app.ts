@@ -15,10 +15,9 @@ import { ApiError } from '../errors';
 import type { HttpState } from '../http/context';
 import { TopUp } from '../db/entities';
 import { addressSchema, uintStringSchema } from '../x402/schemas';
-import { TOPUP_SOURCE_IDS } from './config';
 import type { TopupDeps } from './context';
 import { health } from './health';
-import { eligibleSources, quoteAll, requirementFor, sourceEntry, TopupUnavailable, verdictFor } from './quote';
+import { quoteAll, requirementFor, sourceEntry, sourceOf, TopupUnavailable, verdictFor } from './quote';
 import { topupRecordJson } from './record';
 import { postTopup, topupBodySchema } from './topup-service';
 import { amountMessage, topupError, type TopupReply } from './replies';
@@ -96,9 +95,9 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
       );
     const { buyer, amount } = parsed.data;
     const network = parsed.data.network ?? 'base';
-    const known = (TOPUP_SOURCE_IDS as readonly string[]).includes(network);
-    const source = eligibleSources(deps).find((n) => n.id === network);
-    if (!known || !source) return send(ctx, topupError('wrong_network', `network ${network} is not a top-up source here`));
+    const found = sourceOf(deps, network);
+    if ('refusal' in found) return send(ctx, topupError('wrong_network', found.refusal));
+    const source = found.network;
     const { position, quotes } = await quoteAll(deps, buyer);
     const quote = quotes.find((q) => q.network.id === network)!;
     if (amount !== undefined) {

@@ -10,7 +10,7 @@ const address = z.string().regex(/^0x[0-9a-fA-F]{40}$/, 'must be a 0x-prefixed 2
 const int = () => z.string().trim().regex(/^\d+$/, 'must be a whole number').transform(Number).pipe(z.number().int());
 const units = () => z.string().trim().regex(/^\d+$/, 'must be a whole number of base units').transform(BigInt);
 
-export const TOPUP_SOURCE_IDS = ['base', 'optimism', 'ink'] as const;
+export const TOPUP_SOURCE_IDS = ['base', 'optimism', 'ink', 'robinhood'] as const;
 export type TopupSourceId = (typeof TOPUP_SOURCE_IDS)[number];
 
 const schema = z.object({
@@ -25,7 +25,8 @@ const schema = z.object({
   TOPUP_MERCHANT_CONTRACT: address.default(DEVNET_MERCHANT_ADDRESS),
   /**
    * Sources offered in challenges and quotes, in this order: same-chain `base`; cross-chain
-   * `optimism` (bridged to Base). `ink` is accepted here but never eligible: it has no CCTP domain.
+   * `optimism` and `ink` (bridged to Base by CCTP), each once its RPC, token and facilitator are
+   * configured. `robinhood` is accepted but never eligible: its USDG cannot be bridged by CCTP.
    */
   TOPUP_SOURCES: z
     .string()

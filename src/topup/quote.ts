@@ -54,8 +54,8 @@ const withoutBridgeFee = (s: FeeSchedule): FeeSchedule => ({ ...s, bridgeFee: 0n
 
 /**
  * The bridge route of a cross-chain source to `base` (same rules as `POST /v1/settle` routing step
- * 4), or undefined when it has none: `ink` has no CCTP domain in the network table, so it is never
- * eligible (docs/decisions.md "Top-up gateway").
+ * 4), or undefined when it has none: no CCTP domain or bridge contracts, or a token CCTP does not
+ * carry (robinhood's USDG; docs/decisions.md "Top-up sources").
  */
 export function bridgeRouteOf(deps: Pick<TopupDeps, 'networks'>, source: EvmNetwork) {
   const destination = deps.networks.get(TOPUP_DESTINATION_NETWORK);
@@ -65,12 +65,28 @@ export function bridgeRouteOf(deps: Pick<TopupDeps, 'networks'>, source: EvmNetw
   return route.kind === 'cross-chain' ? route : undefined;
 }
 
+/**
+ * A source network by id when it can take a payment now, else why not (the `wrong_network` message):
+ * not a source of this gateway, not configured (RPC, token, facilitator), or not bridgeable to Base.
+ */
+export function sourceOf(deps: Pick<TopupDeps, 'networks' | 'topup'>, id: string): { network: EvmNetwork } | { refusal: string } {
+  const configured = (deps.topup.TOPUP_SOURCES as readonly string[]).includes(id);
+  const n = configured ? deps.networks.get(id as EvmNetworkId) : undefined;
+  if (!n) return { refusal: `network ${id} is not a top-up source here` };
+  if (n.stablecoin !== 'USDC') {
+    return { refusal: `network ${id} pays in ${n.stablecoin}, which the bridge to base (CCTP) cannot carry: it cannot be a top-up source` };
+  }
+  if (!n.enabled || !n.usdc || !n.facilitator) return { refusal: `network ${id} is not configured on this gateway` };
+  if (n.id !== TOPUP_DESTINATION_NETWORK && !bridgeRouteOf(deps, n)) return { refusal: `network ${id} cannot be bridged to base here` };
+  return { network: n };
+}
+
 /** The configured sources that can take a payment now, in configuration order. */
 export function eligibleSources(deps: Pick<TopupDeps, 'networks' | 'topup'>): EvmNetwork[] {
-  return deps.topup.TOPUP_SOURCES.map((id) => deps.networks.get(id as EvmNetworkId)).filter(
-    (n): n is EvmNetwork =>
-      !!n && n.enabled && !!n.usdc && !!n.facilitator && (n.id === TOPUP_DESTINATION_NETWORK || bridgeRouteOf(deps, n) !== undefined),
-  );
+  return deps.topup.TOPUP_SOURCES.flatMap((id) => {
+    const s = sourceOf(deps, id);
+    return 'network' in s ? [s.network] : [];
+  });
 }
 
 export const quoteSource = (network: EvmNetwork, position: BuyerPosition, c: TopupConfig): SourceQuote => {

@@ -2,7 +2,7 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { getAddress, isAddressEqual, type Address, type Hex } from 'viem';
 import { z } from 'zod';
-import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import type { EvmNetwork } from '../chains/networks';
 import { tokenReads } from '../schemes/eip3009/reads';
 import { TopUp } from '../db/entities';
 import type { Eip3009SettleInput } from '../schemes/eip3009/types';
@@ -15,7 +15,7 @@ import { x402SearchAttributes } from '../temporal/search-attributes';
 import { facilitatorFee, netOf } from './amounts';
 import type { TopupDeps } from './context';
 import { PAYER_COMMITMENT_VERSION, verifyPayerCommitment } from './payer-commitment';
-import { bridgeRouteOf, destinationOf, eligibleSources, quoteAll, requirementFor, verdictFor } from './quote';
+import { bridgeRouteOf, destinationOf, quoteAll, requirementFor, sourceOf, verdictFor } from './quote';
 import { topupRecordJson } from './record';
 import { amountMessage, challenge, replyFor, topupError, type TopupReply } from './replies';
 import { topupStatusFor } from './reasons';
@@ -71,9 +71,9 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   if (known && FINAL_TOPUP_STATES.has(known.state)) return replyFor(deps, known);
   if (known && known.state !== 'deferred') return waitAndReply(deps, workflowId, body);
 
-  const source = eligibleSources(deps).find((n) => n.id === payload.network);
-  if (!source || !isEvmNetworkId(payload.network))
-    return topupError('wrong_network', `network ${payload.network} is not a top-up source here`);
+  const found = sourceOf(deps, payload.network);
+  if ('refusal' in found) return topupError('wrong_network', found.refusal);
+  const source = found.network;
 
   const buyer = body.buyer ? getAddress(body.buyer.toLowerCase()) : payer;
   const destination = destinationOf(deps);
@@ -198,7 +198,7 @@ async function settleInputFor(
     route: 'eip3009-crosschain',
     destinationNetwork: route.destination.id,
     sourceDomain: route.sourceDomain,
-    destinationDomain: route.destination.gatewayDomain,
+    destinationDomain: route.destination.cctpDomain,
     maxBridgeFee: bridgeFee.toString(),
     attestationBudgetMs: deps.topup.TOPUP_BRIDGE_TIMEOUT_MS,
   };

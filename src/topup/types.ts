@@ -45,4 +45,6 @@ export const FINAL_TOPUP_STATES: ReadonlySet<string> = new Set(['deposited', 're
 export interface TopUpOutcome {
   state: TopUpState;
   errorReason?: string;
+  /** Operator actions taken on this top-up (workflows/operator-actions.ts), in order. */
+  operatorActions?: { action: string; operator: string; reason: string; at: string }[];
 }

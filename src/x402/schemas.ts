@@ -104,6 +104,8 @@ export interface SettleResponse {
   network: string;
   payer?: string;
   errorReason?: string;
+  /** Which value a refused request got wrong (x402's SettleResponse field), when the reason alone does not say. */
+  errorMessage?: string;
   authContext?: Record<string, unknown>;
   /** Permit2 `upto` only: the amount settled (base units, decimal), on success. */
   amount?: string;

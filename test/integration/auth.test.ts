@@ -322,6 +322,8 @@ describe.each(DB_KINDS)('organization settings (%s)', (kind) => {
       ownerAddress: address,
       payoutWalletTest: null,
       payoutWalletLive: null,
+      payoutWalletSolanaTest: null,
+      payoutWalletSolanaLive: null,
       platformFeeBps: 0,
       createdAt: expect.stringMatching(ISO),
       updatedAt: expect.stringMatching(ISO),
@@ -370,7 +372,10 @@ describe.each(DB_KINDS)('organization settings (%s)', (kind) => {
       [{ name: '   ' }, 'invalid request body: name: must not be empty'],
       [{ name: 7 }, 'invalid request body: name: must be a string'],
       [{ ownerAddress: checksummed }, 'invalid request body: Unrecognized key: "ownerAddress"'],
-      [{}, 'invalid request body: must set at least one of name, payoutWalletTest, payoutWalletLive, platformFeeBps'],
+      [
+        {},
+        'invalid request body: must set at least one of name, payoutWalletTest, payoutWalletLive, payoutWalletSolanaTest, payoutWalletSolanaLive, platformFeeBps',
+      ],
       [[], 'request body must be a JSON object'],
     ];
     for (const [json, message] of cases) {

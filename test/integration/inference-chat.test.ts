@@ -29,6 +29,15 @@ const stack = readStackInfo();
 const providers = JSON.stringify([
   ...JSON.parse(stack.inference.providers),
   { id: 'offline', label: 'Offline provider', baseUrl: 'http://127.0.0.1:1/v1' },
+  // Down too, but a balance with it can be topped up: the spec's funding_only.
+  {
+    id: 'funded',
+    label: 'Funded provider',
+    baseUrl: 'http://127.0.0.1:1/v1',
+    payment: 'x402',
+    settlement: { network: 'eip155:84532', asset: stack.usdc, decimals: 6 },
+    topup: { gatewayUrl: 'http://127.0.0.1:1/topup', merchant: 'funded', settlementChainId: 8453 },
+  },
 ]);
 const modelserverUrl = JSON.parse(stack.inference.providers)[0].baseUrl as string;
 const LOGICAL = DEFAULT_TEMPLATES[0]!.prompt;
@@ -113,7 +122,7 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
       .map((d) => JSON.parse(d).choices[0]?.delta?.content ?? '')
       .join('');
 
-  test('GET /v1/inference/providers lists every provider, the one that is down as unavailable', async () => {
+  test('GET /v1/inference/providers: the spec descriptors; a provider down is funding_only when it can be topped up, else not listed', async () => {
     const res = await request('GET', `${h.api.baseUrl}/v1/inference/providers`);
     expect(res.status).toBe(200);
     const caps = { chat: true, models: true, balance: false, topup: false };
@@ -121,7 +130,15 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
       data: [
         { id: 'modelserver', label: 'Model server', payment: 'none', status: 'available', capabilities: caps },
         { id: 'modelserver2', label: 'Model server 2', payment: 'none', status: 'available', capabilities: caps },
-        { id: 'offline', label: 'Offline provider', payment: 'none', status: 'unavailable', capabilities: caps },
+        {
+          id: 'funded',
+          label: 'Funded provider',
+          payment: 'x402',
+          status: 'funding_only',
+          capabilities: { chat: false, models: false, balance: true, topup: true },
+          settlement: { network: 'eip155:84532', asset: stack.usdc, decimals: 6 },
+          topup: { gatewayUrl: 'http://127.0.0.1:1/topup', merchant: 'funded', settlementChainId: 8453 },
+        },
       ],
     });
   });

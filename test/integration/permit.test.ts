@@ -143,7 +143,15 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
       expect(await kit.relayerTxCount()).toBe(relayerTxs + 1);
 
       const id = permitWorkflowId('base-sepolia', h.stack.usdc, owner.address, p.sighash);
-      const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id });
+      // 200 came once the transaction was sent; the workflow records the receipt just after.
+      const row = await waitUntil(
+        'the permit to be recorded as executed',
+        async () => {
+          const found = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id });
+          return found.state === 'executed' ? found : undefined;
+        },
+        { timeoutMs: 30_000, intervalMs: 100 },
+      );
       expect(row).toMatchObject({
         route: 'permit',
         network: 'base-sepolia',
@@ -258,9 +266,9 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
       await expectRejected(patch(p.body), 400, failed('invalid_request'), message);
     });
 
-    test('an expired deadline -> 400 invalid_request (decided: nothing can be applied any more)', async () => {
+    test('an expired deadline -> 500 permit_execution_failed (the spec: a bad permit), refused before anything is sent', async () => {
       const p = await kit.sign({ deadline: now() - 60n });
-      await expectRejected(p.body, 400, failed('invalid_request'), /deadline \d+ has passed/);
+      await expectRejected(p.body, 500, failed('permit_execution_failed'), /deadline \d+ has passed/);
     });
 
     test('a missing network -> 400 invalid_request with network ""', async () => {
@@ -304,28 +312,33 @@ describe.each(DB_KINDS)('POST /v1/permit (%s)', (kind) => {
       await expectRejected({ ...p.body, v: 0 }, 400, failed('invalid_signature'), /v, r and s are needed together/);
     });
 
-    test('signed by someone else, or for a stale nonce -> 400 invalid_signature', async () => {
-      await expectRejected((await kit.sign({ signer: stranger })).body, 400, failed('invalid_signature'), /not the owner's permit/);
+    test('signed by someone else, or for a stale nonce -> 500 permit_execution_failed (a bad permit), nothing sent', async () => {
+      await expectRejected((await kit.sign({ signer: stranger })).body, 500, failed('permit_execution_failed'), /not the owner's permit/);
       const nonce = await kit.nonceOf(owner.address);
       await expectRejected(
         (await kit.sign({ nonce: nonce + 1n })).body,
-        400,
-        failed('invalid_signature'),
+        500,
+        failed('permit_execution_failed'),
         new RegExp(`current nonce ${nonce}`),
       );
     });
 
-    test('signed for a spender other than the facilitator -> 400 invalid_signature naming the facilitator', async () => {
+    test('signed for a spender other than the facilitator -> 500 permit_execution_failed naming the facilitator', async () => {
       const other = freshAddress();
       const p = await kit.sign({ spender: other });
-      await expectRejected({ ...p.body, spender: other }, 400, failed('invalid_signature'), /spender must be the facilitator contract/);
+      await expectRejected(
+        { ...p.body, spender: other },
+        500,
+        failed('permit_execution_failed'),
+        /spender must be the facilitator contract/,
+      );
     });
 
-    test('a used permit repeated for another recipient -> 400 invalid_signature; the first transfer stands', async () => {
+    test('a used permit repeated for another recipient -> 500 permit_execution_failed; the first transfer stands', async () => {
       const p = await kit.sign({ value: 5n });
       expect((await permit(p.body)).status).toBe(200);
       const elsewhere = freshAddress();
-      await expectRejected({ ...p.body, recipient: elsewhere }, 400, failed('invalid_signature'), /already used/);
+      await expectRejected({ ...p.body, recipient: elsewhere }, 500, failed('permit_execution_failed'), /already used/);
       expect(await h.balanceOf(elsewhere)).toBe(0n);
       expect(await kit.permitTransfers(owner.address, p.recipient)).toEqual([5n]);
     });
@@ -425,7 +438,7 @@ describe.each(DB_KINDS)('permit durability (%s)', (kind) => {
   let rpcUrl: string;
 
   beforeAll(async () => {
-    // A short wait so the API answers permit_pending while the chain is paused.
+    // A short wait, so a request whose transaction is not yet signed answers permit_pending.
     h = await startSettleHarness(kind, { relayerIndex: 3, env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '5000' } });
     rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
   });
@@ -455,40 +468,38 @@ describe.each(DB_KINDS)('permit durability (%s)', (kind) => {
     ]);
 
     await rpc(rpcUrl, 'evm_setAutomine', [false]);
-    // Repeats attach to the same workflow; a loaded machine may need one before the hash is recorded.
-    const pending = await waitUntil(
-      'a pending answer with the transaction hash',
+    // The spec's 200 means submitted: the answer comes once the transaction is sent, before it is mined.
+    // Repeats attach to the same workflow; a loaded machine may need one before the transaction is sent.
+    const submitted = await waitUntil(
+      'an answer other than permit_pending',
       async () => {
         const res = await permit(p.body);
-        return res.status === 202 && res.body.transaction ? res : undefined;
+        return res.status === 202 && res.body.transaction === '' ? undefined : res;
       },
       { timeoutMs: 60_000, intervalMs: 200 },
     );
-    expect(pending.body).toEqual({
-      success: false,
-      errorReason: 'permit_pending',
-      transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
-      network: 'base-sepolia',
-      message: expect.any(String),
+    expect({ status: submitted.status, body: submitted.body }).toEqual({
+      status: 200,
+      body: { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia' },
     });
-    const hash = pending.body.transaction as Hex;
+    const hash = submitted.body.transaction as Hex;
     expect((await h.chain.getTransaction({ hash })).blockNumber).toBeNull(); // in the mempool, not mined
+    expect(await h.balanceOf(p.recipient)).toBe(0n);
 
     await killWorkerHard();
     const repeat = await permit(p.body);
-    expect(repeat.status).toBe(202);
-    expect(repeat.body.transaction).toBe(hash);
+    expect({ status: repeat.status, body: repeat.body }).toEqual({ status: 200, body: submitted.body });
 
     await rpc(rpcUrl, 'evm_mine', []);
     await rpc(rpcUrl, 'evm_setAutomine', [true]);
-    const final = await waitUntil(
-      'the permit to complete',
-      async () => {
-        const res = await permit(p.body);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
+    // The new worker finishes the workflow: the record reaches its outcome, and the request answers it.
+    await waitUntil(
+      'the permit to be recorded as executed',
+      async () => ((await h.tdb.db.em.fork().findOne(Settlement, { id: workflowId }))?.state === 'executed' ? true : undefined),
+      { timeoutMs: 60_000, intervalMs: 200 },
     );
+    const final = await permit(p.body);
+    expect(final.status).toBe(200);
 
     expect(final.body).toEqual({ success: true, transaction: hash, network: 'base-sepolia' });
     expect(await kit.nonceOf(owner.address)).toBe(nonceBefore + 1n);

@@ -23,7 +23,7 @@ import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2
 import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { EIP2612_PERMIT_TYPES } from '../support/evm';
 import { PERMIT_WITNESS_TRANSFER_FROM, TOKEN_PERMISSIONS } from '../support/permit2-payments';
-import { parseSignature, type Abi } from 'viem';
+import { parseSignature, zeroAddress, type Abi } from 'viem';
 
 /**
  * The Permit2 contract layer on a real anvil chain: our Permit2 SignatureTransfer and the x402 exact
@@ -579,7 +579,7 @@ describe('X402Facilitator Permit2 settlement', () => {
     validAfter,
     signature,
   });
-  const out = (fee: bigint) => ({ payout, fee, feeRecipient });
+  const out = (fee: bigint) => ({ payout, fee, feeRecipient, platformFee: 0n, platform: zeroAddress });
 
   async function relayerSends(functionName: 'settlePermit2Exact' | 'settlePermit2Upto', args: readonly unknown[]) {
     const hash = await walletOf(relayer).writeContract({ address: facilitator, abi: facilitatorPermit2Abi, functionName, args } as never);

@@ -3,6 +3,9 @@ import type { Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { parseEventLogs } from 'viem';
 import { waitUntil, type ManagedProcess } from '../../devnet/process';
+import { startDevnetGateway } from '../../devnet/gateway-devnet';
+import type { GatewayDouble } from '../../devnet/gateway-double';
+import { mainnetDevnetEnv } from '../../devnet/start-topup';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { Settlement } from '../../src/db/entities';
 import { batchedWorkflowId } from '../../src/temporal/workflow-ids';
@@ -36,11 +39,26 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
   let organizationName: string;
   const extra: RunningApi[] = [];
   const workers: ManagedProcess[] = [];
+  /** A second upstream double standing for the mainnet gateway (GATEWAY_API_URL), over the devnet `base` chain. */
+  let mainnetGateway: GatewayDouble;
 
   beforeAll(async () => {
+    const base = g.stack.chains.base;
+    mainnetGateway = await startDevnetGateway({
+      chains: [{ network: 'base', chainId: base.chainId, rpcUrl: base.rpcUrl }],
+      usdc: g.stack.usdc,
+      withdrawalDelayBlocks: 5,
+      batchIntervalMs: 300,
+    });
     h = await startSettleHarness(kind, {
       relayerIndex: 0,
-      env: { GATEWAY_API_URL_TESTNET: g.stack.gatewayApiUrl, GATEWAY_API_URL: g.stack.gatewayApiUrl, SETTLE_WAIT_MS: '30000' },
+      env: {
+        GATEWAY_API_URL_TESTNET: g.stack.gatewayApiUrl,
+        GATEWAY_API_URL: mainnetGateway.url,
+        GATEWAY_WALLET_MAINNET: g.wallet,
+        ...mainnetDevnetEnv(base.rpcUrl, g.stack.chains.optimism.rpcUrl),
+        SETTLE_WAIT_MS: '30000',
+      },
     });
     apiKey = h.apiKey;
     const org = await request('GET', `${h.api.baseUrl}/v1/organization`, { cookie: h.cookie });
@@ -53,11 +71,12 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     for (const a of extra) await a.close();
     for (const w of workers) await w.stop();
     await h?.close();
+    await mainnetGateway?.stop();
   });
 
   const setSettleDelay = (ms: number) => request('POST', `${g.stack.gatewayApiUrl}/_devnet/settle-delay`, { json: { ms } });
-  const transfersOf = async (from: string, nonce: string) =>
-    (await request('GET', `${g.stack.gatewayApiUrl}/v1/x402/transfers?from=${from}&nonce=${nonce}`)).body.transfers as any[];
+  const transfersOf = async (from: string, nonce: string, gatewayUrl = g.stack.gatewayApiUrl) =>
+    (await request('GET', `${gatewayUrl}/v1/x402/transfers?from=${from}&nonce=${nonce}`)).body.transfers as any[];
   const settledEvents = async (from: string, nonce: string) => {
     const logs = await g.client.getLogs({ address: g.wallet, fromBlock: 0n, toBlock: 'latest' });
     return parseEventLogs({ abi: gatewayWalletAbi, logs, eventName: 'PaymentSettled' }).filter(
@@ -147,6 +166,72 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
       testnet: true,
     });
     expect((await untilCompleted(res.body.transaction)).value).toBe('321');
+  });
+
+  test('the upstream gateway knows CAIP-2 ids only: a v1 network name is refused there, so we forward eip155:<chainId>', async () => {
+    // Straight to the double, as the upstream would be called with v1 names: refused.
+    const v1 = await g.batchedPayment({ buyer, payTo: seller, value: 5n });
+    const refused = await request('POST', `${g.stack.gatewayApiUrl}/v1/x402/settle`, { json: v1 });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toEqual({
+      success: false,
+      errorReason: 'invalid_network',
+      transaction: '',
+      network: 'base-sepolia',
+      payer: buyer.address,
+    });
+    const refusedVerify = await request('POST', `${g.stack.gatewayApiUrl}/v1/x402/verify`, { json: v1 });
+    expect(refusedVerify.body).toEqual({ isValid: false, invalidReason: 'invalid_network', payer: buyer.address });
+    expect(await transfersOf(buyer.address, v1.paymentPayload.payload.authorization.nonce)).toHaveLength(0);
+
+    // The same payment through us is accepted: the upstream saw `eip155:84532`, and we answer in our id.
+    const res = await post(api.baseUrl, '/v1/settle', v1);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, network: 'base-sepolia', settlementMethod: 'batched' });
+    const [transfer] = await transfersOf(buyer.address, v1.paymentPayload.payload.authorization.nonce);
+    expect(transfer).toMatchObject({ id: res.body.transaction, network: `eip155:${g.stack.chains['base-sepolia'].chainId}` });
+    await untilCompleted(transfer.id);
+  });
+
+  test('testnets go to GATEWAY_API_URL_TESTNET, mainnets to GATEWAY_API_URL (a live key on `base`)', async () => {
+    const live = await request('POST', `${h.api.baseUrl}/v1/api_keys`, { cookie: h.cookie, json: { name: 'live', test_net: false } });
+    expect(live.status).toBe(201);
+    const mainnet = gatewayHelpers('base');
+    await mainnet.deposit(buyer, 1_000n);
+    const [buyerBefore, sellerBefore] = await Promise.all([
+      mainnet.view('availableBalance', buyer.address),
+      mainnet.view('availableBalance', seller),
+    ]);
+    const body = await mainnet.batchedPayment({ buyer, payTo: seller, value: 400n, network: 'base' });
+    const nonce = body.paymentPayload.payload.authorization.nonce;
+
+    const verify = await request('POST', `${api.baseUrl}/v1/verify`, {
+      json: body,
+      headers: { authorization: `Bearer ${live.body.api_key}` },
+    });
+    expect(verify.body).toEqual({ isValid: true, payer: buyer.address, verificationMethod: 'batched', testnet: false });
+    const res = await request('POST', `${api.baseUrl}/v1/settle`, {
+      json: body,
+      headers: { authorization: `Bearer ${live.body.api_key}` },
+    });
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, network: 'base', payer: buyer.address, settlementMethod: 'batched', testnet: false });
+
+    // The mainnet double took it (as eip155:8453); the testnet double never heard of it.
+    const [transfer] = await transfersOf(buyer.address, nonce, mainnetGateway.url);
+    expect(transfer).toMatchObject({ id: res.body.transaction, network: 'eip155:8453', value: '400' });
+    expect(await transfersOf(buyer.address, nonce)).toHaveLength(0);
+    await mainnetGateway.flush();
+    expect(await mainnet.view('availableBalance', buyer.address)).toBe(buyerBefore - 400n);
+    expect(await mainnet.view('availableBalance', seller)).toBe(sellerBefore + 400n);
+
+    // And a testnet payment reaches the testnet double only.
+    const testnet = await g.batchedPayment({ buyer, payTo: seller, value: 6n });
+    const tn = testnet.paymentPayload.payload.authorization.nonce;
+    expect((await post(api.baseUrl, '/v1/settle', testnet)).status).toBe(200);
+    expect(await transfersOf(buyer.address, tn)).toHaveLength(1);
+    expect(await transfersOf(buyer.address, tn, mainnetGateway.url)).toHaveLength(0);
+    await untilCompleted((await transfersOf(buyer.address, tn))[0].id);
   });
 
   test('settle: an upstream failure is 400 with the forwarded result and no authContext', async () => {

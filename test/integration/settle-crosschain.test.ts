@@ -5,11 +5,10 @@ import { waitUntil } from '../../devnet/process';
 import {
   DEVNET_BRIDGE_ATTESTER_ADDRESS,
   DEVNET_BRIDGE_FEE_COLLECTOR,
-  DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
-import { bridgeMessengerAbi, bridgeTransmitterAbi, decodeBurnMessage, facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
+import { CCTP_FINALITY_FINALIZED, decodeBurnMessage, facilitatorBridgeAbi, messageTransmitterV2Abi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
@@ -25,7 +24,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  */
 const OPTIMISM_SEPOLIA = 11155420;
 const VALUE = 2_000_000n;
-const BRIDGE_FEE = 2_000n; // devnet transmitter: 10 bps, under maxFee (BRIDGE_MAX_FEE_BPS 100 = 20,000)
+const BRIDGE_FEE = 2_000n; // the attester double's feeExecuted: 10 bps, under maxFee (BRIDGE_MAX_FEE_BPS 100 = 20,000)
 const PLATFORM_FEE = 20_000n; // the organization's 100 bps of the signed value
 const PAYOUT = VALUE - BRIDGE_FEE - PLATFORM_FEE;
 
@@ -63,28 +62,29 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
   const pay = (extra: Record<string, unknown> = { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA }) =>
     h.pay(buyer, { value: VALUE, extra });
   const destBalance = (who: Address) => dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
-  /** Deliveries of (base-sepolia domain 6, nonce) on the destination's transmitter. */
-  const mints = async (nonce: bigint) => {
+  /** Messages from base-sepolia (domain 6) received by the destination's MessageTransmitterV2 after block `after`, by nonce if given. */
+  const mints = async (nonce?: string | null, after = -1n) => {
     const logs = await dest.getLogs({ address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: bridgeTransmitterAbi, logs, eventName: 'MintAndWithdraw' }).filter(
-      (l) => l.args.sourceDomain === 6 && l.args.nonce === nonce,
+    return parseEventLogs({ abi: messageTransmitterV2Abi, logs, eventName: 'MessageReceived' }).filter(
+      (l) => l.args.sourceDomain === 6 && l.blockNumber > after && (nonce === undefined || l.args.nonce === nonce),
     );
   };
-  const payouts = async (nonce: bigint) => {
+  const payouts = async (nonce: string | null | undefined) => {
     const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
     return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
       (l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === nonce,
     );
   };
-  /** The burn message the source transaction emitted. */
+  /** The CCTP V2 burn message the source transaction emitted (through the source MessageTransmitterV2). */
   const burnOf = async (hash: Hex) => {
     const receipt = await h.chain.getTransactionReceipt({ hash });
     expect(receipt.status).toBe('success');
-    const [sent] = parseEventLogs({ abi: bridgeMessengerAbi, logs: receipt.logs, eventName: 'MessageSent' }).filter(
-      (l) => l.address.toLowerCase() === DEVNET_BRIDGE_MESSENGER_ADDRESS.toLowerCase(),
+    const [sent] = parseEventLogs({ abi: messageTransmitterV2Abi, logs: receipt.logs, eventName: 'MessageSent' }).filter(
+      (l) => l.address.toLowerCase() === DEVNET_BRIDGE_TRANSMITTER_ADDRESS.toLowerCase(),
     );
     return decodeBurnMessage(sent!.args.message);
   };
+  const NONCE = /^0x[0-9a-f]{64}$/;
   const bridgeRow = (settlementId: string) => h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId });
   const delivered = (settlementId: string) =>
     waitUntil(
@@ -97,6 +97,7 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     );
 
   test('answers with the source transaction before the mint, then mints and pays out exactly once', async () => {
+    const destStart = await dest.getBlockNumber({ cacheTime: 0 }); // deliveries after this block are this test's
     const body = await pay();
     const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
     const workflowId = settleWorkflowId('base-sepolia', buyer.address, nonce);
@@ -117,13 +118,24 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     });
     const hash = res.body.transaction as Hex;
 
-    // The source transaction pulled the buyer's authorization and burned it toward domain 2.
+    // The source transaction pulled the buyer's authorization and burned it toward domain 2, through
+    // TokenMessengerV2.depositForBurn: a CCTP V2 message, its nonce left for the attestation service.
     const burn = await burnOf(hash);
-    expect(burn).toMatchObject({ sourceDomain: 6, destinationDomain: 2, amount: VALUE, maxFee: 20_000n });
-    expect(burn.mintRecipient.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
+    expect(burn).toMatchObject({
+      version: 1,
+      sourceDomain: 6,
+      destinationDomain: 2,
+      nonce: `0x${'00'.repeat(32)}`,
+      minFinalityThreshold: CCTP_FINALITY_FINALIZED,
+      finalityThresholdExecuted: 0,
+      body: { version: 1, amount: VALUE, maxFee: 20_000n, feeExecuted: 0n, hookData: '0x' },
+    });
+    expect(burn.body.mintRecipient.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
+    expect(burn.destinationCaller.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
+    expect(burn.body.messageSender.toLowerCase()).toBe(h.stack.facilitator.toLowerCase());
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VALUE);
     // Early return: nothing has reached the destination yet (the attestation is withheld).
-    expect(await mints(burn.nonce)).toHaveLength(0);
+    expect(await mints(undefined, destStart)).toHaveLength(0);
     expect(await destBalance(h.payout)).toBe(payoutBefore);
     const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: workflowId });
     expect({ route: row.route, state: row.state, transaction: row.transaction }).toEqual({
@@ -144,7 +156,7 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
       destinationNetwork: 'optimism-sepolia',
       sourceDomain: 6,
       destinationDomain: 2,
-      bridgeNonce: burn.nonce.toString(),
+      bridgeNonce: expect.stringMatching(NONCE),
       sourceTx: hash,
       amount: VALUE.toString(),
       received: (VALUE - BRIDGE_FEE).toString(),
@@ -153,8 +165,8 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
       payoutAmount: PAYOUT.toString(),
       recipient: h.payout.toLowerCase(),
     });
-    expect(await mints(burn.nonce)).toHaveLength(1);
-    expect(await payouts(burn.nonce)).toHaveLength(1);
+    expect(await mints(transfer.bridgeNonce)).toHaveLength(1);
+    expect(await payouts(transfer.bridgeNonce)).toHaveLength(1);
     const mintReceipt = await dest.getTransactionReceipt({ hash: transfer.mintTx as Hex });
     expect(mintReceipt.status).toBe('success');
     expect(await destBalance(h.payout)).toBe(payoutBefore + PAYOUT);
@@ -185,7 +197,6 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(answers.map((a) => a.status)).toEqual([200, 200, 200]);
     expect(answers[1]!.body).toEqual(answers[0]!.body);
     expect(answers[2]!.body).toEqual(answers[0]!.body);
-    const burn = await burnOf(answers[0]!.body.transaction as Hex);
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
     expect(
       parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce),
@@ -193,8 +204,8 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VALUE);
 
     attester.release();
-    await delivered(workflowId);
-    expect(await mints(burn.nonce)).toHaveLength(1);
+    const transfer = await delivered(workflowId);
+    expect(await mints(transfer.bridgeNonce)).toHaveLength(1);
   });
 
   test("the stack's attester double answers in the Iris v2 shape, signed by the devnet attester", async () => {
@@ -213,11 +224,22 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     expect(ok.body.messages).toHaveLength(1);
     const [m] = ok.body.messages;
     expect(m).toMatchObject({
-      eventNonce: burn.nonce.toString(),
+      eventNonce: expect.stringMatching(NONCE),
+      cctpVersion: 2,
       status: 'complete',
       attestation: expect.stringMatching(/^0x[0-9a-f]{130}$/),
     });
-    expect(decodeBurnMessage(m.message)).toEqual(burn);
+    // The message as the service completes it: nonce assigned, finality executed, fee executed.
+    expect(decodeBurnMessage(m.message)).toEqual({
+      ...burn,
+      nonce: m.eventNonce,
+      finalityThresholdExecuted: CCTP_FINALITY_FINALIZED,
+      body: { ...burn.body, feeExecuted: BRIDGE_FEE },
+    });
+    expect(m.decodedMessage).toMatchObject({
+      nonce: m.eventNonce,
+      decodedMessageBody: { amount: VALUE.toString(), feeExecuted: BRIDGE_FEE.toString() },
+    });
     expect(await recoverAddress({ hash: keccak256(m.message), signature: m.attestation })).toBe(DEVNET_BRIDGE_ATTESTER_ADDRESS);
     expect(await get(`/v2/messages/6?transactionHash=0x${'00'.repeat(32)}`)).toEqual({
       status: 404,
@@ -323,6 +345,7 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
   });
 
   test('worker killed between burn and mint: after restart the mint and payout happen exactly once', async () => {
+    const destStart = await dest.getBlockNumber({ cacheTime: 0 }); // deliveries after this block are this test's
     const body = await pay();
     const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
     const workflowId = settleWorkflowId('base-sepolia', buyer.address, nonce);
@@ -331,8 +354,6 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
 
     const res = await h.settle(body);
     expect(res.status).toBe(200);
-    const hash = res.body.transaction as Hex;
-    const burn = await burnOf(hash);
     // The bridge leg is running and waiting for the attestation.
     await waitUntil('the bridge leg to wait for its attestation', async () => (await bridgeRow(workflowId))?.state === 'burned', {
       timeoutMs: 30_000,
@@ -342,12 +363,13 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
     expect(() => process.kill(killed, 0)).toThrow();
-    expect(await mints(burn.nonce)).toHaveLength(0);
+    expect(await mints(undefined, destStart)).toHaveLength(0);
 
     attester.release();
     const transfer = await delivered(workflowId);
-    expect(await mints(burn.nonce)).toHaveLength(1);
-    expect(await payouts(burn.nonce)).toHaveLength(1);
+    expect(await mints(undefined, destStart)).toHaveLength(1);
+    expect(await mints(transfer.bridgeNonce)).toHaveLength(1);
+    expect(await payouts(transfer.bridgeNonce)).toHaveLength(1);
     expect(transfer.payoutAmount).toBe(PAYOUT.toString());
     expect(await destBalance(h.payout)).toBe(payoutBefore + PAYOUT);
     // One destination transaction from this relayer, recorded once.
@@ -368,7 +390,6 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
 
     const res = await h.settle(body);
     expect(res.status).toBe(200);
-    const burn = await burnOf(res.body.transaction as Hex);
 
     await rpc(destRpc, 'evm_setAutomine', [false]);
     attester.release();
@@ -387,7 +408,7 @@ describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
     await rpc(destRpc, 'evm_setAutomine', [true]);
     const transfer = await delivered(workflowId);
     expect(transfer.mintTx).toBe(minting.mintTx);
-    expect(await mints(burn.nonce)).toHaveLength(1);
+    expect(await mints(transfer.bridgeNonce)).toHaveLength(1);
     expect(await destBalance(h.payout)).toBe(payoutBefore + PAYOUT);
     expect(await dest.getTransactionCount({ address: relayer.address })).toBe(relayerDestNonce + 1);
   });

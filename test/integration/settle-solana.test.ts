@@ -299,6 +299,66 @@ describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
     });
   });
 
+  test("the recipient rule: payTo must be the organization's Solana payout wallet once one is set; no cut is taken (issue 14)", async () => {
+    const wallet = Keypair.generate().publicKey;
+    await solanaRpcCall(rpcUrl, 'devnet_fundToken', [wallet.toBase58(), 0]);
+    const setWallet = (payoutWalletSolanaTest: string | null) =>
+      request('PATCH', `${h.api.baseUrl}/v1/organization`, { cookie: h.cookie, json: { payoutWalletSolanaTest } });
+    expect((await setWallet(wallet.toBase58())).body).toMatchObject({
+      payoutWalletSolanaTest: wallet.toBase58(),
+      payoutWalletSolanaLive: null,
+    });
+    try {
+      const buyer = await newBuyer();
+      const payer = buyer.publicKey.toBase58();
+      const refused = (errorMessage: string, withPayer = true) => ({
+        status: 400,
+        body: {
+          success: false,
+          errorReason: 'invalid_payment_requirements',
+          errorMessage,
+          transaction: '',
+          network: 'solana-devnet',
+          ...(withPayer ? { payer } : {}),
+        },
+      });
+      const before = { buyer: await usdcOf(buyer.publicKey), payTo: await usdcOf(payTo), wallet: await usdcOf(wallet) };
+
+      // The suite's payTo is not the organization's wallet any more.
+      const other = await h.settle(bodyOf(await buildTx(buyer)));
+      expect({ status: other.status, body: other.body }).toEqual(
+        refused(`payTo must be the organization's Solana payout wallet ${wallet.toBase58()}`),
+      );
+      // A cut or another end recipient cannot be paid from the buyer's own transfer.
+      const tx = await buildTx(buyer, { payTo: wallet });
+      const cut = await h.settle(
+        bodyOf(
+          tx,
+          requirements({ payTo: wallet.toBase58(), extra: { feePayer: feePayer.toBase58(), platform: payer, platformFeeBps: 100 } }),
+        ),
+      );
+      expect({ status: cut.status, body: cut.body }).toEqual(
+        refused('extra.platformFeeBps is not applied on Solana: the buyer pays payTo directly', false),
+      );
+      const credited = await h.settle(
+        bodyOf(tx, requirements({ payTo: wallet.toBase58(), extra: { feePayer: feePayer.toBase58(), creditedRecipient: payer } })),
+      );
+      expect({ status: credited.status, body: credited.body }).toEqual(
+        refused('extra.creditedRecipient must equal payTo on Solana: the buyer pays payTo directly', false),
+      );
+      expect(await usdcOf(buyer.publicKey)).toBe(before.buyer);
+
+      // Paying the organization's wallet settles: the whole amount, no fee.
+      const ok = await h.settleUntilFinal(bodyOf(tx, requirements({ payTo: wallet.toBase58() })));
+      expect({ status: ok.status, success: ok.body.success }).toEqual({ status: 200, success: true });
+      expect(await usdcOf(buyer.publicKey)).toBe(before.buyer! - AMOUNT);
+      expect(await usdcOf(wallet)).toBe(before.wallet! + AMOUNT);
+      expect(await usdcOf(payTo)).toBe(before.payTo);
+    } finally {
+      expect((await setWallet(null)).status).toBe(200);
+    }
+  });
+
   test('a blockhash that expired before settle is refused; one that expires unlanded after broadcast ends failed', async () => {
     const buyer = await newBuyer();
     const before = await usdcOf(buyer.publicKey);

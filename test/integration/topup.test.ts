@@ -208,7 +208,7 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     expect(await q('amount=10000000001')).toMatchObject({ status: 400, body: { success: false, errorReason: 'amount_too_high' } });
     expect(await q('amount=1003019058')).toMatchObject({ status: 409, body: { success: false, errorReason: 'credit_limit_reached' } });
     expect((await q('amount=1003019057')).status).toBe(200);
-    for (const network of ['solana', 'base-sepolia', 'nowhere', 'optimism']) {
+    for (const network of ['solana', 'base-sepolia', 'nowhere', 'optimism', 'ethereum']) {
       // optimism is a cross-chain source, not in this gateway's TOPUP_SOURCES (topup-crosschain.test.ts serves it).
       expect(await q(`network=${network}`)).toEqual(
         expect.objectContaining({

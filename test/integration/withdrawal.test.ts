@@ -1,8 +1,10 @@
-import { numberToHex, parseEventLogs, type Hex } from 'viem';
+import { createWalletClient, http, numberToHex, parseEventLogs, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
+import { DEVNET_GATEWAY_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
+import { waitForReceipt } from '../support/evm';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { WITHDRAWAL_ROUTE } from '../../src/gateway/withdrawal-types';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -99,6 +101,8 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
       withdrawableBalance: '0',
       totalBalance: (await g.view('totalBalance', relayer.address)).toString(),
       withdrawalBlock: (await g.view('withdrawalBlock', relayer.address)).toString(),
+      // The spec's delay is the contract's: this stack deploys the wallet with 5 blocks.
+      withdrawalDelayBlocks: '5',
       blockNumber: block.toString(),
     });
     expect(BigInt(res.body.availableBalance)).toBeGreaterThanOrEqual(4_000_000n);
@@ -130,6 +134,7 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
       amount: '1000000',
       state: 'initiating',
       initiateTransaction: null,
+      withdrawalDelayBlocks: '5',
       withdrawalBlock: null,
       withdrawTransaction: null,
       errorReason: null,
@@ -140,6 +145,7 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
     expect(waiting.body.initiateTransaction).toMatch(/^0x[0-9a-f]{64}$/);
     const initReceipt = await g.client.getTransactionReceipt({ hash: waiting.body.initiateTransaction });
     expect(waiting.body.withdrawalBlock).toBe((initReceipt.blockNumber + 5n).toString());
+    expect(waiting.body.withdrawalDelayBlocks).toBe('5');
     // Mid-delay: the amount is withdrawing, not withdrawable, and the total is unchanged.
     const mid: JsonResponse = await balances();
     expect(mid.body).toMatchObject({
@@ -186,6 +192,43 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
     expect(described.typedSearchAttributes.get({ name: 'X402Kind', type: 'KEYWORD' } as never)).toBe('withdrawal');
   });
 
+  test("the delay is the contract's: after the owner sets 7 blocks, balances and the withdrawal report 7 and it waits 7", async () => {
+    const setDelay = async (blocks: bigint) => {
+      const owner = createWalletClient({
+        chain: g.client.chain,
+        transport: http(rpcUrl),
+        account: privateKeyToAccount(DEVNET_GATEWAY_DEPLOYER_KEY),
+      });
+      await waitForReceipt(
+        g.client,
+        await owner.writeContract({
+          address: g.wallet,
+          abi: gatewayWalletAbi,
+          functionName: 'setWithdrawalDelay',
+          args: [blocks],
+          chain: null,
+        }),
+      );
+    };
+    await setDelay(7n);
+    try {
+      expect((await balances()).body.withdrawalDelayBlocks).toBe('7');
+      const res = await withdraw({ network: 'base-sepolia', amount: '1000', idempotencyKey: `delay-${kind}` });
+      expect(res.status).toBe(202);
+      expect(res.body.withdrawalDelayBlocks).toBe('7');
+      const waiting = await untilState(res.body.id, 'waiting');
+      const initReceipt = await g.client.getTransactionReceipt({ hash: waiting.body.initiateTransaction });
+      expect(waiting.body).toMatchObject({ withdrawalDelayBlocks: '7', withdrawalBlock: (initReceipt.blockNumber + 7n).toString() });
+      await mine(5); // the stack's usual delay is not enough any more
+      await new Promise((r) => setTimeout(r, 500));
+      expect((await record(res.body.id)).body.state).toBe('waiting');
+      await mine(2);
+      expect((await untilState(res.body.id, 'withdrawn')).body.withdrawalDelayBlocks).toBe('7');
+    } finally {
+      await setDelay(5n);
+    }
+  });
+
   test('bad requests: 400 envelope, nothing started', async () => {
     const available = await g.view('availableBalance', relayer.address);
     const tooMuch = await withdraw({ network: 'base-sepolia', amount: (available + 1n).toString() });
@@ -225,6 +268,7 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
     await mine(5);
     const done = await untilState(id, 'withdrawn');
     expect(done.body.initiateTransaction).toBe(waiting.body.initiateTransaction);
+    expect([waiting.body.withdrawalDelayBlocks, done.body.withdrawalDelayBlocks]).toEqual(['5', '5']);
     expect(await g.client.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 2);
     expect(await g.usdcOf(relayer.address)).toBe(walletBefore + 500_000n);
     expect(await g.view('totalBalance', relayer.address)).toBe(totalBefore - 500_000n);

@@ -1,13 +1,9 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { createWalletClient, defineChain, http } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { facilitatorAuth, fundedBuyer, serveSeller } from '../support/sdk-seller';
 
 /**
  * The v1 seller pattern end to end (issue 13), real SDKs on both sides: a seller built with
@@ -15,7 +11,6 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * paying EIP-3009 `exact` on the devnet base-sepolia chain.
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
-const express = require('express') as () => any;
 const { paymentMiddleware } = require('x402-express');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -27,50 +22,38 @@ const fee = (PRICE * FEE_BPS) / 10_000n;
 
 describe.each(DB_KINDS)('x402 v1 SDKs against our facilitator (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Server;
+  let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;
 
   beforeAll(async () => {
     h = await startSettleHarness(kind, { relayerIndex: 1, platformFeeBps: Number(FEE_BPS) });
-    const auth = { Authorization: `Bearer ${h.apiKey}` };
-    const app = express();
-    app.use(
-      paymentMiddleware(
-        h.stack.facilitator,
-        {
-          'GET /weather': {
-            // Our devnet USDC, whose EIP-712 domain the buyer signs for.
-            price: { amount: PRICE.toString(), asset: { address: h.stack.usdc, decimals: 6, eip712: { name: 'USDC', version: '2' } } },
-            network: 'base-sepolia',
-            config: { description: 'weather report', maxTimeoutSeconds: 120 },
+    seller = await serveSeller((app) => {
+      app.use(
+        paymentMiddleware(
+          h.stack.facilitator,
+          {
+            'GET /weather': {
+              // Our devnet USDC, whose EIP-712 domain the buyer signs for.
+              price: { amount: PRICE.toString(), asset: { address: h.stack.usdc, decimals: 6, eip712: { name: 'USDC', version: '2' } } },
+              network: 'base-sepolia',
+              config: { description: 'weather report', maxTimeoutSeconds: 120 },
+            },
           },
-        },
-        { url: `${h.api.baseUrl}/v1`, createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }) },
-      ),
-    );
-    app.get('/weather', (_req: unknown, res: any) => res.json({ forecast: 'sunny' }));
-    seller = createServer(app);
-    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
-    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+          { url: `${h.api.baseUrl}/v1`, createAuthHeaders: facilitatorAuth(h) },
+        ),
+      );
+      app.get('/weather', (_req: unknown, res: any) => res.json({ forecast: 'sunny' }));
+    });
+    sellerUrl = seller.url;
   });
   afterAll(async () => {
-    seller?.closeAllConnections();
-    await new Promise((r) => seller?.close(r));
+    await seller?.close();
     await h?.close();
   });
 
   test('an x402-fetch buyer pays an x402-express seller through us: exact deltas, settled once however often the seller retries', async () => {
-    const buyer = privateKeyToAccount(generatePrivateKey());
+    const buyer = await fundedBuyer(h);
     const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
-    const funder = createWalletClient({ account: TEST_ACCOUNTS.buyers[0], transport: http(rpcUrl) });
-    const funded = await funder.writeContract({
-      chain: null,
-      address: h.stack.usdc,
-      abi: tokenAbi,
-      functionName: 'transfer',
-      args: [buyer.address, 5_000_000n],
-    });
-    await h.chain.waitForTransactionReceipt({ hash: funded, pollingInterval: 20 });
     const chain = defineChain({
       id: 84532,
       name: 'base-sepolia (devnet)',

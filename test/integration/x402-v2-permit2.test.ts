@@ -1,6 +1,4 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
+import type { PrivateKeyAccount } from 'viem/accounts';
 import { createWalletClient, http, numberToHex, type Address } from 'viem';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import {
@@ -8,11 +6,11 @@ import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
+import { fundedBuyer, serveSeller, v2Facilitator } from '../support/sdk-seller';
 
 /**
  * x402 v2 Permit2 end to end (issue 13), real SDKs on both sides: an `@x402/express` 2.x seller whose
@@ -23,9 +21,7 @@ import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
  * our contracts.
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
-const express = require('express') as () => any;
 const { paymentMiddleware, x402ResourceServer, setSettlementOverrides } = require('@x402/express');
-const { HTTPFacilitatorClient } = require('@x402/core/server');
 const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
 const { UptoEvmScheme: UptoEvmServer } = require('@x402/evm/upto/server');
 const { ExactEvmScheme } = require('@x402/evm/exact/client');
@@ -43,17 +39,12 @@ const fee = (amount: bigint) => (amount * FEE_BPS) / 10_000n;
 
 describe.each(DB_KINDS)('x402 v2 Permit2 and upto through our facilitator (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Server;
+  let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;
 
   beforeAll(async () => {
     h = await startSettleHarness(kind, { relayerIndex: 1, platformFeeBps: Number(FEE_BPS) });
-    const auth = { Authorization: `Bearer ${h.apiKey}` };
-    const facilitator = new HTTPFacilitatorClient({
-      url: `${h.api.baseUrl}/v1`,
-      createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }),
-    });
-    const resourceServer = new x402ResourceServer(facilitator)
+    const resourceServer = new x402ResourceServer(v2Facilitator(h))
       .register(NETWORK, new ExactEvmServer())
       .register(NETWORK, new UptoEvmServer());
     const token = { name: 'USDC', version: '2' };
@@ -64,34 +55,32 @@ describe.each(DB_KINDS)('x402 v2 Permit2 and upto through our facilitator (%s)',
       payTo: h.stack.facilitator,
       maxTimeoutSeconds: 120,
     });
-    const app = express();
-    app.use(
-      paymentMiddleware(
-        {
-          'GET /permit2': { accepts: permit2('exact'), description: 'paid with Permit2' },
-          'GET /sponsored': {
-            accepts: permit2('exact'),
-            description: 'Permit2, gas-free',
-            extensions: declareEip2612GasSponsoringExtension(),
+    seller = await serveSeller((app) => {
+      app.use(
+        paymentMiddleware(
+          {
+            'GET /permit2': { accepts: permit2('exact'), description: 'paid with Permit2' },
+            'GET /sponsored': {
+              accepts: permit2('exact'),
+              description: 'Permit2, gas-free',
+              extensions: declareEip2612GasSponsoringExtension(),
+            },
+            'GET /metered': { accepts: permit2('upto'), description: 'usage-based' },
           },
-          'GET /metered': { accepts: permit2('upto'), description: 'usage-based' },
-        },
-        resourceServer,
-      ),
-    );
-    app.get('/permit2', (_req: unknown, res: any) => res.json({ paid: 'permit2' }));
-    app.get('/sponsored', (_req: unknown, res: any) => res.json({ paid: 'sponsored' }));
-    app.get('/metered', (_req: unknown, res: any) => {
-      setSettlementOverrides(res, { amount: USAGE.toString() });
-      res.json({ paid: 'metered' });
+          resourceServer,
+        ),
+      );
+      app.get('/permit2', (_req: unknown, res: any) => res.json({ paid: 'permit2' }));
+      app.get('/sponsored', (_req: unknown, res: any) => res.json({ paid: 'sponsored' }));
+      app.get('/metered', (_req: unknown, res: any) => {
+        setSettlementOverrides(res, { amount: USAGE.toString() });
+        res.json({ paid: 'metered' });
+      });
     });
-    seller = createServer(app);
-    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
-    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+    sellerUrl = seller.url;
   });
   afterAll(async () => {
-    seller?.closeAllConnections();
-    await new Promise((r) => seller?.close(r));
+    await seller?.close();
     await h?.close();
   });
 
@@ -99,16 +88,7 @@ describe.each(DB_KINDS)('x402 v2 Permit2 and upto through our facilitator (%s)',
 
   /** A fresh buyer with 5 USDC; with `approve`, it also has gas and has approved Permit2 for 5 USDC. */
   async function newBuyer(approve: boolean) {
-    const buyer = privateKeyToAccount(generatePrivateKey());
-    const funder = createWalletClient({ account: TEST_ACCOUNTS.buyers[0], transport: http(rpcUrl()) });
-    const funded = await funder.writeContract({
-      chain: null,
-      address: h.stack.usdc,
-      abi: tokenAbi,
-      functionName: 'transfer',
-      args: [buyer.address, 5_000_000n],
-    });
-    await h.chain.waitForTransactionReceipt({ hash: funded, pollingInterval: 20 });
+    const buyer = await fundedBuyer(h);
     if (approve) {
       await h.chain.request({ method: 'anvil_setBalance' as never, params: [buyer.address, numberToHex(10n ** 18n)] as never });
       const wallet = createWalletClient({ account: buyer, transport: http(rpcUrl()) });

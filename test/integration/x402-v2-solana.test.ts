@@ -1,5 +1,3 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
@@ -9,6 +7,7 @@ import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { solanaRpcCall } from '../support/solana';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
+import { serveSeller, v2Facilitator } from '../support/sdk-seller';
 
 /**
  * x402 v2 Solana `exact` end to end (issue 13), real SDKs on both sides: an `@x402/express` 2.x
@@ -17,9 +16,7 @@ import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
  * node. The SDK's transaction carries a Memo instruction; we co-sign as fee payer and submit it.
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
-const express = require('express') as () => any;
 const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
-const { HTTPFacilitatorClient } = require('@x402/core/server');
 const { ExactSvmScheme: ExactSvmServer } = require('@x402/svm/exact/server');
 const { ExactSvmScheme } = require('@x402/svm/exact/client');
 const { createKeyPairSignerFromBytes } = require('@solana/kit');
@@ -34,7 +31,7 @@ const FEE = 2 * 5000 + 1;
 
 describe.each(DB_KINDS)('x402 v2 Solana exact through our facilitator (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Server;
+  let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;
   let conn: Connection;
   const payTo = Keypair.generate().publicKey;
@@ -43,38 +40,31 @@ describe.each(DB_KINDS)('x402 v2 Solana exact through our facilitator (%s)', (ki
     h = await startSettleHarness(kind, { relayerIndex: 3 });
     conn = new Connection(h.stack.solana.rpcUrl, 'confirmed');
     await solanaRpcCall(h.stack.solana.rpcUrl, 'devnet_fundToken', [payTo.toBase58(), 0]); // the seller's USDC account
-    const auth = { Authorization: `Bearer ${h.apiKey}` };
-    const facilitator = new HTTPFacilitatorClient({
-      url: `${h.api.baseUrl}/v1`,
-      createAuthHeaders: async () => ({ verify: auth, settle: auth, supported: auth }),
-    });
-    const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, new ExactSvmServer());
-    const app = express();
-    app.use(
-      paymentMiddleware(
-        {
-          'GET /report': {
-            accepts: {
-              scheme: 'exact',
-              network: NETWORK,
-              price: { amount: AMOUNT.toString(), asset: USDC.toBase58() },
-              payTo: payTo.toBase58(),
-              maxTimeoutSeconds: 60,
+    const resourceServer = new x402ResourceServer(v2Facilitator(h)).register(NETWORK, new ExactSvmServer());
+    seller = await serveSeller((app) => {
+      app.use(
+        paymentMiddleware(
+          {
+            'GET /report': {
+              accepts: {
+                scheme: 'exact',
+                network: NETWORK,
+                price: { amount: AMOUNT.toString(), asset: USDC.toBase58() },
+                payTo: payTo.toBase58(),
+                maxTimeoutSeconds: 60,
+              },
+              description: 'a report paid in Solana USDC',
             },
-            description: 'a report paid in Solana USDC',
           },
-        },
-        resourceServer,
-      ),
-    );
-    app.get('/report', (_req: unknown, res: any) => res.json({ report: 'ok' }));
-    seller = createServer(app);
-    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
-    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+          resourceServer,
+        ),
+      );
+      app.get('/report', (_req: unknown, res: any) => res.json({ report: 'ok' }));
+    });
+    sellerUrl = seller.url;
   });
   afterAll(async () => {
-    seller?.closeAllConnections();
-    await new Promise((r) => seller?.close(r));
+    await seller?.close();
     await h?.close();
   });
 

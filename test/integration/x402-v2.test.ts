@@ -1,14 +1,11 @@
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createWalletClient, http, type Hex } from 'viem';
-import { tokenAbi } from '../../src/chains/evm/abi';
+import type { Hex } from 'viem';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
+import { fundedBuyer, serveSeller, v2Facilitator } from '../support/sdk-seller';
 
 /**
  * x402 v2 end to end (issue 13), real SDKs on both sides and no hand-built payloads: a seller built
@@ -18,9 +15,7 @@ import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
  * CommonJS builds: required at run time (their declarations sit where this build does not look).
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
-const express = require('express') as () => any;
 const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
-const { HTTPFacilitatorClient } = require('@x402/core/server');
 const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
 /* eslint-enable @typescript-eslint/no-require-imports */
 
@@ -32,61 +27,43 @@ const NETWORK = 'eip155:84532';
 
 describe.each(DB_KINDS)('x402 v2 SDKs against our facilitator (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Server;
+  let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;
 
   beforeAll(async () => {
     h = await startSettleHarness(kind, { relayerIndex: 1, platformFeeBps: Number(FEE_BPS) });
-    const facilitator = new HTTPFacilitatorClient({
-      url: `${h.api.baseUrl}/v1`,
-      createAuthHeaders: async () => {
-        const auth = { Authorization: `Bearer ${h.apiKey}` };
-        return { verify: auth, settle: auth, supported: auth };
-      },
-    });
-    const resourceServer = new x402ResourceServer(facilitator).register(NETWORK, new ExactEvmServer());
-    const app = express();
-    app.use(
-      paymentMiddleware(
-        {
-          'GET /weather': {
-            accepts: {
-              scheme: 'exact',
-              network: NETWORK,
-              // Our devnet USDC (the SDK's default asset table knows only the public one), paid to our facilitator contract.
-              price: { amount: PRICE.toString(), asset: h.stack.usdc, extra: { name: 'USDC', version: '2' } },
-              payTo: h.stack.facilitator,
-              maxTimeoutSeconds: 120,
+    const resourceServer = new x402ResourceServer(v2Facilitator(h)).register(NETWORK, new ExactEvmServer());
+    seller = await serveSeller((app) => {
+      app.use(
+        paymentMiddleware(
+          {
+            'GET /weather': {
+              accepts: {
+                scheme: 'exact',
+                network: NETWORK,
+                // Our devnet USDC (the SDK's default asset table knows only the public one), paid to our facilitator contract.
+                price: { amount: PRICE.toString(), asset: h.stack.usdc, extra: { name: 'USDC', version: '2' } },
+                payTo: h.stack.facilitator,
+                maxTimeoutSeconds: 120,
+              },
+              description: 'weather report',
             },
-            description: 'weather report',
           },
-        },
-        resourceServer,
-      ),
-    );
-    app.get('/weather', (_req: unknown, res: { json(b: unknown): void }) => res.json({ forecast: 'sunny' }));
-    seller = createServer(app);
-    await new Promise<void>((r) => seller.listen(0, '127.0.0.1', r));
-    sellerUrl = `http://127.0.0.1:${(seller.address() as AddressInfo).port}`;
+          resourceServer,
+        ),
+      );
+      app.get('/weather', (_req: unknown, res: { json(b: unknown): void }) => res.json({ forecast: 'sunny' }));
+    });
+    sellerUrl = seller.url;
   });
   afterAll(async () => {
-    seller?.closeAllConnections();
-    await new Promise((r) => seller?.close(r));
+    await seller?.close();
     await h?.close();
   });
 
   /** A fresh buyer funded with 5 USDC, paying v2 `exact` on eip155:84532 only, with our devnet USDC allowed. */
   async function newBuyer() {
-    const buyer = privateKeyToAccount(generatePrivateKey());
-    const funder = createWalletClient({ account: TEST_ACCOUNTS.buyers[0], transport: http(h.stack.chains['base-sepolia'].rpcUrl) });
-    const hash = await funder.writeContract({
-      chain: null,
-      address: h.stack.usdc,
-      abi: tokenAbi,
-      functionName: 'transfer',
-      args: [buyer.address, 5_000_000n],
-    });
-    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    const buyer = await fundedBuyer(h);
     return { buyer, ...v2Payer(buyer, NETWORK, h.stack.usdc) };
   }
 

@@ -16,13 +16,16 @@ import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from './evm';
 import { readStackInfo } from './stack-info';
 
-/** Batched-payment helpers on the test stack's base-sepolia chain: deposits, views, x402-client signing. */
-export function gatewayHelpers() {
+/**
+ * Batched-payment helpers on one of the test stack's chains (default base-sepolia; `base` where a test
+ * deployed the gateway wallet there): deposits, views, x402-client signing.
+ */
+export function gatewayHelpers(network: 'base-sepolia' | 'base' = 'base-sepolia') {
   const stack = readStackInfo();
-  const { rpcUrl, chainId } = stack.chains['base-sepolia'];
+  const { rpcUrl, chainId } = stack.chains[network];
   const chain = defineChain({
     id: chainId,
-    name: 'base-sepolia',
+    name: network,
     nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
     rpcUrls: { default: { http: [rpcUrl] } },
   });
@@ -58,7 +61,7 @@ export function gatewayHelpers() {
       const now = BigInt(Math.floor(Date.now() / 1000));
       const requirements = {
         scheme: 'exact',
-        network: o.network ?? 'base-sepolia',
+        network: o.network ?? network,
         maxAmountRequired: o.value.toString(),
         resource: 'https://seller.example/api/tick',
         description: 'one tick',

@@ -56,14 +56,19 @@ describe('batched settle mapping', () => {
     expect(batchedSettleFailure('batched_settle_error', 'base-sepolia').status).toBe(500);
   });
 
-  test('forwarded body: asset swapped for USDC, everything else as sent', () => {
+  test('forwarded body: the CAIP-2 network in both objects, asset swapped for USDC, everything else as sent', () => {
     const payload = { x402Version: 1, network: 'base' };
-    const requirements = { asset: '0xgateway', payTo: '0xseller', extra: { name: 'GatewayWalletBatched' } };
-    expect(forwardedBody(payload, requirements, '0xusdc')).toEqual({
-      paymentPayload: payload,
-      paymentRequirements: { asset: '0xusdc', payTo: '0xseller', extra: { name: 'GatewayWalletBatched' } },
+    const requirements = { network: 'base', asset: '0xgateway', payTo: '0xseller', extra: { name: 'GatewayWalletBatched' } };
+    expect(forwardedBody(payload, requirements, { caip2: 'eip155:8453', usdc: '0xusdc' })).toEqual({
+      paymentPayload: { x402Version: 1, network: 'eip155:8453' },
+      paymentRequirements: { network: 'eip155:8453', asset: '0xusdc', payTo: '0xseller', extra: { name: 'GatewayWalletBatched' } },
     });
-    expect(forwardedBody(payload, requirements, undefined).paymentRequirements.asset).toBe('0xgateway');
+    // No USDC known: the asset stays; no chain id (tempo): the name stays and the upstream refuses it.
+    expect(forwardedBody(payload, requirements, { caip2: 'eip155:8453', usdc: undefined }).paymentRequirements.asset).toBe('0xgateway');
+    expect(forwardedBody({ network: 'tempo' }, { network: 'tempo' }, { caip2: undefined, usdc: undefined })).toEqual({
+      paymentPayload: { network: 'tempo' },
+      paymentRequirements: { network: 'tempo' },
+    });
   });
 });
 

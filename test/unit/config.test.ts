@@ -42,6 +42,7 @@ describe('loadConfig defaults', () => {
       SESSION_TTL_SECONDS: 8 * 3600,
       SIWE_NONCE_TTL_SECONDS: 600,
       SETTLE_WAIT_MS: 20_000,
+      SETTLE_WAIT_V2_MS: 80_000,
       MIN_VALIDITY_SECONDS: 6,
       RECEIPT_WAIT_MS: 30_000,
       RELAYER_REPLACE_AFTER_MS: 20_000,

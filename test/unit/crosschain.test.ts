@@ -1,32 +1,70 @@
 import { buildNetworkTable } from '../../src/chains/networks';
-import { bpsOf, bridgeFeeFor, decodeBurnMessage, destinationSplit, encodeBurnMessage, type BurnMessage } from '../../src/chains/evm/bridge';
+import {
+  bpsOf,
+  bridgeFeeFor,
+  decodeBurnMessage,
+  destinationSplit,
+  encodeBurnMessage,
+  isAttestedFormOf,
+  type BurnMessage,
+} from '../../src/chains/evm/bridge';
 import { crossChainRouteOf } from '../../src/schemes/eip3009-crosschain/route';
 
 const message: BurnMessage = {
   version: 1,
   sourceDomain: 6,
   destinationDomain: 2,
-  nonce: 7n,
-  sender: '0xF55746fa9288ae0b7393e645bFcf222d62EaF47B',
-  burnToken: '0x0000000000000000000000000000000000000001',
-  mintRecipient: '0x0000000000000000000000000000000000000002',
+  nonce: `0x${'00'.repeat(32)}`,
+  sender: '0xf55746fa9288ae0b7393e645bfcf222d62eaf47b',
+  recipient: '0xf55746fa9288ae0b7393e645bfcf222d62eaf47b',
   destinationCaller: '0x0000000000000000000000000000000000000003',
-  amount: 2_000_000n,
-  maxFee: 20_000n,
-  depositor: '0x0000000000000000000000000000000000000004',
+  minFinalityThreshold: 2000,
+  finalityThresholdExecuted: 0,
+  body: {
+    version: 1,
+    burnToken: '0x0000000000000000000000000000000000000001',
+    mintRecipient: '0x0000000000000000000000000000000000000002',
+    amount: 2_000_000n,
+    messageSender: '0x0000000000000000000000000000000000000004',
+    maxFee: 20_000n,
+    feeExecuted: 0n,
+    expirationBlock: 0n,
+    hookData: '0x',
+  },
+};
+/** What the attestation service returns for it: nonce, executed finality and fee filled in. */
+const attested: BurnMessage = {
+  ...message,
+  nonce: `0x${'ab'.repeat(32)}`,
+  finalityThresholdExecuted: 2000,
+  body: { ...message.body, feeExecuted: 2_000n },
 };
 
-describe('bridge burn message', () => {
-  test('encodes as 11 ABI words and decodes back', () => {
+describe('CCTP V2 burn message', () => {
+  test('packs a 148-byte header and a 228-byte body, and decodes back', () => {
     const hex = encodeBurnMessage(message);
-    expect(hex.length).toBe(2 + 11 * 64);
-    expect(hex.slice(2, 66)).toBe('1'.padStart(64, '0')); // version first
+    expect(hex.length).toBe(2 + (148 + 228) * 2);
+    expect(hex.slice(2, 26)).toBe('00000001' + '00000006' + '00000002'); // version, source and destination domains
+    expect(hex.slice(2 + 140 * 2, 2 + 148 * 2)).toBe('000007d0' + '00000000'); // minFinalityThreshold 2000, executed 0
     expect(decodeBurnMessage(hex)).toEqual(message);
+    const withHook = { ...message, body: { ...message.body, hookData: '0xdeadbeef' as const } };
+    expect(decodeBurnMessage(encodeBurnMessage(withHook))).toEqual(withHook);
   });
 
-  test('anything but exactly one message is refused', () => {
-    expect(() => decodeBurnMessage(`${encodeBurnMessage(message)}00`)).toThrow('wrong length');
-    expect(() => decodeBurnMessage('0x')).toThrow('wrong length');
+  test('anything shorter than a header and a burn body is refused', () => {
+    expect(() => decodeBurnMessage(encodeBurnMessage(message).slice(0, -2) as `0x${string}`)).toThrow('too short');
+    expect(() => decodeBurnMessage('0x')).toThrow('too short');
+  });
+
+  test('an attested message is ours when only the fields the service fills in differ', () => {
+    expect(isAttestedFormOf(encodeBurnMessage(message), encodeBurnMessage(attested))).toBe(true);
+    // No nonce yet: not an attested form.
+    expect(isAttestedFormOf(encodeBurnMessage(message), encodeBurnMessage(message))).toBe(false);
+    const other = { ...attested, body: { ...attested.body, amount: 1n } };
+    expect(isAttestedFormOf(encodeBurnMessage(message), encodeBurnMessage(other))).toBe(false);
+    const elsewhere = { ...attested, body: { ...attested.body, mintRecipient: '0x0000000000000000000000000000000000000009' as const } };
+    expect(isAttestedFormOf(encodeBurnMessage(message), encodeBurnMessage(elsewhere))).toBe(false);
+    expect(isAttestedFormOf(encodeBurnMessage(message), '0x1234')).toBe(false);
   });
 });
 
@@ -69,7 +107,7 @@ describe('crossChainRouteOf', () => {
     if (r.kind !== 'cross-chain') return;
     expect(r.destination.id).toBe('optimism-sepolia');
     expect(r.sourceDomain).toBe(6);
-    expect(r.destination.gatewayDomain).toBe(2);
+    expect(r.destination.cctpDomain).toBe(2);
   });
 
   test('same-chain-only networks refuse either end', () => {

@@ -68,11 +68,15 @@ describe('verifyPermit', () => {
     expect(reads.nonces).toHaveBeenCalledWith(TOKEN, owner.address);
   });
 
-  test('a deadline in the past or within the minimum validity -> invalid_request, no chain read', async () => {
+  test('a deadline in the past or within the minimum validity -> permit_execution_failed, no chain read', async () => {
     for (const deadline of [BigInt(NOW - 1), BigInt(NOW + MIN_VALIDITY - 1)]) {
       const reads = fakeToken();
       const out = await verify(await permit({ deadline }), reads);
-      expect(out).toEqual({ ok: false, reason: 'invalid_request', message: expect.stringContaining(`deadline ${deadline} has passed`) });
+      expect(out).toEqual({
+        ok: false,
+        reason: 'permit_execution_failed',
+        message: expect.stringContaining(`deadline ${deadline} has passed`),
+      });
       expect(reads.hasCode).not.toHaveBeenCalled();
     }
     expect((await verify(await permit({ deadline: BigInt(NOW + MIN_VALIDITY) }))).ok).toBe(true);
@@ -94,19 +98,19 @@ describe('verifyPermit', () => {
     }
   });
 
-  test('signed by someone else, or for a stale nonce -> invalid_signature', async () => {
+  test('signed by someone else, or for a stale nonce -> permit_execution_failed', async () => {
     for (const input of [await permit({ signer: stranger }), await permit({ nonce: 6n })]) {
       const out = await verify(input);
-      expect(out).toEqual({ ok: false, reason: 'invalid_signature', message: expect.stringContaining('current nonce 7') });
+      expect(out).toEqual({ ok: false, reason: 'permit_execution_failed', message: expect.stringContaining('current nonce 7') });
       expect((out as { message: string }).message).not.toContain('spender must be');
     }
   });
 
-  test('signed for the spender the request names, which is not the facilitator -> invalid_signature that says so', async () => {
+  test('signed for the spender the request names, which is not the facilitator -> permit_execution_failed that says so', async () => {
     const out = await verify(await permit({ spender: RECIPIENT }));
     expect(out).toEqual({
       ok: false,
-      reason: 'invalid_signature',
+      reason: 'permit_execution_failed',
       message: expect.stringContaining(
         `the permit's spender must be the facilitator contract ${FACILITATOR}; the request names ${RECIPIENT}`,
       ),

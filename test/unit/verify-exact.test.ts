@@ -185,15 +185,15 @@ describe('verifyExactEvm: each rule', () => {
     notCalled(reads);
   });
 
-  test('invalid_network: a network without a known USDC is not enabled (unichain), even with RPC and facilitator', async () => {
-    const unichain = buildNetworkTable({
-      RPC_URLS_UNICHAIN: 'http://127.0.0.1:1',
+  test('invalid_network: a network without a known USDC is not enabled (worldchain), even with RPC and facilitator', async () => {
+    const worldchain = buildNetworkTable({
+      RPC_URLS_WORLDCHAIN: 'http://127.0.0.1:1',
       FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
-    }).get('unichain')!;
-    expect(unichain.enabled).toBe(false);
-    expect(unichain.usdc).toBeUndefined();
-    const p = await pay({}, unichain);
-    await expect(verify(p, fakeReads(), { network: unichain })).resolves.toEqual(invalid('invalid_network'));
+    }).get('worldchain')!;
+    expect(worldchain.enabled).toBe(false);
+    expect(worldchain.usdc).toBeUndefined();
+    const p = await pay({}, worldchain);
+    await expect(verify(p, fakeReads(), { network: worldchain })).resolves.toEqual(invalid('invalid_network'));
   });
 
   test.each<[string, unknown]>([

@@ -13,18 +13,23 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
   router.post(
     '/v1/settle',
     async (ctx, next) => {
-      // Malformed or oversized bodies and crashes answer in the settle shape (auth errors keep the envelope).
+      // Malformed or oversized bodies and crashes answer in the settle shape (auth errors keep the envelope);
+      // a crash after the body parsed still names the payment's network, as every settle answer does.
+      const networkOf = () => {
+        const network = (ctx.request.body as { paymentPayload?: { network?: unknown } } | undefined)?.paymentPayload?.network;
+        return typeof network === 'string' && network.length <= 64 ? network : '';
+      };
       ctx.state.errorShape = (status) =>
-        status >= 500 ? settleFailure('unexpected_settle_error') : { ...settleFailure('invalid_payload'), status };
+        status >= 500 ? settleFailure('unexpected_settle_error', networkOf()) : { ...settleFailure('invalid_payload'), status };
       await next();
     },
     requireApiKey(deps),
     jsonBody(deps.config.BODY_LIMIT),
     async (ctx) => {
-      const settle = (body: unknown) =>
-        settlePayment(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body });
+      const settle = (body: unknown, waitMs: number) =>
+        settlePayment(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body, waitMs });
       if (!isV2Body(ctx.request.body)) {
-        const out = await settle(ctx.request.body);
+        const out = await settle(ctx.request.body, deps.config.SETTLE_WAIT_MS);
         ctx.status = out.status;
         ctx.body = out.body;
         return;
@@ -32,7 +37,7 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
       // x402 v2 (@x402/core's HTTPFacilitatorClient): the same settlement, asked and answered in v2's words.
       const v1 = toV1Request(deps, ctx.request.body);
       const network = (ctx.request.body as { paymentRequirements?: { network?: unknown } }).paymentRequirements?.network;
-      const out = v1.ok ? await settle(v1.body) : settleFailure(v1.reason);
+      const out = v1.ok ? await settle(v1.body, deps.config.SETTLE_WAIT_V2_MS) : settleFailure(v1.reason);
       ctx.status = out.status;
       ctx.body = toV2Settle(deps, out.body, v1.ok ? v1.network : typeof network === 'string' ? network : '');
     },

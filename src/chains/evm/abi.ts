@@ -264,6 +264,42 @@ export const facilitatorAbi = [
   },
   {
     type: 'function',
+    name: 'settleSplit',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'token', type: 'address' },
+      { name: 'from', type: 'address' },
+      { name: 'value', type: 'uint256' },
+      { name: 'validAfter', type: 'uint256' },
+      { name: 'validBefore', type: 'uint256' },
+      { name: 'nonce', type: 'bytes32' },
+      { name: 'signature', type: 'bytes' },
+      {
+        name: 'out',
+        type: 'tuple',
+        components: [
+          { name: 'payout', type: 'address' },
+          { name: 'fee', type: 'uint256' },
+          { name: 'feeRecipient', type: 'address' },
+          { name: 'platformFee', type: 'uint256' },
+          { name: 'platform', type: 'address' },
+        ],
+      },
+    ],
+    outputs: [],
+  },
+  {
+    type: 'event',
+    name: 'PlatformFeePaid',
+    inputs: [
+      { name: 'token', type: 'address', indexed: true },
+      { name: 'platform', type: 'address', indexed: true },
+      { name: 'amount', type: 'uint256', indexed: false },
+    ],
+    anonymous: false,
+  },
+  {
+    type: 'function',
     name: 'transferWithPermit',
     stateMutability: 'nonpayable',
     inputs: [

@@ -1,81 +1,137 @@
-import { decodeAbiParameters, encodeAbiParameters, type Address, type Hex } from 'viem';
+import { concat, hexToBigInt, hexToNumber, isAddressEqual, pad, size, slice, sliceHex, toHex, type Address, type Hex } from 'viem';
 
 /**
- * The CCTP-style bridge as the service sees it: the burn message format (devnet/contracts/
- * CctpStyleBridge.sol, `BridgeMessage`), fee arithmetic, and the ABI fragments the service calls.
- * Pure code: workflows, activities, the attester double and tests share it.
+ * Circle's CCTP V2 as the service sees it: the message format (CCTP V2 technical guide: a packed
+ * 148-byte header and a 228-byte burn body), fee arithmetic, and the ABI fragments of
+ * TokenMessengerV2, MessageTransmitterV2 and our facilitator's cross-chain section. No Circle npm
+ * package ships these ABIs on their own (their SDKs embed them), so they are written here from the
+ * public interface. Pure code: workflows, activities, the attester double and tests share it.
  */
 
-const MESSAGE_PARAMS = [
-  { name: 'version', type: 'uint32' },
-  { name: 'sourceDomain', type: 'uint32' },
-  { name: 'destinationDomain', type: 'uint32' },
-  { name: 'nonce', type: 'uint64' },
-  { name: 'sender', type: 'address' },
-  { name: 'burnToken', type: 'address' },
-  { name: 'mintRecipient', type: 'address' },
-  { name: 'destinationCaller', type: 'address' },
-  { name: 'amount', type: 'uint256' },
-  { name: 'maxFee', type: 'uint256' },
-  { name: 'depositor', type: 'address' },
-] as const;
-
-export const BRIDGE_MESSAGE_VERSION = 1;
+/** CCTP V2 message and burn-body version. */
+export const CCTP_V2_VERSION = 1;
+/** `minFinalityThreshold` of a standard (finalized) transfer; 1000 would ask for a fast transfer. */
+export const CCTP_FINALITY_FINALIZED = 2000;
+const HEADER_BYTES = 148;
+const BODY_BYTES = 228;
 
 export interface BurnMessage {
   version: number;
   sourceDomain: number;
   destinationDomain: number;
-  nonce: bigint;
+  /** bytes32; zero as emitted on the source chain, assigned by the attestation service. */
+  nonce: Hex;
   sender: Address;
-  burnToken: Address;
-  mintRecipient: Address;
+  recipient: Address;
   destinationCaller: Address;
-  amount: bigint;
-  maxFee: bigint;
-  depositor: Address;
+  minFinalityThreshold: number;
+  /** Set by the attestation service (0 as emitted). */
+  finalityThresholdExecuted: number;
+  body: {
+    version: number;
+    burnToken: Address;
+    mintRecipient: Address;
+    amount: bigint;
+    messageSender: Address;
+    maxFee: bigint;
+    /** Set by the attestation service (0 as emitted). */
+    feeExecuted: bigint;
+    expirationBlock: bigint;
+    hookData: Hex;
+  };
 }
 
+const word = (a: Address) => pad(a.toLowerCase() as Hex, { size: 32 });
+const u32 = (n: number) => toHex(n, { size: 4 });
+const u256 = (n: bigint) => toHex(n, { size: 32 });
+const addressOf = (h: Hex): Address => `0x${h.slice(-40)}` as Address;
+
 export function encodeBurnMessage(m: BurnMessage): Hex {
-  return encodeAbiParameters(MESSAGE_PARAMS, [
-    m.version,
-    m.sourceDomain,
-    m.destinationDomain,
-    m.nonce,
-    m.sender,
-    m.burnToken,
-    m.mintRecipient,
-    m.destinationCaller,
-    m.amount,
-    m.maxFee,
-    m.depositor,
+  const b = m.body;
+  return concat([
+    u32(m.version),
+    u32(m.sourceDomain),
+    u32(m.destinationDomain),
+    pad(m.nonce, { size: 32 }),
+    word(m.sender),
+    word(m.recipient),
+    word(m.destinationCaller),
+    u32(m.minFinalityThreshold),
+    u32(m.finalityThresholdExecuted),
+    u32(b.version),
+    word(b.burnToken),
+    word(b.mintRecipient),
+    u256(b.amount),
+    word(b.messageSender),
+    u256(b.maxFee),
+    u256(b.feeExecuted),
+    u256(b.expirationBlock),
+    b.hookData,
   ]);
 }
 
-/** Decodes a burn message; throws on anything that is not exactly one message of our format. */
+/** Decodes a CCTP V2 burn message; throws on anything shorter than a header and a burn body. */
 export function decodeBurnMessage(message: Hex): BurnMessage {
-  if ((message.length - 2) / 2 !== 32 * MESSAGE_PARAMS.length) throw new Error('not a bridge burn message (wrong length)');
-  const [version, sourceDomain, destinationDomain, nonce, sender, burnToken, mintRecipient, destinationCaller, amount, maxFee, depositor] =
-    decodeAbiParameters(MESSAGE_PARAMS, message);
+  if (size(message) < HEADER_BYTES + BODY_BYTES) throw new Error('not a CCTP V2 burn message (too short)');
+  const at = (start: number, bytes: number) => sliceHex(message, start, start + bytes);
+  const n32 = (start: number) => hexToNumber(at(start, 4));
+  const b = HEADER_BYTES;
   return {
-    version,
-    sourceDomain,
-    destinationDomain,
-    nonce,
-    sender,
-    burnToken,
-    mintRecipient,
-    destinationCaller,
-    amount,
-    maxFee,
-    depositor,
+    version: n32(0),
+    sourceDomain: n32(4),
+    destinationDomain: n32(8),
+    nonce: at(12, 32),
+    sender: addressOf(at(44, 32)),
+    recipient: addressOf(at(76, 32)),
+    destinationCaller: addressOf(at(108, 32)),
+    minFinalityThreshold: n32(140),
+    finalityThresholdExecuted: n32(144),
+    body: {
+      version: n32(b),
+      burnToken: addressOf(at(b + 4, 32)),
+      mintRecipient: addressOf(at(b + 36, 32)),
+      amount: hexToBigInt(at(b + 68, 32)),
+      messageSender: addressOf(at(b + 100, 32)),
+      maxFee: hexToBigInt(at(b + 132, 32)),
+      feeExecuted: hexToBigInt(at(b + 164, 32)),
+      expirationBlock: hexToBigInt(at(b + 196, 32)),
+      hookData: size(message) > b + BODY_BYTES ? slice(message, b + BODY_BYTES) : '0x',
+    },
   };
+}
+
+/**
+ * Whether `attested` (from the attestation service) is the message our burn emitted: equal in every
+ * field but those the service fills in (nonce, executed finality, executed fee, expiration block).
+ */
+export function isAttestedFormOf(emitted: Hex, attested: Hex): boolean {
+  let a: BurnMessage, b: BurnMessage;
+  try {
+    [a, b] = [decodeBurnMessage(emitted), decodeBurnMessage(attested)];
+  } catch {
+    return false;
+  }
+  const addresses = ['sender', 'recipient', 'destinationCaller'] as const;
+  const bodyAddresses = ['burnToken', 'mintRecipient', 'messageSender'] as const;
+  return (
+    addresses.every((k) => isAddressEqual(a[k], b[k])) &&
+    bodyAddresses.every((k) => isAddressEqual(a.body[k], b.body[k])) &&
+    a.version === b.version &&
+    a.sourceDomain === b.sourceDomain &&
+    a.destinationDomain === b.destinationDomain &&
+    a.minFinalityThreshold === b.minFinalityThreshold &&
+    a.body.version === b.body.version &&
+    a.body.amount === b.body.amount &&
+    a.body.maxFee === b.body.maxFee &&
+    a.body.hookData.toLowerCase() === b.body.hookData.toLowerCase() &&
+    BigInt(b.nonce) !== 0n
+  );
 }
 
 /** One basis point is 1/10,000; amounts round down (the payer never pays more than the rate). */
 export const bpsOf = (amount: bigint, bps: number | bigint): bigint => (amount * BigInt(bps)) / 10_000n;
 
-/** The fee a transmitter with `feeBps` keeps from `amount`, capped at the message's `maxFee`. */
+/** The fee charged at `feeBps` of `amount`, capped at the message's `maxFee` (the attestation's `feeExecuted`). */
 export const bridgeFeeFor = (amount: bigint, maxFee: bigint, feeBps: number | bigint): bigint => {
   const fee = bpsOf(amount, feeBps);
   return fee > maxFee ? maxFee : fee;
@@ -91,35 +147,57 @@ export function destinationSplit(value: bigint, bridgeFee: bigint, platformFee: 
   return { received, fee, payout: received - fee };
 }
 
-export const bridgeMessengerAbi = [
-  { type: 'event', name: 'MessageSent', inputs: [{ name: 'message', type: 'bytes', indexed: false }] },
-  { type: 'function', name: 'localDomain', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint32' }] },
-  { type: 'function', name: 'nextNonce', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint64' }] },
+/** TokenMessengerV2: the burn (the facilitator calls it; listed for tests and tools). */
+export const tokenMessengerV2Abi = [
+  {
+    type: 'function',
+    name: 'depositForBurn',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'amount', type: 'uint256' },
+      { name: 'destinationDomain', type: 'uint32' },
+      { name: 'mintRecipient', type: 'bytes32' },
+      { name: 'burnToken', type: 'address' },
+      { name: 'destinationCaller', type: 'bytes32' },
+      { name: 'maxFee', type: 'uint256' },
+      { name: 'minFinalityThreshold', type: 'uint32' },
+    ],
+    outputs: [],
+  },
+  { type: 'function', name: 'localMessageTransmitter', stateMutability: 'view', inputs: [], outputs: [{ type: 'address' }] },
 ] as const;
 
-export const bridgeTransmitterAbi = [
+/** MessageTransmitterV2: emits messages on the source chain, receives them on the destination. */
+export const messageTransmitterV2Abi = [
+  { type: 'event', name: 'MessageSent', inputs: [{ name: 'message', type: 'bytes', indexed: false }] },
+  {
+    type: 'function',
+    name: 'receiveMessage',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'message', type: 'bytes' },
+      { name: 'attestation', type: 'bytes' },
+    ],
+    outputs: [{ name: 'success', type: 'bool' }],
+  },
   {
     type: 'function',
     name: 'usedNonces',
     stateMutability: 'view',
-    inputs: [
-      { name: 'sourceDomain', type: 'uint32' },
-      { name: 'nonce', type: 'uint64' },
-    ],
-    outputs: [{ type: 'bool' }],
+    inputs: [{ name: 'nonce', type: 'bytes32' }],
+    outputs: [{ type: 'uint256' }],
   },
   { type: 'function', name: 'localDomain', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint32' }] },
-  { type: 'function', name: 'attester', stateMutability: 'view', inputs: [], outputs: [{ type: 'address' }] },
-  { type: 'function', name: 'feeBps', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint16' }] },
   {
     type: 'event',
-    name: 'MintAndWithdraw',
+    name: 'MessageReceived',
     inputs: [
-      { name: 'sourceDomain', type: 'uint32', indexed: true },
-      { name: 'nonce', type: 'uint64', indexed: true },
-      { name: 'mintRecipient', type: 'address', indexed: true },
-      { name: 'amount', type: 'uint256', indexed: false },
-      { name: 'feeCollected', type: 'uint256', indexed: false },
+      { name: 'caller', type: 'address', indexed: true },
+      { name: 'sourceDomain', type: 'uint32', indexed: false },
+      { name: 'nonce', type: 'bytes32', indexed: true },
+      { name: 'sender', type: 'bytes32', indexed: false },
+      { name: 'finalityThresholdExecuted', type: 'uint32', indexed: true },
+      { name: 'messageBody', type: 'bytes', indexed: false },
     ],
   },
 ] as const;
@@ -147,10 +225,11 @@ export const facilitatorBridgeAbi = [
           { name: 'mintRecipient', type: 'address' },
           { name: 'destinationCaller', type: 'address' },
           { name: 'maxFee', type: 'uint256' },
+          { name: 'minFinalityThreshold', type: 'uint32' },
         ],
       },
     ],
-    outputs: [{ name: 'bridgeNonce', type: 'uint64' }],
+    outputs: [],
   },
   {
     type: 'function',
@@ -175,7 +254,6 @@ export const facilitatorBridgeAbi = [
       { name: 'from', type: 'address', indexed: true },
       { name: 'nonce', type: 'bytes32', indexed: true },
       { name: 'destinationDomain', type: 'uint32', indexed: false },
-      { name: 'bridgeNonce', type: 'uint64', indexed: false },
       { name: 'value', type: 'uint256', indexed: false },
     ],
   },
@@ -185,7 +263,7 @@ export const facilitatorBridgeAbi = [
     inputs: [
       { name: 'token', type: 'address', indexed: true },
       { name: 'sourceDomain', type: 'uint32', indexed: true },
-      { name: 'bridgeNonce', type: 'uint64', indexed: true },
+      { name: 'bridgeNonce', type: 'bytes32', indexed: true },
       { name: 'payout', type: 'address', indexed: false },
       { name: 'received', type: 'uint256', indexed: false },
       { name: 'fee', type: 'uint256', indexed: false },

@@ -133,7 +133,13 @@ export class Relayer {
     const deadline = Date.now() + timeoutMs;
     let delay = 1;
     let current = tx;
+    let reread = Date.now() + 2_000;
     while (Date.now() < deadline) {
+      // Every 2 s, the record again: an operator's replacement (nudge) may have added a hash.
+      if (Date.now() >= reread) {
+        current = (await this.find(current.id).catch(() => null)) ?? current;
+        reread = Date.now() + 2_000;
+      }
       const receipt = await this.receiptOfAny(current);
       if (receipt) {
         await this.markMined(current.id, receipt);
@@ -151,6 +157,28 @@ export class Relayer {
     }
     await this.rebroadcast(current).catch(() => undefined);
     return null;
+  }
+
+  /**
+   * An operator's nudge of an effect still waiting for its receipt, now instead of after
+   * `replaceAfterMs`: `rebroadcast` re-sends the recorded bytes (same hash); `replace` runs the
+   * repair step (lower gaps filled, re-sent if the node dropped it, else the same nonce with fees
+   * +12.5%, or a new nonce if ours went elsewhere). Either way the effect keeps one record and at most
+   * one of its hashes can be mined. Returns the hash now in flight (or mined) and the record's status.
+   */
+  async nudge(id: string, how: 'rebroadcast' | 'replace'): Promise<{ hash: Hex; status: string }> {
+    if (!(await this.find(id))) throw new Error(`no relayer transaction recorded as ${id}`);
+    const tx =
+      how === 'replace'
+        ? await this.repair(id)
+        : await this.serialized(async () => {
+            const tx = (await this.find(id))!;
+            if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
+            await this.rebroadcast(tx);
+            await this.touch(tx);
+            return tx;
+          });
+    return { hash: tx.hash as Hex, status: tx.status };
   }
 
   /** Every hash ever sent for this effect, latest first. */

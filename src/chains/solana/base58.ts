@@ -38,3 +38,9 @@ export function base58Decode(text: string): Uint8Array {
   }
   return Uint8Array.from(bytes);
 }
+
+/** A Solana address: base58 of exactly 32 bytes. */
+export function isSolanaAddress(text: string): boolean {
+  if (!/^[1-9A-HJ-NP-Za-km-z]{32,44}$/.test(text)) return false;
+  return base58Decode(text).length === 32;
+}

@@ -65,6 +65,9 @@ export const gatewayBalancesSchema = z.strictObject({
   withdrawableBalance: units.describe('initiated, withdrawalBlock reached'),
   totalBalance: units.describe('sum of the three'),
   withdrawalBlock: z.string().describe('first block in which withdraw succeeds (0: none pending)'),
+  withdrawalDelayBlocks: z
+    .string()
+    .describe("the contract's withdrawalDelay(): blocks from initiation to withdrawalBlock (the spec's 7 days)"),
   blockNumber: z.string().describe('the chain head when read'),
 });
 
@@ -77,6 +80,7 @@ export const withdrawalRecordSchema = z.strictObject({
   amount: units,
   state: z.enum(['initiating', 'waiting', 'withdrawing', 'withdrawn', 'failed']),
   initiateTransaction: z.string().nullable(),
+  withdrawalDelayBlocks: z.string().nullable().describe("the contract's withdrawalDelay() in blocks, as last read from the chain"),
   withdrawalBlock: z.string().nullable(),
   withdrawTransaction: z.string().nullable(),
   errorReason: z.string().nullable().describe('withdrawal_rejected | withdrawal_failed'),

@@ -51,14 +51,20 @@ export function batchedVerifyFailure(reason: 'gateway_not_enabled' | 'batched_ve
   return { status: reason === 'gateway_not_enabled' ? 403 : 500, body: { errorReason: reason } };
 }
 
-/** What is forwarded upstream: the request as the client sent it, `asset` swapped for the network's USDC. */
+/**
+ * What is forwarded upstream: the request as the client sent it, with the network named by its CAIP-2
+ * id in both objects (the upstream gateway knows no v1 names; spec "Network identifiers") and `asset`
+ * swapped for the network's USDC. A network without a chain id (`tempo`) keeps its name: the
+ * upstream refuses it, as the spec says it does.
+ */
 export function forwardedBody(
   paymentPayload: Record<string, unknown>,
   paymentRequirements: Record<string, unknown>,
-  usdc: string | undefined,
+  network: { caip2: string | undefined; usdc: string | undefined },
 ): { paymentPayload: Record<string, unknown>; paymentRequirements: Record<string, unknown> } {
+  const named = network.caip2 ? { network: network.caip2 } : {};
   return {
-    paymentPayload,
-    paymentRequirements: usdc ? { ...paymentRequirements, asset: usdc } : paymentRequirements,
+    paymentPayload: { ...paymentPayload, ...named },
+    paymentRequirements: { ...paymentRequirements, ...named, ...(network.usdc ? { asset: network.usdc } : {}) },
   };
 }

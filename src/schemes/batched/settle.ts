@@ -58,7 +58,7 @@ export async function settleBatched(deps: ServiceDeps, req: SettleRequest): Prom
     payer: a.from,
     amount: a.value,
     recipient: requirements.data.payTo,
-    forwarded: forwardedBody(payload.data, requirements.data, network.usdc),
+    forwarded: forwardedBody(payload.data, requirements.data, network),
   };
   const handle = await startOrAttach(deps.temporal, batchedSettlementWorkflow, {
     workflowId,
@@ -75,7 +75,7 @@ export async function settleBatched(deps: ServiceDeps, req: SettleRequest): Prom
     onStart: observeWorkflowStart(deps, batchedSettlementWorkflow.name, req.requestId, workflowId),
   });
   try {
-    const result = await resultBefore<BatchedSettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);
+    const result = await resultBefore<BatchedSettleOutcome>(deps.temporal, handle, Date.now() + req.waitMs);
     if (result.done) return accepted(result.value.upstream, result.value.organizationId);
   } catch (err) {
     const failure = err instanceof WorkflowFailedError && err.cause instanceof ApplicationFailure ? err.cause : undefined;

@@ -22,7 +22,7 @@ export async function verifyBatched(deps: ServiceDeps, auth: AuthContext, raw: u
   if (!network) return batchedVerifyFailure('gateway_not_enabled');
   assertKeyModeAllows(auth, network);
   try {
-    const upstream = await forwardToGateway(deps.config, network, 'verify', forwardedBody(payload.data, requirements.data, network.usdc));
+    const upstream = await forwardToGateway(deps.config, network, 'verify', forwardedBody(payload.data, requirements.data, network));
     return batchedVerifyReply(upstream, verifyTestnetFlag(network.id));
   } catch (err) {
     deps.logger.warn({ network: network.id, err: (err as Error).message }, 'batched verify: forwarding failed');

@@ -63,9 +63,10 @@ async function settleCrossChain(
     network: p.network,
     payer: payload.payload.authorization.from,
     amount: value,
-    creditedRecipient: requirements.extra?.creditedRecipient,
+    extra: requirements.extra,
+    marketplaceFee: false, // the destination payout (receiveAndPayout) pays one fee; see docs/decisions.md
   });
-  if ('refused' in base) return settleFailure(base.refused, base.network, base.payer);
+  if ('refused' in base) return settleFailure(base.refused, base.network, base.payer, base.message);
   const { workflowId, payer } = base;
   const recorded = await answerFromRecord(req, workflowId, req.auth, network.id);
   if (recorded) return recorded;
@@ -76,7 +77,7 @@ async function settleCrossChain(
     network: network.id,
     destinationNetwork: destination.id,
     sourceDomain: route.sourceDomain,
-    destinationDomain: destination.gatewayDomain,
+    destinationDomain: destination.cctpDomain,
     paymentPayload: payload,
     paymentRequirements: requirements,
     maxBridgeFee: bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS).toString(),
@@ -96,7 +97,7 @@ async function settleCrossChain(
     }),
     memo: { requestId: req.requestId },
   });
-  const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
+  const deadline = Date.now() + req.waitMs;
   try {
     const outcome = await deps.temporal.withDeadline(deadline, () =>
       deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, {

@@ -2,7 +2,7 @@ import type { EvmNetwork, NetworkTable } from '../../chains/networks';
 
 export type CrossChainRoute =
   | { kind: 'same-chain' }
-  | { kind: 'cross-chain'; destination: EvmNetwork & { gatewayDomain: number }; sourceDomain: number }
+  | { kind: 'cross-chain'; destination: EvmNetwork & { cctpDomain: number }; sourceDomain: number }
   | { kind: 'reject'; reason: 'cross_chain_not_supported' | 'unsupported_destination_chain' };
 
 /**
@@ -22,7 +22,10 @@ export function crossChainRouteOf(
 ): CrossChainRoute {
   if (destinationChainId === undefined || destinationChainId === source.chainId) return { kind: 'same-chain' };
   if (source.sameChainOnly) return { kind: 'reject', reason: 'cross_chain_not_supported' };
-  if (source.gatewayDomain === undefined || !source.bridgeMessenger) return { kind: 'reject', reason: 'cross_chain_not_supported' };
+  // CCTP burns USDC only: a chain whose dollar token is another one (robinhood's USDG) has no bridge.
+  if (source.cctpDomain === undefined || !source.bridgeMessenger || source.stablecoin !== 'USDC') {
+    return { kind: 'reject', reason: 'cross_chain_not_supported' };
+  }
   const destination = [...networks.values()].find((n) => n.chainId === destinationChainId);
   if (!destination) return { kind: 'reject', reason: 'unsupported_destination_chain' };
   // Same-chain-only is a property of the network, said before whether this deployment serves it.
@@ -31,8 +34,8 @@ export function crossChainRouteOf(
   if (destination.testnet !== source.testnet || (!destination.testnet && !opts.mainnetsEnabled)) {
     return { kind: 'reject', reason: 'unsupported_destination_chain' };
   }
-  if (destination.gatewayDomain === undefined || !destination.bridgeTransmitter || !destination.usdc) {
+  if (destination.cctpDomain === undefined || !destination.bridgeTransmitter || !destination.usdc || destination.stablecoin !== 'USDC') {
     return { kind: 'reject', reason: 'unsupported_destination_chain' };
   }
-  return { kind: 'cross-chain', destination: destination as EvmNetwork & { gatewayDomain: number }, sourceDomain: source.gatewayDomain };
+  return { kind: 'cross-chain', destination: destination as EvmNetwork & { cctpDomain: number }, sourceDomain: source.cctpDomain };
 }

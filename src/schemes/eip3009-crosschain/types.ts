@@ -29,7 +29,7 @@ export interface CrossChainSettleInput {
   attestationBudgetMs?: number;
 }
 
-/** Input of the bridge leg (child workflow `bridge:<sourceNetwork>:<sourceDomain>:<nonce>`). */
+/** Input of the bridge leg (child workflow `bridge:<sourceNetwork>:<sourceDomain>:<sourceTx>`). */
 export interface BridgeTransferInput {
   bridgeId: string;
   settlementId: string;
@@ -40,9 +40,11 @@ export interface BridgeTransferInput {
   sourceDomain: number;
   destinationDomain: number;
   sourceTx: string;
-  /** The burn message as emitted on the source chain (hex). */
+  /**
+   * The CCTP V2 burn message as emitted on the source chain (hex): its nonce is empty until the
+   * attestation service assigns one, so the leg is keyed by the source transaction instead.
+   */
   message: string;
-  bridgeNonce: string;
   amount: string;
   payout: string;
   fee: string;

@@ -2,6 +2,7 @@ import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { facilitatorAbi } from '../../chains/evm/abi';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
+import { contractPayout } from '../../settle/payout';
 import { settleWorkflowId } from '../../temporal/workflow-ids';
 import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../../x402/schemas';
 import { facilitatorCall } from '../facilitator-call';
@@ -56,7 +57,7 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
       network: p.network,
       payer: p.paymentPayload.payload.authorization.from,
       amount: BigInt(p.paymentPayload.payload.authorization.value),
-      creditedRecipient: p.paymentRequirements.extra?.creditedRecipient,
+      extra: p.paymentRequirements.extra,
     });
     return 'refused' in base ? base : { ...p, ...base, route: 'eip3009' };
   },
@@ -92,12 +93,12 @@ export function checkWithoutChain(p: Eip3009Payment, deps: Pick<VerifyDeps, 'con
   });
 }
 
-/** The facilitator's `settle`: pull the authorization, pay `payout` the value minus `fee`. */
+/** The facilitator's `settleSplit`: pull the authorization, pay the fees and `payout` the rest. */
 export function settleCallData(input: Eip3009SettleInput): Hex {
   const a = input.paymentPayload.payload.authorization;
   return encodeFunctionData({
     abi: facilitatorAbi,
-    functionName: 'settle',
+    functionName: 'settleSplit',
     args: [
       input.paymentRequirements.asset as Address,
       a.from as Address,
@@ -106,9 +107,7 @@ export function settleCallData(input: Eip3009SettleInput): Hex {
       BigInt(a.validBefore),
       a.nonce as Hex,
       input.paymentPayload.payload.signature as Hex,
-      input.payout as Address,
-      BigInt(input.fee),
-      input.feeRecipient as Address,
+      contractPayout(input),
     ],
   });
 }

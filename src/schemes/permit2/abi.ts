@@ -40,6 +40,8 @@ const payoutParam = {
     { name: 'payout', type: 'address' },
     { name: 'fee', type: 'uint256' },
     { name: 'feeRecipient', type: 'address' },
+    { name: 'platformFee', type: 'uint256' },
+    { name: 'platform', type: 'address' },
   ],
 } as const;
 

@@ -1,6 +1,7 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
+import { contractPayout } from '../../settle/payout';
 import { permit2SettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/schemas';
 import { facilitatorCall } from '../facilitator-call';
@@ -57,7 +58,7 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
         p.paymentPayload.scheme === 'upto'
           ? uptoSettleAmount(p.paymentRequirements)
           : BigInt(p.paymentPayload.payload.permit.permitted.amount),
-      creditedRecipient: p.paymentRequirements.extra?.creditedRecipient,
+      extra: p.paymentRequirements.extra,
     });
     return 'refused' in base ? base : { ...p, ...base, route: 'permit2' };
   },
@@ -97,7 +98,7 @@ function settlePermit2CallData(input: Permit2SettleInput, network: { exactPermit
   const permit2612 = e
     ? { value: BigInt(e.value), deadline: BigInt(e.deadline), v: e.v < 27 ? e.v + 27 : e.v, r: e.r as Hex, s: e.s as Hex }
     : { value: 0n, deadline: 0n, v: 0, r: ZERO32, s: ZERO32 };
-  const out = { payout: input.payout as Address, fee: BigInt(input.fee), feeRecipient: input.feeRecipient as Address };
+  const out = contractPayout(input);
   return input.paymentPayload.scheme === 'exact'
     ? encodeFunctionData({ abi: facilitatorPermit2Abi, functionName: 'settlePermit2Exact', args: [payment, permit2612, out] })
     : encodeFunctionData({

@@ -6,7 +6,7 @@ import { assertKeyModeAllows } from '../../auth/key-mode';
 import { isSolanaNetworkId, type SolanaNetworkId } from '../../chains/networks';
 import { base58Encode } from '../../chains/solana/base58';
 import { solanaNetworks } from '../../chains/solana/context';
-import { SolanaTransaction } from '../../db/entities';
+import { Organization, SolanaTransaction } from '../../db/entities';
 import { ZERO_ADDRESS } from '../../settle/payout';
 import { relayerTxId, solanaSettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentPayloadEnvelopeSchema, type SettleResponse } from '../../x402/schemas';
@@ -69,6 +69,20 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
     if (requirements.extra?.feePayer !== undefined && requirements.extra.feePayer !== feePayer.toBase58()) {
       return refuse('invalid_exact_svm_payload_fee_payer_mismatch', id);
     }
+    // The buyer's own transaction pays payTo the whole amount: no cut can be taken, no payout redirected.
+    const extra = requirements.extra as { platform?: unknown; platformFeeBps?: unknown; creditedRecipient?: unknown } | null | undefined;
+    if (extra?.platform !== undefined || extra?.platformFeeBps !== undefined) {
+      return {
+        ...refuse('invalid_payment_requirements', id),
+        message: 'extra.platformFeeBps is not applied on Solana: the buyer pays payTo directly',
+      };
+    }
+    if (extra?.creditedRecipient !== undefined && extra.creditedRecipient !== requirements.payTo) {
+      return {
+        ...refuse('invalid_payment_requirements', id),
+        message: 'extra.creditedRecipient must equal payTo on Solana: the buyer pays payTo directly',
+      };
+    }
     const inspection = inspectExactSvmTransaction(svmPayload.data.transaction, requirements, feePayer);
     if (!inspection.ok) return refuse(inspection.reason, id, inspection.payer);
     const payment: SolanaPayment = {
@@ -86,7 +100,18 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
   // The payer's signature over the message identifies the payment (ours as fee payer comes later).
   businessKey: (p) => solanaSettleWorkflowId(p.network, p.payer, p.payerSignature),
 
+  /** payTo must be the organization's Solana payout wallet of the key's mode, when it has one. */
   async input(_deps, req, p) {
+    const org = await req.em.findOne(Organization, { id: req.auth.organizationId });
+    const wallet = p.network === 'solana-devnet' ? org?.payoutWalletSolanaTest : org?.payoutWalletSolanaLive;
+    if (wallet && wallet !== p.payTo) {
+      return {
+        refused: 'invalid_payment_requirements',
+        network: p.network,
+        payer: p.payer,
+        message: `payTo must be the organization's Solana payout wallet ${wallet}`,
+      };
+    }
     return {
       ...p,
       workflowId: solana.businessKey(p),

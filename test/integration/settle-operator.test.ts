@@ -1,0 +1,124 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { WorkflowUpdateStage } from '@temporalio/client';
+import type { Hex } from 'viem';
+import { rpc } from '../../devnet/anvil';
+import { RelayerTransaction, Settlement } from '../../src/db/entities';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { replaceUpdate } from '../../workflows/operator-actions';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * A settlement stuck in `submitted` resolved by an operator (README "For operators"), on the real
+ * stack: the relayer's own repair is pushed far out (RELAYER_REPLACE_AFTER_MS, RECEIPT_WAIT_MS), so
+ * only the operator's action moves it. `ops rebroadcast` re-sends a transaction the node dropped;
+ * a `replace` accepted just before the worker is SIGKILLed still ends in exactly one transfer.
+ */
+const ROOT = join(__dirname, '..', '..');
+
+describe.each(DB_KINDS)('operator actions on a stuck settlement (%s)', (kind) => {
+  let h: SettleHarness;
+  const buyer = TEST_ACCOUNTS.buyers[3];
+  const relayer = TEST_ACCOUNTS.relayers[2];
+  let rpcUrl: string;
+
+  beforeAll(async () => {
+    h = await startSettleHarness(kind, {
+      relayerIndex: 2,
+      env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '90000', RELAYER_REPLACE_AFTER_MS: '600000' },
+    });
+    rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+  });
+  afterAll(async () => {
+    await rpc(rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+    await h?.close();
+  });
+
+  const ops = (...args: string[]) =>
+    new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(
+        join(ROOT, 'node_modules', '.bin', 'tsx'),
+        [join(ROOT, 'ops', 'cli.ts'), ...args],
+        { cwd: ROOT, env: { ...process.env, TEMPORAL_ADDRESS: h.stack.temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 180_000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
+    });
+  /** A payment whose transaction is out (recorded, broadcast) while the chain does not mine. */
+  const stuck = async () => {
+    const body = await h.pay(buyer, { value: 2_000_000n });
+    const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    const pending = await h.settleUntilBroadcast(body);
+    return { body, nonce, workflowId: settleWorkflowId('base-sepolia', buyer.address, nonce), hash: pending.body.transaction as Hex };
+  };
+
+  test('a dropped transaction: ops rebroadcast sends the same bytes, one transfer; a repeat is refused (exit 2)', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const relayerNonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
+    const s = await stuck();
+    await rpc(rpcUrl, 'anvil_dropTransaction', [s.hash]);
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    await expect(h.chain.getTransaction({ hash: s.hash })).rejects.toThrow(); // the node forgot it
+    expect((await h.settle(s.body)).status).toBe(202);
+
+    const done = await ops('rebroadcast', '--workflow-id', s.workflowId, '--operator', 'carol', '--reason', 'node lost it (INC-3)');
+    // The printed state is the visibility record's, which may still say verifying: the settlement's
+    // local activities keep its first workflow task open; the validator judged the workflow's own state.
+    expect(done.out).toMatch(/ is (verifying|submitted); sending rebroadcast \(operator carol: node lost it \(INC-3\)\)/);
+    expect(done.out).toContain(`done: {"hash":"${s.hash}"`);
+    expect(done.code).toBe(0);
+
+    const final = await h.settleUntilFinal(s.body);
+    expect(final.status).toBe(200);
+    expect(final.body).toEqual({ success: true, transaction: s.hash, network: 'base-sepolia', payer: buyer.address });
+    expect(await h.settledEvents(buyer.address, s.nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2_000_000n);
+    expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
+    const row = (await h.tdb.db.em.fork().findOne(Settlement, { id: s.workflowId }))!;
+    expect({ state: row.state, operator: row.operator, operatorReason: row.operatorReason }).toEqual({
+      state: 'settled',
+      operator: 'carol',
+      operatorReason: 'rebroadcast: node lost it (INC-3)',
+    });
+
+    const again = await ops('rebroadcast', '--workflow-id', s.workflowId, '--operator', 'carol', '--reason', 'again');
+    expect(again.code).toBe(2);
+    expect(again.out).toContain(`refused: ${s.workflowId} is completed (state settled)`);
+  });
+
+  test('replace accepted, the worker SIGKILLed at once: the replacement (same nonce, higher fees) is the one transfer', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const relayerNonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
+    const s = await stuck();
+    const before = await h.chain.getTransaction({ hash: s.hash });
+
+    const update = await h.temporal.workflow.getHandle(s.workflowId).startUpdate(replaceUpdate, {
+      args: [{ operator: 'dave', reason: 'fee too low (INC-4)' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+    const replaced = await update.result();
+    expect(replaced.status).toBe('signed');
+    expect(replaced.hash).not.toBe(s.hash);
+    const after = await h.chain.getTransaction({ hash: replaced.hash as Hex });
+    expect(after.nonce).toBe(before.nonce);
+    expect(after.maxFeePerGas! > before.maxFeePerGas!).toBe(true);
+
+    await rpc(rpcUrl, 'evm_mine', []);
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    const final = await h.settleUntilFinal(s.body, 120_000);
+    expect(final.status).toBe(200);
+    expect(final.body).toEqual({ success: true, transaction: replaced.hash, network: 'base-sepolia', payer: buyer.address });
+    expect(await h.settledEvents(buyer.address, s.nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2_000_000n);
+    expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
+    const recorded = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${s.workflowId}%` } });
+    expect(recorded.map((r) => ({ hash: r.hash, status: r.status, hashes: JSON.parse(r.hashes!) }))).toEqual([
+      { hash: replaced.hash, status: 'mined', hashes: [s.hash, replaced.hash] },
+    ]);
+  }, 240_000);
+});

@@ -1,0 +1,231 @@
+import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { topUpWorkflow } from '../../workflows/topup';
+import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate, retryDepositUpdate } from '../../workflows/operator-actions';
+import { X402State } from '../../src/temporal/search-attributes';
+import type { TopUpInput } from '../../src/topup/types';
+import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+
+/**
+ * Operator actions on a cross-chain top-up that waits in `needs_review` (workflows/operator-actions.ts),
+ * against mocked activities: what the validators refuse (wrong state, missing operator or reason, a
+ * second action while one is under way), and what each accepted action runs, exactly once.
+ */
+const PAYER = '0x1111111111111111111111111111111111111111';
+const RELAYER = '0x2222222222222222222222222222222222222222';
+const HASH = `0x${'ab'.repeat(32)}`;
+const MINT = `0x${'cd'.repeat(32)}`;
+const DEPOSIT = `0x${'ef'.repeat(32)}`;
+const REFUND = `0x${'12'.repeat(32)}`;
+const who = { operator: 'alice@ops', reason: 'attester fixed (INC-42)' };
+
+const input = (n: number): TopUpInput => {
+  const nonce = `0x${n.toString(16).padStart(64, '0')}`;
+  return {
+    workflowId: `topup:demo-merchant:${PAYER}:${nonce}:${Date.now()}`,
+    merchant: 'demo-merchant',
+    merchantContract: '0x3333333333333333333333333333333333333333',
+    buyer: PAYER,
+    payer: PAYER,
+    network: 'optimism',
+    nonce,
+    grossAmount: '2000000',
+    fee: '16000',
+    bridgeFee: '60000',
+    netAmount: '1924000',
+    relayer: RELAYER,
+    createdAt: 0,
+    settle: {
+      workflowId: `settle:optimism:${PAYER}:${nonce}:${Date.now()}`,
+      organizationId: 'org-topup',
+      apiKeyId: '',
+      route: 'eip3009-crosschain',
+      network: 'optimism',
+      destinationNetwork: 'base',
+      sourceDomain: 2,
+      destinationDomain: 6,
+      paymentPayload: { payload: { authorization: { from: PAYER, value: '2000000' } } },
+      paymentRequirements: {},
+      payout: RELAYER,
+      fee: '16000',
+      feeRecipient: RELAYER,
+      maxBridgeFee: '60000',
+    } as unknown as TopUpInput['settle'],
+  };
+};
+
+/** Mocked activities: the first mint would revert (needs_review), later ones deliver; calls are counted. */
+function mocks(opts: { refund?: () => Promise<{ hash: string }>; attestation?: () => Promise<unknown> } = {}) {
+  const calls: Record<string, number> = {};
+  const states: { state: string; operator?: string | null; operatorReason?: string | null }[] = [];
+  const count =
+    <T>(name: string, f: (...a: any[]) => Promise<T> | T) =>
+    async (...a: any[]) => {
+      calls[name] = (calls[name] ?? 0) + 1;
+      return f(...a);
+    };
+  const activities = {
+    recordTopUp: count('recordTopUp', (_i: TopUpInput, state: string, extra: any = {}) => {
+      states.push({ state, operator: extra.operator, operatorReason: extra.operatorReason });
+    }),
+    checkSettlementGas: count('checkSettlementGas', () => ({ broadcast: true, costUsdc: '0' })),
+    verifyCrossChainPayment: count('verifyCrossChainPayment', () => ({ isValid: true, payer: PAYER })),
+    submitBridgeBurn: count('submitBridgeBurn', () => ({ submitted: true, hash: HASH })),
+    awaitBridgeBurn: count('awaitBridgeBurn', () => ({
+      response: { success: true, transaction: HASH, network: 'optimism', payer: PAYER },
+      message: '0x01',
+      bridgeNonce: '7',
+    })),
+    recordCrossChainOutcome: count('recordCrossChainOutcome', () => undefined),
+    recordBridgeTransfer: count('recordBridgeTransfer', () => undefined),
+    fetchBridgeAttestation: count('fetchBridgeAttestation', opts.attestation ?? (() => ({ status: 'complete', attestation: '0x02' }))),
+    submitBridgeMint: count('submitBridgeMint', () =>
+      calls.submitBridgeMint === 1 ? { submitted: false, error: 'mint would revert: bad attestation' } : { submitted: true, hash: MINT },
+    ),
+    awaitBridgeMint: count('awaitBridgeMint', () => ({
+      ok: true,
+      mintTx: MINT,
+      received: '1998000',
+      bridgeFee: '2000',
+      fee: '16000',
+      payoutAmount: '1982000',
+    })),
+    ensureMerchantAllowance: count('ensureMerchantAllowance', () => undefined),
+    submitDeposit: count('submitDeposit', () => ({ submitted: true, hash: DEPOSIT })),
+    awaitDepositReceipt: count('awaitDepositReceipt', () => ({ status: 'success', hash: DEPOSIT })),
+    refundPayer: count('refundPayer', opts.refund ?? (async () => ({ hash: REFUND }))),
+  };
+  return { calls, states, activities };
+}
+
+describe('topUpWorkflow operator actions (mocked activities)', () => {
+  let t: WorkflowTestEnv;
+  let n = 0;
+  beforeAll(async () => {
+    t = await startWorkflowTestEnv();
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  /** Starts a top-up and waits until it sits in `state` (by its search attribute). */
+  const startUntil = async (taskQueue: string, state: string) => {
+    const i = input(++n);
+    const handle = await t.env.client.workflow.start(topUpWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+    for (let k = 0; k < 200; k++) {
+      if ((await handle.describe()).typedSearchAttributes.get(X402State) === state) return handle;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`top-up never reached ${state}`);
+  };
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      (v) => 'accepted ' + JSON.stringify(v),
+      (err: unknown) => {
+        expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+        return (err as WorkflowUpdateFailedError).cause?.message;
+      },
+    );
+
+  test('needs_review waits; refund: the payer is refunded once, who and why recorded (row, memo, result); a repeat is refused', async () => {
+    const m = mocks();
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntil(taskQueue, 'needs_review');
+      expect((await handle.describe()).status.name).toBe('RUNNING');
+      // Refused before history: no operator, blank reason, unknown argument shape.
+      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: '', reason: 'x' }] }))).toBe(
+        'an operator action needs a non-empty operator and reason (at most 500 characters each)',
+      );
+      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: 'bob', reason: '   ' }] }))).toMatch(
+        /non-empty operator and reason/,
+      );
+      expect(m.calls.refundPayer).toBeUndefined();
+
+      const outcome = await handle.executeUpdate(refundTopUpUpdate, { args: [who] });
+      expect(outcome).toEqual({
+        state: 'refunded',
+        errorReason: 'deposit_failed',
+        operatorActions: [{ action: 'refund', ...who, at: expect.any(String) }],
+      });
+      expect(await handle.result()).toEqual(outcome);
+      expect(m.calls.refundPayer).toBe(1);
+      expect(m.calls.submitDeposit).toBeUndefined();
+      expect(m.states.slice(-2)).toEqual([
+        { state: 'refunding', operator: who.operator, operatorReason: `refund: ${who.reason}` },
+        { state: 'refunded', operator: who.operator, operatorReason: `refund: ${who.reason}` },
+      ]);
+      const described = await handle.describe();
+      expect(described.typedSearchAttributes.get(X402State)).toBe('refunded');
+      expect(described.memo?.[OPERATOR_ACTIONS_MEMO]).toEqual([{ action: 'refund', ...who, at: outcome.operatorActions![0].at }]);
+      // The workflow has ended: nothing more can be done to it.
+      await expect(handle.executeUpdate(refundTopUpUpdate, { args: [who] })).rejects.toThrow();
+      expect(m.calls.refundPayer).toBe(1);
+    });
+  });
+
+  test('retry-deposit: the bridge leg runs again, delivers, and exactly one deposit follows; a second action while it runs is refused', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    let polls = 0;
+    const m = mocks({
+      // The first run attests at once (its mint would revert); the retry's attestation waits for the test.
+      attestation: async () => {
+        if (++polls > 1) await held;
+        return { status: 'complete', attestation: '0x02' };
+      },
+    });
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntil(taskQueue, 'needs_review');
+      const update = await handle.startUpdate(retryDepositUpdate, { args: [who], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      // While the retry runs the top-up is bridging: both actions are refused.
+      for (let k = 0; k < 100 && (await handle.describe()).typedSearchAttributes.get(X402State) !== 'bridging'; k++)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [who] }))).toBe(
+        `top-up ${handle.workflowId} is bridging: an operator action is taken only in needs_review`,
+      );
+      expect(await refusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toMatch(/is bridging/);
+      release();
+      expect(await update.result()).toEqual({
+        state: 'deposited',
+        operatorActions: [{ action: 'retry-deposit', ...who, at: expect.any(String) }],
+      });
+      expect(m.calls.submitBridgeMint).toBe(2);
+      expect(m.calls.submitDeposit).toBe(1);
+      expect(m.calls.refundPayer).toBeUndefined();
+      expect(m.calls.recordCrossChainOutcome).toBe(2); // needs_review after the first run, settled after the retry
+      expect(m.states.map((s) => s.state)).toEqual(['settling', 'bridging', 'needs_review', 'bridging', 'depositing', 'deposited']);
+    });
+  });
+
+  test('a refund our records do not owe: the update fails with the reason, nothing moves, the top-up waits again', async () => {
+    let refunds = 0;
+    const m = mocks({
+      refund: async () => {
+        if (++refunds === 1) throw ApplicationFailure.nonRetryable('no refund owed for x: the bridge paid it nothing', 'RefundNotOwed');
+        return { hash: REFUND };
+      },
+    });
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntil(taskQueue, 'needs_review');
+      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [who] }))).toBe(
+        'no refund owed for x: the bridge paid it nothing',
+      );
+      expect(m.calls.refundPayer).toBe(1);
+      expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');
+      expect((await handle.describe()).status.name).toBe('RUNNING');
+      // Waiting again: a later action is accepted.
+      expect(await handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: 'bob', reason: 'second try' }] })).toMatchObject({
+        state: 'refunded',
+      });
+    });
+  });
+
+  test('an action before needs_review is refused by the validator (the top-up is bridging)', async () => {
+    const m = mocks({ attestation: async () => ({ status: 'pending' }) });
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntil(taskQueue, 'bridging');
+      expect(await refusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toMatch(
+        /is bridging: an operator action is taken only in needs_review/,
+      );
+      await handle.terminate('test done');
+    });
+  });
+});

@@ -1,0 +1,59 @@
+import { defineUpdate } from '@temporalio/workflow';
+import type { TopUpOutcome } from '../src/topup/types';
+
+/**
+ * Operator actions on payments that wait for a human (README "For operators"). Each is a typed
+ * Temporal update, defined once here and imported by the workflows (handlers and validators) and by
+ * the operator CLI (`ops/cli.ts`), as in Temporal's `early-return` sample. Who decided and why
+ * travel with every action: they are logged, recorded on our row and put in the workflow's memo and
+ * result.
+ */
+export interface OperatorDecision {
+  /** Who decided (a name or e-mail: recorded, not authenticated; Temporal access is the gate). */
+  operator: string;
+  /** Why, in the operator's words. */
+  reason: string;
+}
+
+/** One operator action as recorded (memo `operatorActions`, the workflow's result). */
+export interface OperatorAction extends OperatorDecision {
+  action: OperatorActionName;
+  /** Workflow time (ISO) when the workflow took the action. */
+  at: string;
+}
+
+export type OperatorActionName = 'retry-deposit' | 'refund' | 'rebroadcast' | 'replace';
+
+/** Top-up in `needs_review`: run the bridge leg again and deposit what arrives on Base. */
+export const retryDepositUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('retryDeposit');
+/** Top-up in `needs_review`: give the payer back on Base what our records say they are owed. */
+export const refundTopUpUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('refundTopUp');
+
+/** What a relayer nudge answers: the hash now in flight (or mined) and the write-ahead record's status. */
+export interface NudgeResult {
+  hash: string;
+  status: string;
+}
+/** Settlement in `submitted`: send the recorded transaction again (same bytes, same hash). */
+export const rebroadcastUpdate = defineUpdate<NudgeResult, [OperatorDecision]>('rebroadcastTransaction');
+/** Settlement in `submitted`: replace the transaction now (same nonce, fees +12.5%; see Relayer.nudge). */
+export const replaceUpdate = defineUpdate<NudgeResult, [OperatorDecision]>('replaceTransaction');
+
+/** Name of the memo field holding every operator action of an execution. */
+export const OPERATOR_ACTIONS_MEMO = 'operatorActions';
+
+/** Patch id of the operator actions: histories from before them ended at `needs_review`. */
+export const OPERATOR_ACTIONS_PATCH = 'operator-actions-v1';
+
+const MAX_TEXT = 500;
+
+/**
+ * The update validators' argument check: an operator and a reason, short non-blank strings. Throws
+ * (the update is refused before it enters history) with the message the CLI prints.
+ */
+export function assertDecision(d: unknown): asserts d is OperatorDecision {
+  const text = (v: unknown) => typeof v === 'string' && v.trim().length > 0 && v.length <= MAX_TEXT;
+  const o = d as Partial<OperatorDecision> | null;
+  if (!o || typeof o !== 'object' || !text(o.operator) || !text(o.reason))
+    throw new Error(`an operator action needs a non-empty operator and reason (at most ${MAX_TEXT} characters each)`);
+}
