@@ -8,8 +8,14 @@ import { createMediaActivities, type MediaActivityDeps } from './media';
 import { createWithdrawalActivities } from './withdrawal';
 import { createBatchedActivities, type BatchedActivityDeps } from './batched';
 import type { RoleSigners } from './signers';
+import { createStuckActivities, type StuckActivityDeps } from './stuck';
 
-export type ActivityDeps = SettlementActivityDeps & CrossChainActivityDeps & BatchedActivityDeps & MediaActivityDeps & RoleSigners;
+export type ActivityDeps = SettlementActivityDeps &
+  CrossChainActivityDeps &
+  BatchedActivityDeps &
+  MediaActivityDeps &
+  RoleSigners &
+  StuckActivityDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -22,5 +28,6 @@ export function createActivities(deps: ActivityDeps) {
     ...createWithdrawalActivities(deps),
     ...createBatchedActivities(deps),
     ...createMediaActivities(deps),
+    ...createStuckActivities(deps),
   };
 }

@@ -174,6 +174,25 @@ const schema = z.object({
   GATEWAY_TIMEOUT_MS: int().pipe(z.number().min(100).max(120_000)).default(10_000),
   /** Blocks polled by a withdrawal workflow: how long it sleeps between block-number checks. */
   WITHDRAWAL_POLL_MS: int().pipe(z.number().min(50).max(3_600_000)).default(5_000),
+
+  /**
+   * Operations (README "For operators"): a running x402 workflow older than this in a non-terminal
+   * state is stuck (the worker's scheduled scan flags it and counts it for x402_stuck_payments).
+   */
+  STUCK_AFTER_SECONDS: int()
+    .pipe(
+      z
+        .number()
+        .min(1)
+        .max(30 * 86_400),
+    )
+    .default(300),
+  /** /healthz and x402_relayer_balance_ether: the relayer's gas balance (ether) below which a network is reported low. */
+  RELAYER_MIN_BALANCE_ETHER: z
+    .string()
+    .trim()
+    .regex(/^\d+(\.\d{1,18})?$/, 'must be a decimal amount of ether, e.g. 0.05')
+    .default('0.01'),
 });
 
 export type Config = z.infer<typeof schema> & {

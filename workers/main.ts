@@ -1,4 +1,4 @@
-import { Connection } from '@temporalio/client';
+import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { privateKeyToAccount } from 'viem/accounts';
 import { ConfigError } from '../src/config';
@@ -9,6 +9,7 @@ import { laneOf } from '../src/chains/evm/relayer-lanes';
 import { openDatabase } from '../src/db/orm';
 import { createLogger } from '../src/logger';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
+import { ensureStuckScanSchedule } from '../src/temporal/stuck-scan';
 import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
@@ -72,7 +73,9 @@ async function main() {
 
   const clientConnection = await Connection.connect(temporalConnectionOptions(config));
   await registerSearchAttributes(clientConnection, config.TEMPORAL_NAMESPACE);
-  await clientConnection.close();
+  // The stuck scan's client (visibility and the markStuck signal) and its schedule, once per deployment.
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const schedule = await ensureStuckScanSchedule(temporal, config.TEMPORAL_TASK_QUEUE);
 
   const connection = await NativeConnection.connect(temporalConnectionOptions(config));
   const bundlePath = process.env.WORKFLOW_BUNDLE_PATH;
@@ -94,6 +97,7 @@ async function main() {
       relayerFor,
       signerFor,
       topUpRelayer: privateKeyToAccount(keys!.topupRelayer).address,
+      temporal,
     }),
     // The tracing interceptors outermost: activity spans record errors already redacted.
     interceptors: {
@@ -107,11 +111,19 @@ async function main() {
   const signers = [...new Set([...relayers.values()].map((r) => r.address))];
   const lanes = laneKeys.map((k) => privateKeyToAccount(k).address);
   log.info(
-    { taskQueue: config.TEMPORAL_TASK_QUEUE, relayer: account.address, signers, lanes, networks: [...evm, ...solana] },
+    {
+      taskQueue: config.TEMPORAL_TASK_QUEUE,
+      relayer: account.address,
+      signers,
+      lanes,
+      networks: [...evm, ...solana],
+      stuckScan: { schedule, stuckAfterSeconds: config.STUCK_AFTER_SECONDS },
+    },
     'worker ready',
   );
   await worker.run();
   await connection.close();
+  await clientConnection.close();
   await db.close();
   await tracing()?.shutdown(); // exports the spans still batched
 }

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { BatchedActivities } from '../activities/batched';
 import type { SettlementActivities } from '../activities/settlement';
 import {
@@ -8,7 +8,8 @@ import {
   type BatchedSettleInput,
   type BatchedSettleOutcome,
 } from '../src/schemes/batched/types';
-import { x402State } from '../src/temporal/search-attributes';
+import type { StateOf } from '../src/temporal/states';
+import { x402States } from './x402-state';
 
 // A few quick tries, then the caller hears 500 batched_settle_error (spec) instead of waiting.
 const { forwardBatchedSettle } = proxyActivities<BatchedActivities>({
@@ -34,11 +35,12 @@ const { recordSettlement } = proxyActivities<SettlementActivities>({
  * corrected or later retry runs again. States: forwarding -> accepted | rejected | failed.
  */
 export async function batchedSettlementWorkflow(input: BatchedSettleInput): Promise<BatchedSettleOutcome> {
+  const move = x402States('settle');
   const state = async (
-    s: string,
+    s: StateOf<'settle'>,
     extra: { response?: Record<string, unknown>; errorReason?: string | null; transaction?: string | null } = {},
   ) => {
-    upsertSearchAttributes(x402State(s));
+    move(s);
     await recordSettlement({
       id: input.workflowId,
       organizationId: input.organizationId,

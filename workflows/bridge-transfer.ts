@@ -1,8 +1,9 @@
-import { ParentClosePolicy, executeChild, proxyActivities, sleep, upsertSearchAttributes, log, workflowInfo } from '@temporalio/workflow';
+import { ParentClosePolicy, executeChild, proxyActivities, sleep, log, workflowInfo } from '@temporalio/workflow';
 import type { AttestedMessage, CrossChainActivities } from '../activities/crosschain';
 import type { BridgeTransferInput, BridgeTransferResult, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { bridgeWorkflowId } from '../src/temporal/workflow-ids';
-import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
+import { x402SearchAttributes } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 
 // A poll is one bounded HTTP call (10 s): a short timeout lets a crashed worker's poll be retried soon.
 const { fetchBridgeAttestation, recordBridgeTransfer } = proxyActivities<CrossChainActivities>({
@@ -32,7 +33,7 @@ const ATTESTATION_BUDGET_MS = 6 * 3600_000;
  * funds are not lost, the message can still be delivered by hand).
  */
 export async function bridgeTransferWorkflow(input: BridgeTransferInput): Promise<BridgeTransferResult> {
-  const state = (s: string) => upsertSearchAttributes(x402State(s));
+  const state = x402States('bridge');
   const needsReview = async (error: string): Promise<BridgeTransferResult> => {
     log.error('bridge transfer needs review', { error });
     await recordBridgeTransfer(input, 'needs_review', { error });

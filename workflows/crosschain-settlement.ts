@@ -8,14 +8,13 @@ import {
   log,
   proxyActivities,
   setHandler,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
 import { type CrossChainOutcome, type CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { x402State } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 import { runBridgeLeg } from './bridge-transfer';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
@@ -52,7 +51,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     await condition(() => early !== undefined);
     return { response: early!, organizationId: input.organizationId };
   });
-  const state = (s: string) => upsertSearchAttributes(x402State(s));
+  const state = x402States('settle');
   // Answer the update before ending, so the API never sees "workflow completed" instead of a response.
   const answer = async (response: SettleResponse) => {
     early = response;

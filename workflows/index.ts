@@ -11,3 +11,4 @@ export { refundWorkflow } from './refund';
 export { withdrawalWorkflow } from './withdrawal';
 export { batchedSettlementWorkflow } from './batched-settlement';
 export { mediaJobWorkflow } from './media-job';
+export { stuckScanWorkflow } from './stuck-scan';

@@ -8,7 +8,6 @@ import {
   executeChild,
   proxyActivities,
   setHandler,
-  upsertSearchAttributes,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import type { MediaActivities } from '../activities/media';
@@ -21,7 +20,8 @@ import {
   type ProviderJobStatus,
 } from '../src/media/types';
 import { settlementRejection, type SettleOutcome } from '../src/settle/types';
-import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
+import { x402SearchAttributes } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 
 // Records: cheap and safe to repeat; retried until the database answers.
 const { recordMediaJob, claimMediaCharge, setMediaCharge } = proxyActivities<MediaActivities>({
@@ -61,11 +61,12 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
   setHandler(cancelMediaJob, () => {
     cancelRequested = true;
   });
+  const state = x402States('media');
   let current: MediaJobState = 'paying';
-  const move = async (state: MediaJobState, extra: Parameters<typeof recordMediaJob>[2] = {}) => {
-    current = state;
-    upsertSearchAttributes(x402State(state));
-    await recordMediaJob(input.jobId, state, extra);
+  const move = async (next: MediaJobState, extra: Parameters<typeof recordMediaJob>[2] = {}) => {
+    current = next;
+    state(next);
+    await recordMediaJob(input.jobId, next, extra);
   };
   const rejectPayment = async (reason: string): Promise<never> => {
     await setMediaCharge(input.chargeId, 'rejected', ['settling'], { error: reason });

@@ -1,9 +1,10 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { PermitActivities } from '../activities/permit';
 import type { SettlementActivities } from '../activities/settlement';
 import type { PermitReason, PermitResponse } from '../src/permit/schema';
 import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf } from '../src/permit/types';
-import { x402State } from '../src/temporal/search-attributes';
+import type { StateOf } from '../src/temporal/states';
+import { x402States } from './x402-state';
 
 // Reads are cheap and safe to repeat; verification gives up after a few tries so a chain that is
 // down rejects the request instead of holding it (nothing has been sent yet).
@@ -52,8 +53,9 @@ export async function permitWorkflow(input: PermitInput): Promise<PermitOutcome>
     fee: '0',
     requestId: input.requestId ?? null,
   };
-  const state = async (s: string, extra: Record<string, unknown> = {}) => {
-    upsertSearchAttributes(x402State(s));
+  const move = x402States('permit');
+  const state = async (s: StateOf<'permit'>, extra: Record<string, unknown> = {}) => {
+    move(s);
     await recordSettlement({ ...base, state: s, ...extra });
   };
   const failure = (reason: PermitReason, message: string): PermitResponse => ({

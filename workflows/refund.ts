@@ -1,7 +1,7 @@
-import { proxyActivities, upsertSearchAttributes } from '@temporalio/workflow';
+import { proxyActivities } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refund';
 import type { RefundInput, RefundOutcome } from '../src/inference/types';
-import { x402State } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 
 // Ledger reads and writes: cheap and safe to repeat; retried until the database answers.
 const { markRefundPending, claimStaleCharge, chargeSettlement, recordRefundOutcome } = proxyActivities<RefundActivities>({
@@ -29,7 +29,7 @@ const { awaitRefundReceipt } = proxyActivities<RefundActivities>({
  * transfer's write-ahead record, so even both together send one transfer.
  */
 export async function refundWorkflow(input: RefundInput): Promise<RefundOutcome> {
-  const state = (s: string) => upsertSearchAttributes(x402State(s));
+  const state = x402States('refund');
   if (input.onlyIfStale) {
     // The charge guard: a charge that was delivered, closed or refunded meanwhile is not owed.
     if (!(await claimStaleCharge(input))) {

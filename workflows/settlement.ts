@@ -7,13 +7,13 @@ import {
   proxyLocalActivities,
   setHandler,
   upsertMemo,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import { SETTLEMENT_REJECTED, type SettleOutcome, type SettlementInput } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { x402State } from '../src/temporal/search-attributes';
+import type { StateOf } from '../src/temporal/states';
+import { x402States } from './x402-state';
 import {
   OPERATOR_ACTIONS_MEMO,
   assertDecision,
@@ -53,10 +53,11 @@ const { nudgeSettlementTransaction } = proxyActivities<SettlementActivities>({
  * it always completes with the on-chain outcome.
  */
 export async function settlementWorkflow(input: SettlementInput): Promise<SettleOutcome> {
-  let current = 'verifying';
-  const state = (s: string) => {
+  let current: StateOf<'settle'> = 'verifying';
+  const move = x402States('settle');
+  const state = (s: StateOf<'settle'>) => {
     current = s;
-    upsertSearchAttributes(x402State(s));
+    move(s);
   };
 
   // Operator actions on a transaction that is out but not mined (README "For operators"): accepted

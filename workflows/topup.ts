@@ -10,7 +10,6 @@ import {
   proxyActivities,
   setHandler,
   upsertMemo,
-  upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
@@ -21,7 +20,8 @@ import { settlementRejection } from '../src/settle/types';
 import { TOPUP_DESTINATION_NETWORK, type TopUpInput, type TopUpOutcome, type TopUpState } from '../src/topup/types';
 import { topupReasonForSettle } from '../src/topup/reasons';
 import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
-import { x402SearchAttributes, x402State } from '../src/temporal/search-attributes';
+import { x402SearchAttributes } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 import { retryBridge, settleAcrossBridge, type BridgedSettlement } from './topup-bridge';
 import {
   OPERATOR_ACTIONS_MEMO,
@@ -59,9 +59,10 @@ const { ensureMerchantAllowance, submitDeposit, awaitDepositReceipt, refundPayer
  */
 export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   let current: TopUpState = 'settling';
+  const upsertState = x402States('topup');
   const move = async (state: TopUpState, extra: Parameters<typeof recordTopUp>[2] = {}) => {
     current = state;
-    upsertSearchAttributes(x402State(state));
+    upsertState(state);
     await recordTopUp(input, state, extra);
   };
   const fail = async (errorReason: string, error: string): Promise<TopUpOutcome> => {

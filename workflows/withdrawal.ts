@@ -1,8 +1,8 @@
-import { continueAsNew, proxyActivities, sleep, upsertSearchAttributes, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
 import type { WithdrawalActivities } from '../activities/withdrawal';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord, type WithdrawalState } from '../src/gateway/withdrawal-types';
-import { x402State } from '../src/temporal/search-attributes';
+import { x402States } from './x402-state';
 
 // Once money may move, retry until the outcome is known: every activity is idempotent.
 const { initiateGatewayWithdrawal, withdrawFromGateway, readWithdrawalBlock } = proxyActivities<WithdrawalActivities>({
@@ -45,9 +45,10 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
     errorReason: null,
     message: null,
   };
+  const move = x402States('withdrawal');
   const state = async (s: WithdrawalState, patch: Partial<WithdrawalRecord> = {}) => {
     Object.assign(rec, patch, { state: s });
-    upsertSearchAttributes(x402State(s));
+    move(s);
     await recordSettlement({
       id: input.workflowId,
       organizationId: input.organizationId,

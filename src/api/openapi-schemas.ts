@@ -33,7 +33,26 @@ export const errorEnvelopeSchema = z
   })
   .describe('Generic error envelope');
 
-export const healthResponseSchema = z.strictObject({ ok: z.literal(true) });
+const healthCheckSchema = z
+  .looseObject({
+    ok: z.boolean(),
+    ms: z.number().int().describe('how long the check took'),
+    error: z.string().optional().describe('why it is not ok'),
+  })
+  .describe(
+    'One dependency; networks add chainId, blockNumber and relayer {address, balanceEther, minBalanceEther, ok} (EVM) or slot (Solana)',
+  );
+/** GET /healthz (src/observability/health.ts); the checks carry extra fields, so they are open objects. */
+export const healthResponseSchema = z.strictObject({
+  status: z
+    .enum(['ok', 'low_balance', 'degraded'])
+    .describe('degraded (503): something required does not answer; low_balance (200): a relayer is below RELAYER_MIN_BALANCE_ETHER'),
+  checks: z.strictObject({
+    temporal: healthCheckSchema,
+    database: healthCheckSchema,
+    networks: z.record(z.string(), healthCheckSchema).describe('every enabled network by id'),
+  }),
+});
 
 // --- sign-in -------------------------------------------------------------------------------------
 

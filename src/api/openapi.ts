@@ -162,8 +162,11 @@ route({
   path: '/healthz',
   tags: ['Service'],
   operationId: 'health',
-  summary: 'Liveness',
-  responses: { 200: json(healthResponseSchema, 'The API process is up') },
+  summary: 'Health: Temporal, the database and every enabled network (RPC, relayer gas)',
+  responses: {
+    200: json(healthResponseSchema, 'Everything answers (status ok, or low_balance when a relayer is below the floor)'),
+    503: json(healthResponseSchema, 'Something required does not answer (status degraded); the failing check has ok false and error'),
+  },
 });
 
 route({

@@ -1,6 +1,7 @@
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 import { BridgeTransferSchema } from './bridge-transfer';
 import { MEDIA_ENTITIES } from './media';
+import { StuckPaymentCountSchema } from './stuck-payments';
 
 /**
  * Persistent records. Plain classes described by EntitySchema (no decorators), so the same
@@ -356,4 +357,5 @@ export const ALL_ENTITIES = [
   TopUpSchema,
   InferenceChargeSchema,
   ...MEDIA_ENTITIES,
+  StuckPaymentCountSchema,
 ];

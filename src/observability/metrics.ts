@@ -1,7 +1,13 @@
 import type { Middleware } from 'koa';
-import { collectDefaultMetrics, Counter, Histogram, Registry } from 'prom-client';
-import { isEvmNetworkId } from '../chains/networks';
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { formatEther, type Address } from 'viem';
+import { publicClientFor } from '../chains/evm/clients';
+import { isEvmNetworkId, isSolanaNetworkId, type EvmNetwork, type NetworkTable } from '../chains/networks';
+import type { Config } from '../config';
+import type { Database } from '../db/orm';
+import { readStuckCounts } from '../db/stuck-payments';
 import type { Logger } from '../logger';
+import { withTimeout } from './health';
 
 /**
  * Prometheus metrics of one API instance (docs/decisions.md "OpenAPI, metrics and logs").
@@ -23,6 +29,18 @@ const WORKFLOW_TYPE = /^[A-Za-z0-9_]{1,64}$/;
 
 export type WorkflowStartResult = 'started' | 'attached';
 
+/** What the operations gauges read on each scrape. */
+export interface OperationsSources {
+  config: Pick<Config, 'RELAYER_ADDRESS'>;
+  db: Database;
+  networks: NetworkTable;
+  logger?: Logger;
+}
+
+/** A relayer balance is read at most this often per network (scrapes come every 15-60 s), each read bounded. */
+const BALANCE_CACHE_MS = 10_000;
+const BALANCE_TIMEOUT_MS = 2_000;
+
 export class Metrics {
   readonly registry = new Registry();
   private readonly httpRequests: Counter<'method' | 'route' | 'status'>;
@@ -30,6 +48,8 @@ export class Metrics {
   private readonly settlements: Counter<'route' | 'network' | 'outcome'>;
   private readonly settleDuration: Histogram<'route' | 'network' | 'result'>;
   private readonly workflowStarts: Counter<'workflow' | 'result'>;
+  private readonly rpcErrors: Counter<'network'>;
+  private observing = false;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
     const registers = [this.registry];
@@ -65,7 +85,72 @@ export class Metrics {
       labelNames: ['workflow', 'result'],
       registers,
     });
+    this.rpcErrors = new Counter({
+      name: 'x402_rpc_errors_total',
+      help: "Failed RPC calls of this process (health checks, relayer balance reads) by network; the worker's activities retry theirs and are not counted here",
+      labelNames: ['network'],
+      registers,
+    });
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One failed RPC call of `network`. */
+  rpcError(network: string): void {
+    this.rpcErrors.inc({ network: isEvmNetworkId(network) || isSolanaNetworkId(network) ? network : 'unknown' });
+  }
+
+  /**
+   * The gauges read on scrape (once per registry): x402_stuck_payments from the stuck scan's latest
+   * counts (the worker writes them, src/db/stuck-payments.ts), x402_relayer_balance_ether from each
+   * enabled EVM network (cached, bounded; a failed read counts an RPC error and leaves the series out).
+   */
+  observeOperations(sources: OperationsSources): void {
+    if (this.observing) return;
+    this.observing = true;
+    const registers = [this.registry];
+    new Gauge({
+      name: 'x402_stuck_payments',
+      help: 'Running workflows past STUCK_AFTER_SECONDS in a non-terminal state at the latest stuck scan, by X402Kind, X402State and network',
+      labelNames: ['kind', 'state', 'network'],
+      registers,
+      async collect() {
+        this.reset();
+        const counts = await Promise.resolve()
+          .then(() => readStuckCounts(sources.db.em.fork()))
+          .catch((err: unknown) => {
+            sources.logger?.warn({ err: String(err) }, 'could not read the stuck counts');
+            return [];
+          });
+        for (const c of counts) this.set({ kind: c.kind, state: c.state, network: c.network }, c.count);
+      },
+    });
+    const relayer = sources.config.RELAYER_ADDRESS as Address | undefined;
+    const cache = new Map<string, { at: number; ether: Promise<string | undefined> }>();
+    const balanceOf = (network: EvmNetwork) => {
+      const hit = cache.get(network.id);
+      if (hit && performance.now() - hit.at < BALANCE_CACHE_MS) return hit.ether;
+      const ether = withTimeout(publicClientFor(network).getBalance({ address: relayer! }), BALANCE_TIMEOUT_MS).then(formatEther, () => {
+        this.rpcError(network.id);
+        return undefined;
+      });
+      cache.set(network.id, { at: performance.now(), ether });
+      return ether;
+    };
+    new Gauge({
+      name: 'x402_relayer_balance_ether',
+      help: 'Native gas balance of RELAYER_ADDRESS per enabled EVM network (cached 10 s; absent when the RPC did not answer)',
+      labelNames: ['network', 'address'],
+      registers,
+      async collect() {
+        this.reset();
+        if (!relayer) return;
+        const enabled = [...sources.networks.values()].filter((n) => n.enabled);
+        const balances = await Promise.all(enabled.map(balanceOf));
+        enabled.forEach((n, i) => {
+          if (balances[i] !== undefined) this.set({ network: n.id, address: relayer.toLowerCase() }, Number(balances[i]));
+        });
+      },
+    });
   }
 
   /**

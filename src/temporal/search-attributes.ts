@@ -10,25 +10,38 @@ import type { Connection } from '@temporalio/client';
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 // Not re-exported from the package index, but exported for exactly this purpose (registering attributes).
 import { encodeSearchAttributeIndexedValueType } from '@temporalio/common/lib/search-attributes';
+import type { StateOf, X402Kind as Kind } from './states';
 
-/** settle | bridge | topup | media | withdrawal | permit */
+/** A kind of `X402_KINDS` (src/temporal/states.ts): settle | bridge | permit | topup | media | refund | withdrawal */
 export const X402Kind = defineSearchAttributeKey('X402Kind', SearchAttributeType.KEYWORD);
 /** Network id from the network table, e.g. `base-sepolia`. */
 export const X402Network = defineSearchAttributeKey('X402Network', SearchAttributeType.KEYWORD);
 /** Payer address, lower-case hex (or base58 on Solana). */
 export const X402Payer = defineSearchAttributeKey('X402Payer', SearchAttributeType.KEYWORD);
-/** The workflow's current state; upserted as it moves. */
+/** The workflow's current state (one of its kind's states in src/temporal/states.ts); upserted as it moves. */
 export const X402State = defineSearchAttributeKey('X402State', SearchAttributeType.KEYWORD);
 /** Organization id the work belongs to. */
 export const X402Organization = defineSearchAttributeKey('X402Organization', SearchAttributeType.KEYWORD);
 
-export const X402_SEARCH_ATTRIBUTES = [X402Kind, X402Network, X402Payer, X402State, X402Organization] as const;
+/**
+ * Set (true) by the workflow itself when the stuck scan signals it (`markStuck`), removed at its next
+ * state change; `X402Stuck=true` lists the payments past STUCK_AFTER_SECONDS in a non-terminal state.
+ */
+export const X402Stuck = defineSearchAttributeKey('X402Stuck', SearchAttributeType.BOOL);
+
+export const X402_SEARCH_ATTRIBUTES = [X402Kind, X402Network, X402Payer, X402State, X402Organization, X402Stuck] as const;
 
 /** Payers are searched lower-case when hex (EVM); base58 (Solana) is case-sensitive and kept as is. */
 export const searchablePayer = (payer: string) => (payer.startsWith('0x') ? payer.toLowerCase() : payer);
 
 /** The search attributes a workflow starts with; every start goes through here, so values are normalised once. */
-export function x402SearchAttributes(a: { kind: string; network: string; payer: string; state: string; organization: string }) {
+export function x402SearchAttributes<K extends Kind>(a: {
+  kind: K;
+  network: string;
+  payer: string;
+  state: StateOf<K>;
+  organization: string;
+}) {
   return [
     { key: X402Kind, value: a.kind },
     { key: X402Network, value: a.network },
@@ -37,9 +50,6 @@ export function x402SearchAttributes(a: { kind: string; network: string; payer: 
     { key: X402Organization, value: a.organization },
   ];
 }
-
-/** A workflow's move to `state` (call from workflow code). */
-export const x402State = (state: string) => [{ key: X402State, value: state }];
 
 /** The CLI's spelling of each type for `--search-attribute NAME=Type`. */
 const CLI_TYPE_NAMES: Record<SearchAttributeType, string> = {

@@ -12,12 +12,6 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * (WORKER_METRICS_ADDRESS), on the real stack after one settle.
  */
 
-/**
- * Gauges the stuck-payments work (issue 15, stuck detection) adds to the API's /metrics on its own
- * branch. The lead removes this list when merging both: from then on they are checked like the rest.
- */
-const ADDED_BY_THE_STUCK_PAYMENTS_WORK = ['x402_stuck_payments', 'x402_relayer_balance_ether'];
-
 const freePort = () =>
   new Promise<number>((resolve, reject) => {
     const s = createServer();
@@ -72,9 +66,7 @@ describe('dashboard metrics are exported', () => {
 
     const names = [...new Set(dashboardExpressions().flatMap(metricNames))].sort();
     expect(names.length).toBeGreaterThan(8);
-    const missing = names.filter(
-      (n) => !ADDED_BY_THE_STUCK_PAYMENTS_WORK.includes(n) && !isExported(n, apiFamilies) && !isExported(n, workerFamilies),
-    );
+    const missing = names.filter((n) => !isExported(n, apiFamilies) && !isExported(n, workerFamilies));
     expect(missing).toEqual([]);
     // Both sources are really used: the API's x402_* and the worker's temporal_* families.
     expect(names.filter((n) => n.startsWith('x402_') && isExported(n, apiFamilies)).length).toBeGreaterThan(3);

@@ -3,8 +3,10 @@ import addFormats from 'ajv-formats';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { listRoutes } from '../../src/api/app';
 import { buildOpenApiDocument } from '../../src/api/openapi';
+import { TEST_ACCOUNTS } from '../support/accounts';
 import { openTestDatabase, type TestDatabase } from '../support/db';
 import { CookieJar, request, signedVerifyBody, startApi, type JsonResponse, type RunningApi } from '../support/http';
+import { stackEnv } from '../support/services';
 
 /**
  * The served OpenAPI document against the running app: every route of the app's router is
@@ -35,7 +37,9 @@ describe('OpenAPI document of the running app', () => {
   const jar = new CookieJar();
 
   beforeAll(async () => {
-    tdb = await openTestDatabase('sqlite', { OPERATOR_ADDRESSES: owner.address }); // gateway routes are operators only
+    // Gateway routes are operators only; the stack's Temporal and chains answer /healthz.
+    const stack = stackEnv({ taskQueue: 'openapi-no-worker', relayerKey: TEST_ACCOUNTS.relayerKeys[0] });
+    tdb = await openTestDatabase('sqlite', { ...stack, OPERATOR_ADDRESSES: owner.address });
     api = await startApi({ db: tdb.db, config: tdb.config });
     const res = await request('GET', `${api.baseUrl}/v1/openapi.json`);
     expect(res.status).toBe(200);

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { TEST_ACCOUNTS } from '../support/accounts';
 import { openTestDatabase, type TestDatabase } from '../support/db';
+import { stackEnv } from '../support/services';
 import { request, signIn, startApi, type RunningApi } from '../support/http';
 
 /**
@@ -27,7 +29,9 @@ describe('rate limits (memory store)', () => {
   let tdb: TestDatabase;
   let api: RunningApi;
   beforeAll(async () => {
-    tdb = await openTestDatabase('sqlite', { RATE_LIMIT_IP: '40', RATE_LIMIT_AUTH_IP: '4', RATE_LIMIT_KEY: '3' });
+    // The stack's Temporal and chains: /healthz asks them (and answers 200 only when they answer).
+    const stack = stackEnv({ taskQueue: 'rate-limit-no-worker', relayerKey: TEST_ACCOUNTS.relayerKeys[0] });
+    tdb = await openTestDatabase('sqlite', { ...stack, RATE_LIMIT_IP: '40', RATE_LIMIT_AUTH_IP: '4', RATE_LIMIT_KEY: '3' });
     api = await startApi({ db: tdb.db, config: tdb.config });
   });
   afterAll(async () => {

@@ -58,16 +58,28 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
     extra: { name: 'USDC', version: '2' },
   });
 
-  test('GET /healthz reports Temporal, the database, the base RPC and the merchant contract', async () => {
+  test('GET /healthz reports Temporal, the database, every enabled network with the relayer gas, and the merchant contract', async () => {
     const res = await h.get('/healthz');
     expect(res.status).toBe(200);
+    const evm = (chainId: number) => ({
+      ok: true,
+      ms: expect.any(Number),
+      chainId,
+      blockNumber: expect.any(Number),
+      relayer: { address: h.tdb.config.RELAYER_ADDRESS, balanceEther: expect.stringMatching(/^\d/), minBalanceEther: '0.01', ok: true },
+    });
     expect(res.body).toEqual({
       status: 'ok',
       merchant: 'demo-merchant',
       checks: {
         temporal: { ok: true, ms: expect.any(Number) },
         database: { ok: true, ms: expect.any(Number) },
-        rpc: { ok: true, ms: expect.any(Number), network: 'base', chainId: 8453, blockNumber: expect.any(Number) },
+        networks: {
+          'base-sepolia': evm(84532),
+          'optimism-sepolia': evm(11155420),
+          base: evm(8453),
+          'solana-devnet': { ok: true, ms: expect.any(Number), slot: expect.any(Number) },
+        },
         merchantContract: { ok: true, ms: expect.any(Number), address: DEVNET_MERCHANT_ADDRESS, relayer: h.relayer.address },
       },
     });
@@ -94,7 +106,7 @@ describe.each(DB_KINDS)('top-up gateway (%s)', (kind) => {
         checks: {
           temporal: { ok: true },
           database: { ok: true },
-          rpc: { ok: false, error: expect.any(String) },
+          networks: { base: { ok: false, error: expect.any(String) }, 'base-sepolia': { ok: true }, 'solana-devnet': { ok: true } },
           merchantContract: { ok: false },
         },
       });

@@ -57,6 +57,8 @@ describe('loadConfig defaults', () => {
       GATEWAY_API_URL: 'https://gateway-api.circle.com',
       GATEWAY_TIMEOUT_MS: 10_000,
       WITHDRAWAL_POLL_MS: 5_000,
+      STUCK_AFTER_SECONDS: 300,
+      RELAYER_MIN_BALANCE_ETHER: '0.01',
       publicUrl: 'http://localhost:4021',
       production: false,
       env: {},
@@ -81,6 +83,11 @@ describe('loadConfig defaults', () => {
 });
 
 describe('loadConfig parses values', () => {
+  test('STUCK_AFTER_SECONDS and RELAYER_MIN_BALANCE_ETHER', () => {
+    const c = loadConfig({ STUCK_AFTER_SECONDS: '60', RELAYER_MIN_BALANCE_ETHER: ' 0.5 ' });
+    expect([c.STUCK_AFTER_SECONDS, c.RELAYER_MIN_BALANCE_ETHER]).toEqual([60, '0.5']);
+  });
+
   test('numbers are coerced from strings', () => {
     const c = loadConfig({ PORT: '8080', SETTLE_WAIT_MS: '100', MIN_VALIDITY_SECONDS: '0', SESSION_TTL_SECONDS: '60' });
     expect(c.PORT).toBe(8080);
@@ -150,6 +157,11 @@ describe('loadConfig rejects bad values with a ConfigError naming the variable',
     ['RECEIPT_WAIT_MS', '10'],
     ['PLATFORM_FEE_RECIPIENT', '0x12'],
     ['MAINNETS_ENABLED', 'on'],
+    ['STUCK_AFTER_SECONDS', '0'],
+    ['STUCK_AFTER_SECONDS', '5m'],
+    ['RELAYER_MIN_BALANCE_ETHER', '-1'],
+    ['RELAYER_MIN_BALANCE_ETHER', '1e18'],
+    ['RELAYER_MIN_BALANCE_ETHER', '0.0000000000000000001'],
   ])('%s=%s', (name, value) => {
     const err = configError({ [name]: value });
     expect(err.message.startsWith('Invalid configuration:\n')).toBe(true);

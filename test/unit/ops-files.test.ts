@@ -37,6 +37,11 @@ describe('ops files and docker-compose.yml agree', () => {
     expect(compose).toContain('- ./ops/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro');
   });
 
+  test('Prometheus loads the alert rules compose mounts', () => {
+    const rules = /^rule_files:\n\s+- (\S+)$/m.exec(prometheus)![1];
+    expect(compose).toContain(`- ./ops/prometheus/alerts.yml:${rules}:ro`);
+  });
+
   test('every panel target uses the datasource variable; panel ids are unique', () => {
     const panels = (dashboard.panels as any[]).filter((p) => p.type !== 'row');
     const ids = (dashboard.panels as any[]).map((p) => p.id);

@@ -90,7 +90,7 @@ describe('spawnManaged / stop', () => {
 });
 
 describe('search attribute CLI flags', () => {
-  it('registers the five X402 keyword attributes', () => {
+  it('registers the five X402 keyword attributes and the X402Stuck flag', () => {
     expect(searchAttributeCliFlags()).toEqual([
       '--search-attribute',
       'X402Kind=Keyword',
@@ -102,6 +102,8 @@ describe('search attribute CLI flags', () => {
       'X402State=Keyword',
       '--search-attribute',
       'X402Organization=Keyword',
+      '--search-attribute',
+      'X402Stuck=Bool',
     ]);
   });
 });

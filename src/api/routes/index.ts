@@ -14,12 +14,11 @@ import { registerInferenceRoutes } from './inference';
 import { registerBatchedSampleRoutes } from './batched-sample';
 import { registerGatewayRoutes } from './gateway';
 import { registerMediaRoutes } from './media';
+import { registerHealthRoutes } from './health';
 
 /** Every router of the API, mounted in one place so a reader finds each path here. */
 export function registerRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
-  router.get('/healthz', (ctx) => {
-    ctx.body = { ok: true };
-  });
+  registerHealthRoutes(router, deps);
   registerAuthRoutes(router, deps);
   registerOrganizationRoutes(router, deps);
   registerApiKeyRoutes(router, deps);
