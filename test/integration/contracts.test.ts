@@ -1,4 +1,9 @@
 import {
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
+} from '../../src/chains/devnet-addresses';
+import {
   createPublicClient,
   createWalletClient,
   defineChain,
@@ -148,7 +153,14 @@ describe('devnet contracts', () => {
     const deployerAddress = privateKeyToAccount(DEVNET_DEPLOYER_KEY).address;
     const { getContractAddress } = await import('viem');
     const created = [usdc, facilitator, permit2Contracts.permit2, permit2Contracts.exactPermit2Proxy, permit2Contracts.uptoPermit2Proxy];
-    expect(created).toEqual([0n, 1n, 2n, 3n, 4n].map((nonce) => getContractAddress({ from: deployerAddress, nonce })));
+    // USDC and the facilitator at the deployer's nonces 0 and 1; Permit2 and its proxies at the
+    // canonical addresses x402 buyers sign for.
+    expect(created).toEqual([
+      ...[0n, 1n].map((nonce) => getContractAddress({ from: deployerAddress, nonce })),
+      PERMIT2_CANONICAL_ADDRESS,
+      X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      X402_UPTO_PERMIT2_PROXY_ADDRESS,
+    ]);
     for (const address of created) expect((await client.getCode({ address }))?.length ?? 0).toBeGreaterThan(2);
     const read = <F extends 'name' | 'symbol' | 'version'>(functionName: F) =>
       client.readContract({ address: usdc, abi: tokenAbi, functionName });
