@@ -1,11 +1,11 @@
-import { createWalletClient, defineChain, http, type Address } from 'viem';
-import { wrapFetchWithPayment } from 'x402-fetch';
+import type { Address } from 'viem';
+
 import { rpc } from '../../devnet/anvil';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
-import { facilitatorAuth, fundedBuyer, serveSeller, v2Facilitator } from '../support/sdk-seller';
+import { facilitatorAuth, fundedBuyer, serveSeller, v1Payer, v2Facilitator } from '../support/sdk-seller';
 
 /**
  * `settlement_pending` (our 202, outside the x402 settle response) meets the seller SDKs (issue 14):
@@ -115,23 +115,7 @@ describe.each(DB_KINDS)('settlement_pending with the seller SDKs (%s)', (kind) =
 
   test('v1 seller: the 202 reads as a failed settlement, the buyer is refused, the payment still settles once; a repeat answers it', async () => {
     const buyer = await newBuyer();
-    const chain = defineChain({
-      id: 84532,
-      name: 'base-sepolia (devnet)',
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [rpcUrl] } },
-    });
-    const sent: string[] = [];
-    const recording: typeof fetch = async (input, init) => {
-      const payment = new Headers(init?.headers).get('x-payment');
-      if (payment) sent.push(payment);
-      return fetch(input, init);
-    };
-    const pay = wrapFetchWithPayment(
-      recording,
-      createWalletClient({ account: buyer, chain, transport: http(rpcUrl) }) as any,
-      PRICE,
-    ) as typeof fetch;
+    const { pay, sent } = v1Payer(h, buyer, PRICE);
     const res = await withSlowChain(() => pay(`${sellerUrl}/v1/weather`));
     expect(res.status).toBe(402);
     expect(sent).toHaveLength(1);

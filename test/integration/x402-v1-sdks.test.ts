@@ -1,9 +1,8 @@
-import { createWalletClient, defineChain, http } from 'viem';
-import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
+import { decodeXPaymentResponse } from 'x402-fetch';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
-import { facilitatorAuth, fundedBuyer, serveSeller } from '../support/sdk-seller';
+import { facilitatorAuth, fundedBuyer, serveSeller, v1Payer } from '../support/sdk-seller';
 
 /**
  * The v1 seller pattern end to end (issue 13), real SDKs on both sides: a seller built with
@@ -53,21 +52,7 @@ describe.each(DB_KINDS)('x402 v1 SDKs against our facilitator (%s)', (kind) => {
 
   test('an x402-fetch buyer pays an x402-express seller through us: exact deltas, settled once however often the seller retries', async () => {
     const buyer = await fundedBuyer(h);
-    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
-    const chain = defineChain({
-      id: 84532,
-      name: 'base-sepolia (devnet)',
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [rpcUrl] } },
-    });
-    const wallet = createWalletClient({ account: buyer, chain, transport: http(rpcUrl) });
-    const sent: string[] = [];
-    const recording: typeof fetch = async (input, init) => {
-      const payment = new Headers(init?.headers).get('x-payment');
-      if (payment) sent.push(payment);
-      return fetch(input, init);
-    };
-    const pay = wrapFetchWithPayment(recording, wallet as any, PRICE) as typeof fetch;
+    const { pay, sent } = v1Payer(h, buyer, PRICE);
     const before = { buyer: await h.balanceOf(buyer.address), payout: await h.balanceOf(h.payout), fee: await h.balanceOf(h.feeRecipient) };
 
     const res = await pay(`${sellerUrl}/weather`);

@@ -1,6 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createWalletClient, http } from 'viem';
+import { createWalletClient, defineChain, http } from 'viem';
+import { wrapFetchWithPayment } from 'x402-fetch';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from './accounts';
@@ -54,4 +55,26 @@ export async function fundedBuyer(h: SettleHarness, amount = 5_000_000n): Promis
   });
   await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
   return buyer;
+}
+
+/**
+ * An `x402-fetch` 1.2 buyer on the devnet base-sepolia chain (chain id 84532, from which the SDK
+ * derives the network), paying up to `maxValue`, recording every X-PAYMENT it sends.
+ */
+export function v1Payer(h: SettleHarness, account: PrivateKeyAccount, maxValue: bigint) {
+  const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+  const chain = defineChain({
+    id: 84532,
+    name: 'base-sepolia (devnet)',
+    nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+    rpcUrls: { default: { http: [rpcUrl] } },
+  });
+  const sent: string[] = [];
+  const recording: typeof fetch = async (input, init) => {
+    const payment = new Headers(init?.headers).get('x-payment');
+    if (payment) sent.push(payment);
+    return fetch(input, init);
+  };
+  const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) });
+  return { pay: wrapFetchWithPayment(recording, wallet as any, maxValue) as typeof fetch, sent };
 }
