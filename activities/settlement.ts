@@ -28,7 +28,7 @@ export function createSettlementActivities(deps: WorkerDeps) {
     /** Upserts a settlement record (the permit, batched and withdrawal workflows keep theirs here too). */
     recordSettlement: records.upsert,
 
-    /** Records the attempt, then every rule the chain must confirm (no transaction); a rejection is recorded. */
+    /** Every rule the chain must confirm (no transaction); a rejection is recorded. */
     async verifyPayment(input: SettlementInput): Promise<VerifyOutcome> {
       const scheme = schemeOf(input);
       // Signed already (a retry after a crash that followed the broadcast): never judge it again, since
@@ -39,7 +39,7 @@ export function createSettlementActivities(deps: WorkerDeps) {
       const sent = Promise.resolve().then(() => scheme.sent(input, deps));
       if (await sent.catch((err: unknown) => (allowed ? Promise.reject(err) : false))) return { isValid: true };
       if (!allowed) return { isValid: false, response: await records.rejected(input, 'invalid_network') };
-      await records.verifying(input);
+      // No row yet: the first one is the rejection, or `submitted` in the write-ahead transaction.
       const v = await scheme.verify(input, deps);
       if (v.isValid) return { isValid: true };
       return { isValid: false, response: await records.rejected(input, v.invalidReason) };
@@ -47,11 +47,10 @@ export function createSettlementActivities(deps: WorkerDeps) {
 
     /** Sends the scheme's transaction once (write-ahead); a retry re-sends the recorded one. */
     async submitPayment(input: SettlementInput): Promise<SubmitOutcome> {
-      const sent = await schemeOf(input).submit(input, deps);
+      const sent = await schemeOf(input).submit(input, deps, (em, transaction) => records.submitted(input, transaction, em));
       if (!sent.submitted) {
         return { submitted: false, detail: sent.detail, response: await records.rejected(input, sent.reason, sent.transaction) };
       }
-      await records.record(input, 'submitted', { transaction: sent.transaction });
       return sent;
     },
 

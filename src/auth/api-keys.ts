@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ApiKey } from '../db/entities';
+import { findRow } from '../db/orm';
 import { ApiError } from '../errors';
 import { digestsEqual, generateApiKey, hashApiKey, isPublicApiKey } from './api-key-format';
 
@@ -128,7 +129,7 @@ export interface AuthenticatedKey {
 export async function authenticateApiKey(em: EntityManager, presented: string, now = new Date()): Promise<AuthenticatedKey> {
   if (!isPublicApiKey(presented)) throw new ApiError(401, 'malformed API key: expected a pk_ or pk_test_ public key');
   const hash = hashApiKey(presented);
-  const row = await em.findOne(ApiKey, { publicKeyHash: hash });
+  const row = await findRow(em, ApiKey, { publicKeyHash: hash }); // every request: a plain row (src/db/orm.ts)
   // The lookup is by hash already; the constant-time compare keeps the check independent of how the
   // database compares strings.
   if (!row || !digestsEqual(hash, row.publicKeyHash)) throw new ApiError(401, 'unknown API key');

@@ -18,12 +18,10 @@ export function facilitatorCall<I extends SettlementInput & { network: EvmNetwor
   return {
     sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
 
-    async submit(input, deps) {
+    async submit(input, deps, record) {
       const network = evmNetworkOf(deps.networks, input.network);
-      const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, {
-        to: network.facilitator as Address,
-        data: callData(input, network),
-      });
+      const call = { to: network.facilitator as Address, data: callData(input, network) };
+      const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, call, 'settle', record);
       return sent.sent
         ? { submitted: true, transaction: sent.hash }
         : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };

@@ -8,6 +8,7 @@ import type { SettleReason } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
 import type { SettleReply, SettleRequest } from '../settle/run';
 import type { SettlementInput } from '../settle/types';
+import type { RecordSent } from '../chains/evm/calls';
 
 /**
  * The one interface every settlement scheme implements (docs/architecture.md). A scheme is pure
@@ -31,8 +32,11 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
   verify(p: P, deps: VerifyDeps): Promise<Verification>;
   /** Whether this payment's transaction was already signed (write-ahead record): then it is never re-judged. */
   sent(input: I, deps: WorkerDeps): Promise<boolean>;
-  /** Sends the settling transaction once (write-ahead), or reports that it would revert. */
-  submit(input: I, deps: WorkerDeps): Promise<SubmitResult>;
+  /**
+   * Sends the settling transaction once (write-ahead), or reports that it would revert. `record` is
+   * written in the same DB transaction as the write-ahead record (never again on a retry that finds it).
+   */
+  submit(input: I, deps: WorkerDeps, record: RecordSent): Promise<SubmitResult>;
   /** Waits (bounded, retried by Temporal) for the sent transaction's outcome: the final settle response. */
   confirm(input: I, deps: WorkerDeps): Promise<Confirmed>;
 }

@@ -2,6 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { AuthContext } from '../auth/key-mode';
 import type { ServiceDeps } from '../deps';
 import { Settlement } from '../db/entities';
+import { findRow } from '../db/orm';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { x402SearchAttributes } from '../temporal/search-attributes';
@@ -54,10 +55,11 @@ export function skeletonRoute<P, I extends SettlementInput & P>(scheme: Scheme<P
     async settle(deps, req) {
       const parsed = scheme.parse(deps, req.auth, req.body);
       if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer, parsed.message);
+      // A repeat of a settled payment is answered from its record before anything else is read.
+      const recorded = await recordedSettlement(req, scheme.businessKey(parsed.payment), parsed.network);
+      if (recorded) return recorded;
       const input = await scheme.input(deps, req, parsed.payment);
       if ('refused' in input) return settleFailure(input.refused, input.network, input.payer, input.message);
-      const recorded = await recordedSettlement(req, input.workflowId, input.network);
-      if (recorded) return recorded;
       return runSettlement(deps, req, input);
     },
     async verify(deps, auth, body) {
@@ -88,7 +90,7 @@ export async function recordedSettlement(
   workflowId: string,
   network: string,
 ): Promise<SettleReply | undefined> {
-  const known = await req.em.findOne(Settlement, { id: workflowId });
+  const known = await findRow(req.em, Settlement, { id: workflowId });
   if (!known || !FINAL_STATES.has(known.state) || !known.response) return undefined;
   return replyFor(JSON.parse(known.response) as SettleResponse, known.organizationId, req.auth, network);
 }

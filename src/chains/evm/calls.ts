@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeat } from '../../temporal/heartbeat';
 import { BaseError, ContractFunctionRevertedError, type Address, type Hex } from 'viem';
+import type { EntityManager } from '@mikro-orm/core';
 import type { Relayer } from './relayer';
 import { relayerTxId } from '../../temporal/workflow-ids';
 
@@ -9,6 +10,9 @@ import { relayerTxId } from '../../temporal/workflow-ids';
  * schemes (EIP-3009, Permit2) and the cross-chain burn. The relayer record id is
  * `<workflowId>:<purpose>`, so a retried activity re-sends the recorded bytes, never a second call.
  */
+
+/** The caller's own record of a sent transaction, written in its write-ahead record's DB transaction. */
+export type RecordSent = (em: EntityManager, transaction: string) => Promise<unknown>;
 
 export type CallSent = { sent: true; hash: Hex } | { sent: false; revert: string };
 
@@ -29,9 +33,10 @@ export async function sendCall(
   workflowId: string,
   call: { to: Address; data: Hex },
   purpose = 'settle',
+  record?: RecordSent,
 ): Promise<CallSent> {
   try {
-    const { hash } = await relayer.send(relayerTxId(workflowId, purpose), call);
+    const { hash } = await relayer.send(relayerTxId(workflowId, purpose), call, { record });
     return { sent: true, hash };
   } catch (err) {
     const revert = revertOf(err);

@@ -137,25 +137,29 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
 
   sent: async (input, deps) => (await findRecorded(deps, input)) !== null,
 
-  async submit(input, deps) {
+  async submit(input, deps, record) {
     const { feePayer, rpc } = clusterOf(deps, input.network);
     let rec = await findRecorded(deps, input);
     if (!rec) {
       const tx = VersionedTransaction.deserialize(Buffer.from(input.transaction, 'base64'));
       tx.sign([feePayer]);
       const now = new Date();
-      // One auto-committed insert; a concurrent or earlier attempt's row wins (same bytes anyway:
-      // Ed25519 signatures are deterministic).
+      const signature = base58Encode(tx.signatures[0]);
+      // One commit with the caller's record; a concurrent or earlier attempt's row wins (same bytes
+      // anyway: Ed25519 signatures are deterministic).
       await deps.db.em
         .fork()
-        .insert(SolanaTransaction, {
-          id: relayerTxId(input.workflowId, 'settle'),
-          network: input.network,
-          signature: base58Encode(tx.signatures[0]),
-          rawTx: Buffer.from(tx.serialize()).toString('base64'),
-          blockhash: tx.message.recentBlockhash,
-          createdAt: now,
-          updatedAt: now,
+        .transactional(async (em) => {
+          await em.insert(SolanaTransaction, {
+            id: relayerTxId(input.workflowId, 'settle'),
+            network: input.network,
+            signature,
+            rawTx: Buffer.from(tx.serialize()).toString('base64'),
+            blockhash: tx.message.recentBlockhash,
+            createdAt: now,
+            updatedAt: now,
+          });
+          await record(em, signature);
         })
         .catch((err) => {
           if (!(err instanceof UniqueConstraintViolationException)) throw err;
