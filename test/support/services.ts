@@ -39,7 +39,7 @@ export async function startWorker(env: Record<string, string>, opts: { onLine?: 
   let ready = false;
   // `node --import tsx` (not the tsx launcher): the spawned pid is the worker itself, so SIGKILL
   // really kills it instead of orphaning a child that keeps polling.
-  const proc = spawnManaged('worker', process.execPath, ['--import', 'tsx', join(ROOT, 'workers', 'main.ts')], {
+  const proc = spawnManaged('worker', process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), '--import', 'tsx', join(ROOT, 'workers', 'main.ts')], {
     env: { ...process.env, ...env },
     cwd: ROOT,
     log: (line) => {
