@@ -15,6 +15,7 @@ import { redactingActivityInterceptors } from '../src/temporal/redacting-interce
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { solanaNetworks } from '../src/chains/solana/context';
 import { startTracing, tracing, workerTracing } from '../src/observability/tracing';
+import { countRpcFailures } from '../src/chains/evm/rpc-spans';
 
 /**
  * The worker process: runs workflows/ and activities/ on TEMPORAL_TASK_QUEUE. It holds the keys by
@@ -28,12 +29,21 @@ async function main() {
   const log = createLogger(config.LOG_LEVEL, 'worker');
   // The SDK's own metrics (workflow task latencies, slots, polls) for Prometheus, in seconds with the
   // unit in the name as ours are (temporal_workflow_task_execution_latency_seconds); before any native connection.
-  if (config.WORKER_METRICS_ADDRESS)
+  if (config.WORKER_METRICS_ADDRESS) {
     Runtime.install({
       telemetryOptions: {
         metrics: { prometheus: { bindAddress: config.WORKER_METRICS_ADDRESS, useSecondsForDurations: true, unitSuffix: true } },
       },
     });
+    // The activities' RPC calls that got no answer, on the same endpoint and under the API's name
+    // (custom metrics get no temporal_ prefix), so one alert covers both (docs/decisions.md).
+    const rpcErrors = Runtime.instance().metricMeter.createCounter(
+      'x402_rpc_errors_total',
+      undefined,
+      'JSON-RPC calls of the worker without an answer (unreachable, HTTP error, timeout) by network, after viem retries',
+    );
+    countRpcFailures((network) => rpcErrors.add(1, { network }));
+  }
   startTracing('worker', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const account = privateKeyToAccount(keys!.relayer);

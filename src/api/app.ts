@@ -21,7 +21,7 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   app.use(requestId(deps.logger));
   // Metrics (created here when not given; shared with the services through deps) see the final status.
   deps.metrics ??= new Metrics({ processMetrics: deps.config.NODE_ENV !== 'test' });
-  deps.metrics.observeOperations(deps);
+  deps.metrics.observeOperations({ ...deps, relayer: deps.config.RELAYER_ADDRESS, stuck: true });
   app.use(deps.metrics.http());
   app.use(httpServerSpans());
   app.use(securityHeaders());

@@ -1,16 +1,12 @@
 import type { Middleware } from 'koa';
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import { formatEther, type Address } from 'viem';
-import { publicClientFor } from '../chains/evm/clients';
-import { isEvmNetworkId, isSolanaNetworkId, type EvmNetwork, type NetworkTable } from '../chains/networks';
-import type { Config } from '../config';
-import type { Database } from '../db/orm';
+import { isEvmNetworkId, isSolanaNetworkId } from '../chains/networks';
 import { readStuckCounts } from '../db/stuck-payments';
 import type { Logger } from '../logger';
-import { withTimeout } from './health';
+import { registerRelayerGauges, type RelayerGaugeSources } from './relayer-gauges';
 
 /**
- * Prometheus metrics of one API instance (docs/decisions.md "OpenAPI, metrics and logs").
+ * Prometheus metrics of one API or top-up gateway instance (docs/decisions.md "OpenAPI, metrics and logs").
  *
  * Every instance has its own prom-client Registry, never the global default one, so several apps
  * in one process (the tests) do not collide. Label values are bounded: HTTP routes are the router's
@@ -30,16 +26,10 @@ const WORKFLOW_TYPE = /^[A-Za-z0-9_]{1,64}$/;
 export type WorkflowStartResult = 'started' | 'attached';
 
 /** What the operations gauges read on each scrape. */
-export interface OperationsSources {
-  config: Pick<Config, 'RELAYER_ADDRESS'>;
-  db: Database;
-  networks: NetworkTable;
-  logger?: Logger;
+export interface OperationsSources extends RelayerGaugeSources {
+  /** Export x402_stuck_payments (the API). */
+  stuck?: boolean;
 }
-
-/** A relayer balance is read at most this often per network (scrapes come every 15-60 s), each read bounded. */
-const BALANCE_CACHE_MS = 10_000;
-const BALANCE_TIMEOUT_MS = 2_000;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -87,7 +77,7 @@ export class Metrics {
     });
     this.rpcErrors = new Counter({
       name: 'x402_rpc_errors_total',
-      help: "Failed RPC calls of this process (health checks, relayer balance reads) by network; the worker's activities retry theirs and are not counted here",
+      help: "Failed RPC calls of this process (health checks, relayer balance and nonce reads) by network; the worker exports its own (its activities' calls without an answer) under the same name",
       labelNames: ['network'],
       registers,
     });
@@ -100,19 +90,21 @@ export class Metrics {
   }
 
   /**
-   * The gauges read on scrape (once per registry): x402_stuck_payments from the stuck scan's latest
-   * counts (the worker writes them, src/db/stuck-payments.ts), x402_relayer_balance_ether from each
-   * enabled EVM network (cached, bounded; a failed read counts an RPC error and leaves the series out).
+   * The gauges read on scrape (once per registry): the relayer's gas and nonces (relayer-gauges.ts)
+   * and, when `stuck`, x402_stuck_payments from the stuck scan's latest counts (the worker writes
+   * them, src/db/stuck-payments.ts). Those counts are global: only the API exports them, else every
+   * sum over the jobs would count each stuck payment twice.
    */
   observeOperations(sources: OperationsSources): void {
     if (this.observing) return;
     this.observing = true;
-    const registers = [this.registry];
+    registerRelayerGauges(this.registry, sources, (network) => this.rpcError(network));
+    if (!sources.stuck) return;
     new Gauge({
       name: 'x402_stuck_payments',
       help: 'Running workflows past STUCK_AFTER_SECONDS in a non-terminal state at the latest stuck scan, by X402Kind, X402State and network',
       labelNames: ['kind', 'state', 'network'],
-      registers,
+      registers: [this.registry],
       async collect() {
         this.reset();
         const counts = await Promise.resolve()
@@ -122,33 +114,6 @@ export class Metrics {
             return [];
           });
         for (const c of counts) this.set({ kind: c.kind, state: c.state, network: c.network }, c.count);
-      },
-    });
-    const relayer = sources.config.RELAYER_ADDRESS as Address | undefined;
-    const cache = new Map<string, { at: number; ether: Promise<string | undefined> }>();
-    const balanceOf = (network: EvmNetwork) => {
-      const hit = cache.get(network.id);
-      if (hit && performance.now() - hit.at < BALANCE_CACHE_MS) return hit.ether;
-      const ether = withTimeout(publicClientFor(network).getBalance({ address: relayer! }), BALANCE_TIMEOUT_MS).then(formatEther, () => {
-        this.rpcError(network.id);
-        return undefined;
-      });
-      cache.set(network.id, { at: performance.now(), ether });
-      return ether;
-    };
-    new Gauge({
-      name: 'x402_relayer_balance_ether',
-      help: 'Native gas balance of RELAYER_ADDRESS per enabled EVM network (cached 10 s; absent when the RPC did not answer)',
-      labelNames: ['network', 'address'],
-      registers,
-      async collect() {
-        this.reset();
-        if (!relayer) return;
-        const enabled = [...sources.networks.values()].filter((n) => n.enabled);
-        const balances = await Promise.all(enabled.map(balanceOf));
-        enabled.forEach((n, i) => {
-          if (balances[i] !== undefined) this.set({ network: n.id, address: relayer.toLowerCase() }, Number(balances[i]));
-        });
       },
     });
   }

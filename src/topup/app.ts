@@ -9,6 +9,8 @@ import { securityHeaders } from '../http/security-headers';
 import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
 import { httpServerSpans } from '../observability/tracing';
+import { Metrics } from '../observability/metrics';
+import { registerMetricsRoutes } from '../api/routes/metrics';
 import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../settle/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';
@@ -38,6 +40,11 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
   app.silent = true;
   app.use(requestId(deps.logger));
+  // Its own /metrics (GET /metrics, guarded as the API's): HTTP by route template, RPC errors, and
+  // the gas and nonces of TOPUP_RELAYER_ADDRESS, the key that pays for its deposits.
+  deps.metrics ??= new Metrics({ processMetrics: deps.config.NODE_ENV !== 'test' });
+  deps.metrics.observeOperations({ ...deps, relayer: deps.topup.TOPUP_RELAYER_ADDRESS });
+  app.use(deps.metrics.http());
   app.use(httpServerSpans());
   app.use(securityHeaders());
   app.use(errorHandler());
@@ -76,6 +83,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
 
   const router = new Router<HttpState>();
   router.get('/healthz', async (ctx) => send(ctx, await health(deps)));
+  registerMetricsRoutes(router, deps);
 
   // Unknown merchants are answered 404 before anything else is looked at.
   router.use('/v1/:merchant', async (ctx, next) => {

@@ -5,6 +5,7 @@ import type { NetworkTable } from '../chains/networks';
 import type { Logger } from '../logger';
 import type { TopupConfig } from './config';
 import type { RateLimits } from '../http/rate-limit';
+import type { Metrics } from '../observability/metrics';
 
 /** Everything the gateway's HTTP layer needs, built once at start-up. */
 export interface TopupDeps {
@@ -16,4 +17,6 @@ export interface TopupDeps {
   logger: Logger;
   /** Per-IP request budgets; createTopupApp creates them when absent. */
   rateLimits?: RateLimits;
+  /** Prometheus metrics of this gateway (its own registry); createTopupApp creates them when absent. */
+  metrics?: Metrics;
 }

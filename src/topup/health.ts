@@ -16,7 +16,7 @@ export async function health(deps: TopupDeps) {
   const [temporal, database, networks, merchantContract] = await Promise.all([
     temporalCheck(deps.temporal),
     databaseCheck(deps.db),
-    networkChecks(deps),
+    networkChecks({ ...deps, onRpcError: (network) => deps.metrics?.rpcError(network) }),
     timed(async () => {
       if (!destination?.enabled) throw new Error('network base is not configured (RPC URL, facilitator, USDC)');
       const code = await publicClientFor(destination).getCode({ address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address });

@@ -1,6 +1,5 @@
-import { createServer } from 'node:net';
 import type { Hex } from 'viem';
-import { waitUntil } from '../../devnet/process';
+import { findFreePort, waitUntil } from '../../devnet/process';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
 import { dashboardExpressions, declaredFamilies, isExported, metricNames } from '../support/promql';
@@ -12,22 +11,12 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * (WORKER_METRICS_ADDRESS), on the real stack after one settle.
  */
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
-  });
-
 describe('dashboard metrics are exported', () => {
   let h: SettleHarness;
   let workerMetrics: string;
 
   beforeAll(async () => {
-    workerMetrics = `http://127.0.0.1:${await freePort()}/metrics`;
+    workerMetrics = `http://127.0.0.1:${await findFreePort()}/metrics`;
     h = await startSettleHarness('sqlite', {
       relayerIndex: 3,
       env: { WORKER_METRICS_ADDRESS: new URL(workerMetrics).host },

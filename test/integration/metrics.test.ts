@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
-import { request as httpRequest } from 'node:http';
 import pino from 'pino';
 import { register as globalRegistry } from 'prom-client';
 import type { Client } from '@temporalio/client';
@@ -11,29 +10,17 @@ import { Metrics } from '../../src/observability/metrics';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { openTestDatabase, type TestDatabase } from '../support/db';
-import { request, signIn, startApi, type RunningApi } from '../support/http';
+import { getFromElsewhere, request, signIn, startApi, type RunningApi } from '../support/http';
 import { exactPayment } from '../support/payments';
 import { connectTestTemporal, stackEnv } from '../support/services';
 import { readStackInfo } from '../support/stack-info';
+import { sample } from '../support/promql';
 
 /**
  * GET /metrics over real HTTP, with real Temporal (no worker on this file's task queue, so a
  * settlement stays running and answers pending): HTTP requests by route template, settlements by
  * route/network/outcome, latency histograms, workflow starts vs attaches, one registry per app.
  */
-
-/** One sample of the Prometheus text exposition (0 when the series does not exist). */
-function sample(text: string, name: string, labels: Record<string, string> = {}): number {
-  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
-  let total = 0;
-  for (const line of text.split('\n')) {
-    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
-    if (!m || m[1] !== name) continue;
-    const have = (m[2] ?? '').split(/,(?=[a-zA-Z_]+=")/);
-    if (want.every((w) => have.includes(w))) total += Number(m[3]);
-  }
-  return total;
-}
 
 describe('GET /metrics', () => {
   let tdb: TestDatabase;
@@ -181,17 +168,7 @@ describe('GET /metrics', () => {
   });
 
   test('access: loopback callers only without METRICS_TOKEN; with it, the bearer token from anywhere', async () => {
-    // Another source address (127.0.0.2 is this host, but not the 127.0.0.1/::1 a local Prometheus uses).
-    const fromElsewhere = (base: string, headers: Record<string, string> = {}) =>
-      new Promise<{ status: number; body: any }>((resolve, reject) => {
-        const req = httpRequest(`${base}/metrics`, { localAddress: '127.0.0.2', headers }, (res) => {
-          let text = '';
-          res.on('data', (c) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
-        });
-        req.on('error', reject);
-        req.end();
-      });
+    const fromElsewhere = (base: string) => getFromElsewhere(`${base}/metrics`);
     expect(await fromElsewhere(api.baseUrl)).toEqual({
       status: 403,
       body: { type: 'api_error', code: 403, message: 'metrics: loopback only' },

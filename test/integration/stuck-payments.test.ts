@@ -183,13 +183,15 @@ describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
       expect(res.body.checks.networks['optimism-sepolia']).toEqual({ ok: false, ms: expect.any(Number), error: expect.any(String) });
       expect(res.body.checks.networks['base-sepolia'].ok).toBe(true);
       expect(res.body.checks.temporal.ok).toBe(true);
-      // The first scrape reads the balance (and fails); the second serves it from the cache.
+      // The first scrape reads the balance and the nonces (and fails); the second serves them from the cache.
       await scrape(dead.baseUrl);
       const text = await scrape(dead.baseUrl);
-      expect(series(text, 'x402_rpc_errors_total', { network: 'optimism-sepolia' })).toBe(2); // /healthz + one balance read
+      expect(series(text, 'x402_rpc_errors_total', { network: 'optimism-sepolia' })).toBe(3); // /healthz + one balance and one nonce read
       expect(series(text, 'x402_rpc_errors_total', { network: 'base-sepolia' })).toBeUndefined();
       const address = h.tdb.config.RELAYER_ADDRESS!.toLowerCase();
       expect(series(text, 'x402_relayer_balance_ether', { network: 'optimism-sepolia', address })).toBeUndefined();
+      expect(series(text, 'x402_relayer_nonce', { network: 'optimism-sepolia', address, kind: 'latest' })).toBeUndefined();
+      expect(series(text, 'x402_relayer_nonce', { network: 'base-sepolia', address, kind: 'latest' })).toBeGreaterThanOrEqual(0);
       expect(series(text, 'x402_relayer_balance_ether', { network: 'base-sepolia', address })).toBeGreaterThan(0);
     } finally {
       await dead.close();

@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, request as httpRequest, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import Router from '@koa/router';
 import type Koa from 'koa';
@@ -108,6 +108,19 @@ export class CookieJar {
     this.store(res);
     return res;
   }
+}
+
+/** GET `url` from another source address of this host (127.0.0.2: not the loopback a local Prometheus uses); a JSON answer. */
+export function getFromElsewhere(url: string, headers: Record<string, string> = {}): Promise<{ status: number; body: any }> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest(url, { localAddress: '127.0.0.2', headers }, (res) => {
+      let text = '';
+      res.on('data', (c) => (text += c));
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(text) }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
 }
 
 export interface JsonResponse<T = any> {

@@ -54,3 +54,20 @@ export function isExported(name: string, families: Map<string, string>): boolean
   const type = families.get(m[1]);
   return type === 'histogram' || (type === 'summary' && m[2] !== 'bucket');
 }
+
+/** The values of the series of `name` whose labels include `labels`, in exposition order. */
+export function series(text: string, name: string, labels: Record<string, string> = {}): number[] {
+  const want = Object.entries(labels).map(([k, v]) => `${k}="${v}"`);
+  const values: number[] = [];
+  for (const line of text.split('\n')) {
+    const m = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)$/.exec(line);
+    if (!m || m[1] !== name) continue;
+    const have = (m[2] ?? '').split(/,(?=[a-zA-Z_]+=")/);
+    if (want.every((w) => have.includes(w))) values.push(Number(m[3]));
+  }
+  return values;
+}
+
+/** One sample of the Prometheus text exposition, summed over the matching series (0 when none). */
+export const sample = (text: string, name: string, labels: Record<string, string> = {}) =>
+  series(text, name, labels).reduce((a, b) => a + b, 0);

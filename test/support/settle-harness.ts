@@ -36,8 +36,11 @@ export interface SettleHarness {
   settleUntilFinal(body: unknown, timeoutMs?: number): Promise<JsonResponse>;
   /** A base-sepolia payment from `buyer` to this stack's facilitator, signed as a buyer would. */
   pay(buyer: LocalAccount, o?: Partial<ExactPaymentOptions>): ReturnType<typeof exactPayment>;
-  /** Stops (or SIGKILLs) the worker, runs `whileDown` with no worker alive, then starts a new one. */
-  restartWorker(opts?: { kill?: boolean; whileDown?: () => Promise<void> }): Promise<void>;
+  /**
+   * Stops (or SIGKILLs) the worker, runs `whileDown` with no worker alive, then starts a new one, with
+   * `env` over the harness environment when given (that worker only).
+   */
+  restartWorker(opts?: { kill?: boolean; whileDown?: () => Promise<void>; env?: Record<string, string> }): Promise<void>;
   balanceOf(who: Address): Promise<bigint>;
   /** Settled events of the facilitator for this payer and nonce, over the whole chain. */
   settledEvents(from: Address, nonce: Hex): Promise<number>;
@@ -133,13 +136,13 @@ export async function startSettleHarness(
         facilitator: stack.facilitator,
         ...o,
       }),
-    async restartWorker({ kill = false, whileDown } = {}) {
+    async restartWorker({ kill = false, whileDown, env: overrides } = {}) {
       if (kill) {
         worker.child.kill('SIGKILL');
         await worker.exited;
       } else await worker.stop();
       await whileDown?.();
-      worker = await startWorker(workerEnv, workerOpts);
+      worker = await startWorker({ ...workerEnv, ...overrides }, workerOpts);
     },
     balanceOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),
     async settledEvents(from, nonce) {

@@ -19,7 +19,8 @@ export interface WorkflowTestEnv {
 
 let runtimeInstalled = false;
 
-export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
+/** `workflowsPath`: another checkout's workflows (the pre-patch history recorder); default ours. */
+export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}): Promise<WorkflowTestEnv> {
   if (!runtimeInstalled) {
     Runtime.install({ logger: new DefaultLogger('WARN') });
     runtimeInstalled = true;
@@ -29,7 +30,7 @@ export async function startWorkflowTestEnv(): Promise<WorkflowTestEnv> {
     server: { executable: { type: 'existing-path', path }, searchAttributes: [...X402_SEARCH_ATTRIBUTES], ui: false },
   });
   const bundle: WorkflowBundleWithSourceMap = await bundleWorkflowCode({
-    workflowsPath: require.resolve('../../workflows'),
+    workflowsPath: opts.workflowsPath ?? require.resolve('../../workflows'),
     logger: new DefaultLogger('WARN'),
   });
   return {

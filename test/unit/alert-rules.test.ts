@@ -19,7 +19,7 @@ const rules = (
 /** Every metric the API exports, with its labels; a histogram also as _bucket (plus `le`), _sum and _count. */
 function exported(): Map<string, Set<string>> {
   const metrics = new Metrics();
-  metrics.observeOperations({ config: { RELAYER_ADDRESS: undefined }, db: {} as Database, networks: new Map() });
+  metrics.observeOperations({ db: {} as Database, networks: new Map(), stuck: true });
   const out = new Map<string, Set<string>>();
   for (const m of metrics.registry.getMetricsAsArray()) {
     const labels = new Set((m as unknown as { labelNames: string[] }).labelNames);
@@ -33,9 +33,18 @@ function exported(): Map<string, Set<string>> {
 }
 
 describe('alert rules', () => {
-  test('cover stuck payments, relayer balance, RPC errors and settle latency', () => {
+  test('cover stuck payments, relayer balance and nonces, RPC errors and settle latency', () => {
     const names = rules.map((r) => r.alert);
-    expect(names).toEqual(expect.arrayContaining(['X402StuckPayments', 'X402RelayerBalanceLow', 'X402RpcErrors', 'X402SettleSlow']));
+    expect(names).toEqual(
+      expect.arrayContaining([
+        'X402StuckPayments',
+        'X402RelayerBalanceLow',
+        'X402RelayerNonceStuck',
+        'X402RelayerNonceGap',
+        'X402RpcErrors',
+        'X402SettleSlow',
+      ]),
+    );
     for (const r of rules) {
       expect(r.expr.length).toBeGreaterThan(0);
       expect(r.labels?.severity).toMatch(/^(page|warn)$/);

@@ -26,12 +26,19 @@ describe('ops files and docker-compose.yml agree', () => {
     expect(/^\s+url: http:\/\/prometheus:(\d+)$/m.exec(datasource)![1]).toBe('9090');
   });
 
-  test('Prometheus scrapes the API port and the worker metrics address of compose, with the token secret', () => {
+  test('Prometheus scrapes the API and top-up ports and the worker metrics address of compose, with the token secret', () => {
     const workerPort = /WORKER_METRICS_ADDRESS: 0\.0\.0\.0:(\d+)/.exec(compose)![1];
     expect(prometheus).toContain(`targets: ['worker:${workerPort}']`);
     expect(compose).toContain("PORT: '4021'");
     expect(prometheus).toContain("targets: ['api:4021']");
-    const secret = /credentials_file: \/run\/secrets\/(\S+)/.exec(prometheus)![1];
+    const topupPort = /TOPUP_PORT: '(\d+)'/.exec(compose)![1];
+    expect(prometheus).toContain(`targets: ['topup:${topupPort}']`);
+    // Both apps are given the token their scrape jobs present.
+    expect(compose.match(/METRICS_TOKEN: '\$\{METRICS_TOKEN:\?/g)).toHaveLength(2);
+    const credentials = [...prometheus.matchAll(/credentials_file: \/run\/secrets\/(\S+)/g)].map((m) => m[1]);
+    expect(credentials).toHaveLength(2);
+    expect(new Set(credentials).size).toBe(1);
+    const secret = credentials[0];
     expect(compose).toMatch(new RegExp(`secrets:\\n  ${secret}:\\n    environment: METRICS_TOKEN`));
     expect(compose).toContain(`- ${secret} #`);
     expect(compose).toContain('- ./ops/prometheus/prometheus.yml:/etc/prometheus/prometheus.yml:ro');

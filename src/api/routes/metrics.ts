@@ -1,22 +1,27 @@
 import { timingSafeEqual } from 'node:crypto';
 import type Router from '@koa/router';
-import { ApiError } from '../../errors';
 import { ConfigError } from '../../config';
-import type { ServiceDeps } from '../../deps';
+import type { Config } from '../../config';
 import type { HttpState } from '../../http/context';
+import type { Metrics } from '../../observability/metrics';
 
 /**
  * GET /metrics: Prometheus text format, on the API port, unless METRICS_ENABLED=false (then the route
  * does not exist: 404). Reachable with `Authorization: Bearer <METRICS_TOKEN>` when that is set, else
  * from this host only (127.0.0.1 or ::1; 403 otherwise). It exposes counts and latencies by route template, network and
  * outcome only: no organization, key, payer or request data. See docs/decisions.md "OpenAPI, metrics and logs".
+ * The top-up gateway serves its own the same way, on its port.
  */
-export function registerMetricsRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
+export function registerMetricsRoutes(
+  router: Router<HttpState>,
+  deps: { config: Pick<Config, 'env' | 'METRICS_TOKEN'>; metrics?: Metrics },
+): void {
   if (!metricsEnabled(deps.config.env)) return;
   router.get('/metrics', async (ctx) => {
     const token = deps.config.METRICS_TOKEN;
     const allowed = token ? safeEqual(ctx.get('authorization'), `Bearer ${token}`) : LOOPBACK.has(ctx.request.socket.remoteAddress ?? '');
-    if (!allowed) throw new ApiError(403, token ? 'metrics: send Authorization: Bearer <METRICS_TOKEN>' : 'metrics: loopback only');
+    // A plain 403 (not ApiError): each app answers in its own error shape (the gateway's is the top-up one).
+    if (!allowed) ctx.throw(403, token ? 'metrics: send Authorization: Bearer <METRICS_TOKEN>' : 'metrics: loopback only');
     const { contentType, body } = await deps.metrics!.render();
     ctx.set('Cache-Control', 'no-store');
     ctx.type = contentType;
