@@ -11,14 +11,24 @@ const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** `node --import tsx <script>` (the spawned pid is the process itself, not a launcher). */
 function spawnTs(name: string, script: string, env: Record<string, string>, logs: boolean, onLine?: (line: string) => void) {
-  return spawnManaged(name, process.execPath, [...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []), '--import', 'tsx', join(repoRoot(), script)], {
-    env: { ...process.env, ...env },
-    cwd: repoRoot(),
-    log: (line) => {
-      onLine?.(line);
-      if (logs) process.stderr.write(`[${name}] ${line}\n`);
+  return spawnManaged(
+    name,
+    process.execPath,
+    [
+      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
+      '--import',
+      'tsx',
+      join(repoRoot(), script),
+    ],
+    {
+      env: { ...process.env, ...env },
+      cwd: repoRoot(),
+      log: (line) => {
+        onLine?.(line);
+        if (logs) process.stderr.write(`[${name}] ${line}\n`);
+      },
     },
-  });
+  );
 }
 
 /** The API (src/api/main.ts) on `port` (default: a free one); ready when GET /v1/supported answers. */
