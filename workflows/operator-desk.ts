@@ -11,8 +11,8 @@ import {
 /**
  * Where a waiting workflow takes operator decisions, one at a time: each offered update is queued by
  * its handler and answered by the workflow's main loop (`answer`, or `refuse`, which fails only that
- * update with `OperatorActionRefused`). The validator refuses a bad decision, a second action while
- * one is under way, or whatever `refusal` names (e.g. the wrong state) before it enters history.
+ * update with `OperatorActionRefused`). The validator refuses a bad decision, whatever `refusal`
+ * names (e.g. the wrong state), or a second action while one is under way, before it enters history.
  */
 export interface OperatorDesk<R> {
   /** Every action taken so far (memo `operatorActions`, the workflow's result). */
@@ -31,9 +31,9 @@ export function operatorDesk<R>(refusal: () => string | undefined): OperatorDesk
   const pending = () => actions.length > answers.length;
   const validator = (d: OperatorDecision) => {
     assertDecision(d);
-    if (pending()) throw new Error(`another operator action on ${workflowInfo().workflowId} is under way`);
     const refused = refusal();
     if (refused) throw new Error(refused);
+    if (pending()) throw new Error(`another operator action on ${workflowInfo().workflowId} is under way`);
   };
   const take = (action: OperatorActionName) => async (d: OperatorDecision) => {
     const n = actions.length;
