@@ -14,7 +14,7 @@ import type { Verification, WorkerDeps } from '../src/schemes/scheme';
 import { callSent, revertOf, sendCall } from '../src/chains/evm/calls';
 import { settlementRecords } from '../src/settle/records';
 import { Settlement } from '../src/db/entities';
-import { BridgeTransfer } from '../src/db/bridge-transfer';
+import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import type { SettleResponse } from '../src/x402/schemas';
@@ -61,6 +61,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
 
   const recordBridge = async (input: BridgeTransferInput, state: string, extra: Partial<BridgeTransfer> = {}) => {
     const now = new Date();
+    // An abandoned leg was refunded on the source: a later run of it must not make it look alive.
+    if (await abandoned(input)) return;
     await deps.db.em.fork().upsert(
       BridgeTransfer,
       {
@@ -82,6 +84,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       { onConflictExcludeFields: ['createdAt'] },
     );
   };
+
+  const abandoned = async (input: BridgeTransferInput) =>
+    (await deps.db.em.fork().findOne(BridgeTransfer, { id: input.bridgeId }))?.state === BRIDGE_ABANDONED;
 
   return {
     /** Records the attempt, then every EIP-3009 verification rule on the source chain (no transaction). */
@@ -176,9 +181,16 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       return { response, message: sent.args.message };
     },
 
-    /** Final state of the settlement record once the bridge leg ended. */
-    async recordCrossChainOutcome(input: CrossChainSettleInput, state: 'settled' | 'needs_review'): Promise<void> {
-      await deps.db.em.fork().nativeUpdate(Settlement, { id: input.workflowId }, { state, updatedAt: new Date() });
+    /**
+     * State of the settlement record once the bridge leg ended, and as an operator's action on it
+     * moves it (with who and why, `<action>: <reason>`).
+     */
+    async recordCrossChainOutcome(
+      input: CrossChainSettleInput,
+      state: 'settled' | 'needs_review' | 'bridging' | 'refunding' | 'refunded',
+      by?: Pick<Settlement, 'operator' | 'operatorReason'>,
+    ): Promise<void> {
+      await deps.db.em.fork().nativeUpdate(Settlement, { id: input.workflowId }, { state, ...by, updatedAt: new Date() });
     },
 
     async recordBridgeTransfer(
@@ -224,6 +236,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const dst = network(input.destinationNetwork);
       const relayer = deps.relayerFor(input.destinationNetwork);
       const txId = relayerTxId(input.bridgeId, 'mint');
+      // Its payer was refunded (operator action abandon-bridge): minting now would pay the seller too.
+      if (await abandoned(input)) return { submitted: false, error: 'bridge leg abandoned: its payer was refunded' };
       if (!(await relayer.find(txId))) {
         const used = await relayer.client.readContract({
           address: dst.bridgeTransmitter,

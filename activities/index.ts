@@ -9,13 +9,15 @@ import { createWithdrawalActivities } from './withdrawal';
 import { createBatchedActivities, type BatchedActivityDeps } from './batched';
 import type { RoleSigners } from './signers';
 import { createStuckActivities, type StuckActivityDeps } from './stuck';
+import { createBridgeRefundActivities, type BridgeRefundDeps } from './bridge-refund';
 
 export type ActivityDeps = SettlementActivityDeps &
   CrossChainActivityDeps &
   BatchedActivityDeps &
   MediaActivityDeps &
   RoleSigners &
-  StuckActivityDeps;
+  StuckActivityDeps &
+  BridgeRefundDeps;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {
@@ -23,6 +25,7 @@ export function createActivities(deps: ActivityDeps) {
     ...createSettlementActivities(deps),
     ...createPermitActivities(deps),
     ...createCrossChainActivities(deps),
+    ...createBridgeRefundActivities(deps),
     ...createTopUpActivities(deps),
     ...createRefundActivities(deps),
     ...createWithdrawalActivities(deps),

@@ -11,10 +11,12 @@ import { ConfigError, loadConfig } from '../src/config';
 import { connectTemporal } from '../src/temporal/client';
 import { X402Kind, X402Network, X402Payer, X402State } from '../src/temporal/search-attributes';
 import {
+  abandonBridgeLegUpdate,
   rebroadcastUpdate,
   refundTopUpUpdate,
   replaceUpdate,
   retryDepositUpdate,
+  retryMintUpdate,
   type OperatorDecision,
 } from '../workflows/operator-actions';
 
@@ -34,6 +36,11 @@ const USAGE = `usage: npm run ops -- <command> [options]
       top-up in needs_review: run its bridge leg again and deposit what arrives on Base
   refund --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
       top-up in needs_review: refund the payer on Base (payee and amount from our records)
+  retry-mint --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
+      cross-chain settlement in needs_review: run its bridge leg again (mint and pay the seller once)
+  abandon-bridge --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
+      cross-chain settlement in needs_review: abandon its bridge leg and refund the payer the gross
+      amount on the source network from the revenue wallet (payee and amount from our records)
   rebroadcast --workflow-id <id> --operator <who> --reason <why>
       settlement in submitted: send its recorded transaction again (same bytes)
   replace --workflow-id <id> --operator <who> --reason <why>
@@ -43,6 +50,8 @@ const USAGE = `usage: npm run ops -- <command> [options]
 const ACTIONS: Record<string, UpdateDefinition<unknown, [OperatorDecision]>> = {
   'retry-deposit': retryDepositUpdate,
   refund: refundTopUpUpdate,
+  'retry-mint': retryMintUpdate,
+  'abandon-bridge': abandonBridgeLegUpdate,
   rebroadcast: rebroadcastUpdate,
   replace: replaceUpdate,
 };

@@ -107,6 +107,7 @@ async function main() {
       relayerFor,
       signerFor,
       topUpRelayer: privateKeyToAccount(keys!.topupRelayer).address,
+      revenueWallet: privateKeyToAccount(keys!.revenue).address,
       temporal,
     }),
     // The tracing interceptors outermost: activity spans record errors already redacted.

@@ -6,6 +6,7 @@ import {
   defineUpdate,
   getExternalWorkflowHandle,
   log,
+  patched,
   proxyActivities,
   setHandler,
   workflowInfo,
@@ -16,6 +17,10 @@ import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { x402States } from './x402-state';
 import { runBridgeLeg } from './bridge-transfer';
+import { reviewBridgeLeg, type Reviewed } from './bridge-review';
+import { operatorDesk } from './operator-desk';
+import { BRIDGE_OPERATOR_ACTIONS_PATCH, abandonBridgeLegUpdate, retryMintUpdate } from './operator-actions';
+import type { StateOf } from '../src/temporal/states';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
 const { verifyCrossChainPayment } = proxyActivities<CrossChainActivities>({
@@ -43,7 +48,8 @@ export const sourceTransactionSignal = defineSignal<[SettleResponse]>('crossChai
  * and — once that source transaction has succeeded — answer the API's update (early return, as in
  * Temporal's early-return sample) while the bridge leg continues durably as a child workflow
  * (attestation, mint on the destination, payout). Id `settle:<network>:<payer>:<nonce>`, like the
- * same-chain settlement: one authorization, one settlement.
+ * same-chain settlement: one authorization, one settlement. A leg that needs review waits for an
+ * operator (`retry-mint`, `abandon-bridge`; workflows/bridge-review.ts) unless a top-up started it.
  */
 export async function crossChainSettlementWorkflow(input: CrossChainSettleInput): Promise<CrossChainOutcome> {
   let early: SettleResponse | undefined;
@@ -51,7 +57,24 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
     await condition(() => early !== undefined);
     return { response: early!, organizationId: input.organizationId };
   });
-  const state = x402States('settle');
+  let current: StateOf<'settle'> = 'verifying';
+  const move = x402States('settle');
+  const state = (s: StateOf<'settle'>) => {
+    current = s;
+    move(s);
+  };
+  // Operator actions on a leg that needs review (workflows/bridge-review.ts), only while this plain
+  // settlement waits for one; a top-up's leg is decided on its top-up.
+  const parent = workflowInfo().parent;
+  let reviewing = false;
+  const desk = operatorDesk<CrossChainOutcome>(() => {
+    const id = workflowInfo().workflowId;
+    if (parent) return `settlement ${id} is the bridge leg of ${parent.workflowId}: act on that top-up`;
+    if (!reviewing || current !== 'needs_review') return `settlement ${id} is ${current}: an operator action is taken only in needs_review`;
+    return undefined;
+  });
+  desk.offer(retryMintUpdate, 'retry-mint');
+  desk.offer(abandonBridgeLegUpdate, 'abandon-bridge');
   // Answer the update before ending, so the API never sees "workflow completed" instead of a response.
   const answer = async (response: SettleResponse) => {
     early = response;
@@ -90,20 +113,31 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   early = burn.response; // the API's update returns now; the bridge leg goes on below
   // Started by a parent (the TopUpWorkflow): tell it that the bridge leg began. A parent that is gone
   // must not stop the bridge leg.
-  const parent = workflowInfo().parent;
   if (parent) {
     await getExternalWorkflowHandle(parent.workflowId, parent.runId)
       .signal(sourceTransactionSignal, burn.response)
       .catch((err) => log.warn('could not signal the parent', { error: String(err) }));
   }
 
-  const result = await runBridgeLeg(input, {
-    transaction: burn.response.transaction,
-    message: burn.message,
-  });
+  const leg = { transaction: burn.response.transaction, message: burn.message };
+  const result = await runBridgeLeg(input, leg);
   const final = result.state === 'delivered' ? 'settled' : 'needs_review';
   await recordCrossChainOutcome(input, final);
   state(final);
+  const outcomeOf = (r: Reviewed): CrossChainOutcome => ({
+    response: burn.response,
+    organizationId: input.organizationId,
+    ...r,
+    ...(desk.actions.length ? { operatorActions: [...desk.actions] } : {}),
+  });
+  let reviewed: Reviewed = { bridge: result };
+  // Runs that reached needs_review before operator actions on plain settlements ended here.
+  if (final === 'needs_review' && !parent && patched(BRIDGE_OPERATOR_ACTIONS_PATCH)) {
+    reviewing = true;
+    reviewed = await reviewBridgeLeg(input, leg, result, desk, state, outcomeOf);
+  }
+  const outcome = outcomeOf(reviewed);
+  desk.answer(outcome);
   await condition(allHandlersFinished);
-  return { response: burn.response, organizationId: input.organizationId, bridge: result };
+  return outcome;
 }

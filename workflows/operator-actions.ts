@@ -1,5 +1,6 @@
 import { defineUpdate } from '@temporalio/workflow';
 import type { TopUpOutcome } from '../src/topup/types';
+import type { CrossChainOutcome } from '../src/schemes/eip3009-crosschain/types';
 
 /**
  * Operator actions on payments that wait for a human (README "For operators"). Each is a typed
@@ -22,12 +23,20 @@ export interface OperatorAction extends OperatorDecision {
   at: string;
 }
 
-export type OperatorActionName = 'retry-deposit' | 'refund' | 'rebroadcast' | 'replace';
+export type OperatorActionName = 'retry-deposit' | 'refund' | 'rebroadcast' | 'replace' | 'retry-mint' | 'abandon-bridge';
 
 /** Top-up in `needs_review`: run the bridge leg again and deposit what arrives on Base. */
 export const retryDepositUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('retryDeposit');
 /** Top-up in `needs_review`: give the payer back on Base what our records say they are owed. */
 export const refundTopUpUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('refundTopUp');
+
+/** Plain cross-chain settlement in `needs_review`: run its bridge leg again (the mint stays at most once). */
+export const retryMintUpdate = defineUpdate<CrossChainOutcome, [OperatorDecision]>('retryBridgeMint');
+/**
+ * Plain cross-chain settlement in `needs_review`: abandon its bridge leg (never minted afterwards) and
+ * refund the payer the gross amount on the source network from the revenue wallet.
+ */
+export const abandonBridgeLegUpdate = defineUpdate<CrossChainOutcome, [OperatorDecision]>('abandonBridgeLeg');
 
 /** What a relayer nudge answers: the hash now in flight (or mined) and the write-ahead record's status. */
 export interface NudgeResult {
@@ -44,6 +53,9 @@ export const OPERATOR_ACTIONS_MEMO = 'operatorActions';
 
 /** Patch id of the operator actions: histories from before them ended at `needs_review`. */
 export const OPERATOR_ACTIONS_PATCH = 'operator-actions-v1';
+
+/** Patch id of the operator actions on a plain cross-chain settlement's leg: before it, such runs ended at `needs_review`. */
+export const BRIDGE_OPERATOR_ACTIONS_PATCH = 'bridge-operator-actions-v1';
 
 const MAX_TEXT = 500;
 

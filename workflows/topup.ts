@@ -5,11 +5,8 @@ import {
   allHandlersFinished,
   condition,
   executeChild,
-  log,
   patched,
   proxyActivities,
-  setHandler,
-  upsertMemo,
   workflowInfo,
 } from '@temporalio/workflow';
 import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
@@ -23,16 +20,8 @@ import { GAS_PROTECTED_NETWORKS } from '../src/topup/gas-protection';
 import { x402SearchAttributes } from '../src/temporal/search-attributes';
 import { x402States } from './x402-state';
 import { retryBridge, settleAcrossBridge, type BridgedSettlement } from './topup-bridge';
-import {
-  OPERATOR_ACTIONS_MEMO,
-  OPERATOR_ACTIONS_PATCH,
-  assertDecision,
-  refundTopUpUpdate,
-  retryDepositUpdate,
-  type OperatorAction,
-  type OperatorActionName,
-  type OperatorDecision,
-} from './operator-actions';
+import { OPERATOR_ACTIONS_PATCH, refundTopUpUpdate, retryDepositUpdate } from './operator-actions';
+import { operatorDesk } from './operator-desk';
 
 // Records and reads: quick, retried a few times.
 const { recordTopUp, checkSettlementGas } = proxyActivities<TopUpActivities>({
@@ -73,27 +62,17 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   // Operator actions: accepted only while the top-up waits in `needs_review` with no action under
   // way (the validator refuses anything else before it enters history). Each update answers with
   // the outcome of its action; a refused refund fails only the update.
-  const actions: OperatorAction[] = [];
-  const answers: ({ outcome: TopUpOutcome } | { refused: string })[] = [];
-  const validator = (d: OperatorDecision) => {
-    assertDecision(d);
-    if (current !== 'needs_review' || actions.length > answers.length)
-      throw new Error(`top-up ${workflowInfo().workflowId} is ${current}: an operator action is taken only in needs_review`);
-  };
-  const take = (action: OperatorActionName) => async (d: OperatorDecision) => {
-    const n = actions.length;
-    actions.push({ action, operator: d.operator, reason: d.reason, at: new Date().toISOString() });
-    await condition(() => answers.length > n);
-    const answer = answers[n];
-    if ('refused' in answer) throw ApplicationFailure.nonRetryable(answer.refused, 'OperatorActionRefused');
-    return answer.outcome;
-  };
-  setHandler(retryDepositUpdate, take('retry-deposit'), { validator });
-  setHandler(refundTopUpUpdate, take('refund'), { validator });
+  const desk = operatorDesk<TopUpOutcome>(() =>
+    current === 'needs_review'
+      ? undefined
+      : `top-up ${workflowInfo().workflowId} is ${current}: an operator action is taken only in needs_review`,
+  );
+  desk.offer(retryDepositUpdate, 'retry-deposit');
+  desk.offer(refundTopUpUpdate, 'refund');
   /** Ends the workflow with `outcome`, answering the operator's update first. */
   const end = async (outcome: TopUpOutcome): Promise<TopUpOutcome> => {
-    const done = actions.length ? { ...outcome, operatorActions: actions } : outcome;
-    if (actions.length > answers.length) answers.push({ outcome: done });
+    const done = desk.actions.length ? { ...outcome, operatorActions: [...desk.actions] } : outcome;
+    desk.answer(done);
     await condition(allHandlersFinished);
     return done;
   };
@@ -129,10 +108,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
       await move('needs_review', review);
       // Runs that reached needs_review before operator actions existed ended here.
       if (!patched(OPERATOR_ACTIONS_PATCH)) return { state: 'needs_review', errorReason: 'needs_review' };
-      await condition(() => actions.length > answers.length);
-      const action = actions[actions.length - 1];
-      log.info('operator action', { ...action });
-      upsertMemo({ [OPERATOR_ACTIONS_MEMO]: actions });
+      const action = await desk.next();
       const by = { operator: action.operator, operatorReason: `${action.action}: ${action.reason}` };
       if (action.action === 'refund') {
         // The buyer sees what happened, not who decided (that is on our row and in the memo).
@@ -146,7 +122,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
         });
         if (refund instanceof ApplicationFailure) {
           // Not owed by our records: nothing moved; the top-up waits again.
-          answers.push({ refused: refund.message });
+          desk.refuse(refund.message);
           continue;
         }
         await move('refunded', { ...refunding, refundTx: refund.hash });
@@ -157,7 +133,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
       if (bridged.kind === 'reverted') return end(await fail('settlement_failed', 'the source transaction reverted'));
       if (bridged.kind !== 'needs_review' && bridged.kind !== 'delivered') throw new Error(`unexpected bridge outcome ${bridged.kind}`);
       // Still not delivered: the retry answers so, and the top-up waits again.
-      if (bridged.kind === 'needs_review') answers.push({ outcome: { state: 'needs_review', errorReason: 'needs_review' } });
+      if (bridged.kind === 'needs_review') desk.answer({ state: 'needs_review', errorReason: 'needs_review' });
     }
     settlementTx = bridged.settlementTx;
     fillTx = bridged.bridge.mintTx;

@@ -2,9 +2,13 @@ import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
 /**
  * The bridge leg of one cross-chain settlement (one burn message): recorded by the bridge workflow as
- * it moves (burned -> attested -> minting -> delivered, or needs_review). The primary key is the
+ * it moves (burned -> attested -> minting -> delivered, or needs_review; an operator may then abandon
+ * it: `abandoned`, never minted afterwards, its payer refunded on the source). The primary key is the
  * bridge workflow id; `settlementId` links the Settlement row (whose `transaction` is the source tx).
  */
+/** State of a leg an operator gave up on (its payer refunded): final, never minted afterwards. */
+export const BRIDGE_ABANDONED = 'abandoned';
+
 export class BridgeTransfer {
   [OptionalProps]?: 'createdAt' | 'updatedAt';
   id!: string; // bridge:<sourceNetwork>:<sourceDomain>:<sourceTx>
@@ -25,6 +29,8 @@ export class BridgeTransfer {
   fee?: string | null; // platform fee taken on the destination
   payoutAmount?: string | null;
   error?: string | null;
+  /** Source-chain refund of an abandoned leg (from the revenue wallet). */
+  refundTx?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
 }
@@ -52,6 +58,7 @@ export const BridgeTransferSchema = new EntitySchema<BridgeTransfer>({
     fee: { type: 'string', length: 80, nullable: true },
     payoutAmount: { type: 'string', length: 80, nullable: true },
     error: { type: 'text', nullable: true },
+    refundTx: { type: 'string', length: 66, nullable: true },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -11,8 +11,20 @@
 export const X402_KINDS = {
   settle: {
     what: 'every settlement: EIP-3009 (same- and cross-chain), Permit2, Solana, batched forwarding',
-    states: ['verifying', 'forwarding', 'submitted', 'bridging', 'settled', 'accepted', 'failed', 'rejected', 'needs_review'],
-    terminal: ['settled', 'accepted', 'failed', 'rejected', 'needs_review'],
+    states: [
+      'verifying',
+      'forwarding',
+      'submitted',
+      'bridging',
+      'refunding',
+      'settled',
+      'accepted',
+      'failed',
+      'rejected',
+      'needs_review',
+      'refunded',
+    ],
+    terminal: ['settled', 'accepted', 'failed', 'rejected', 'needs_review', 'refunded'],
     patient: [],
   },
   bridge: {

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { WorkflowUpdateStage } from '@temporalio/client';
 import { createPublicClient, createWalletClient, http, parseEventLogs, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
@@ -17,6 +15,7 @@ import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate } from '../../workflows/operat
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { waitForReceipt } from '../support/evm';
+import { opsCli } from '../support/ops-cli';
 import { exactPayment } from '../support/payments';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
@@ -33,7 +32,6 @@ const bridgeFee = (gross: bigint) => (gross * BigInt(DEVNET_BRIDGE_FEE_BPS)) / 1
 /** The quoted bridge fee: TOPUP_BRIDGE_FEE_FALLBACK 50,000 + 20 % buffer. */
 const QUOTED_BRIDGE_FEE = 60_000n;
 const OPTIMISM_DOMAIN = 2;
-const ROOT = join(__dirname, '..', '..');
 
 describe.each(DB_KINDS)('operator actions on a needs_review top-up (%s)', (kind) => {
   let h: TopupHarness;
@@ -65,16 +63,7 @@ describe.each(DB_KINDS)('operator actions on a needs_review top-up (%s)', (kind)
   });
   afterEach(() => attester.attestWith());
 
-  /** `npm run ops -- …` as a process against the test's Temporal server: exit code and output. */
-  const ops = (...args: string[]) =>
-    new Promise<{ code: number; out: string }>((resolve) => {
-      execFile(
-        join(ROOT, 'node_modules', '.bin', 'tsx'),
-        [join(ROOT, 'ops', 'cli.ts'), ...args],
-        { cwd: ROOT, env: { ...process.env, TEMPORAL_ADDRESS: h.stack.temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 120_000 },
-        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-      );
-    });
+  const ops = (...args: string[]) => opsCli(h.stack.temporalAddress)(...args);
 
   /** A fresh payer with USDC on optimism whose top-up ends in needs_review (an attestation the transmitter refuses). */
   const needsReview = async (gross: bigint) => {

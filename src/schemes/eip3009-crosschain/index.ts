@@ -14,8 +14,11 @@ import type { SettleRoute } from '../scheme';
 import { crossChainRouteOf, type CrossChainRoute } from './route';
 import type { CrossChainSettleInput } from './types';
 
-/** States whose recorded response is the answer (the source transaction succeeded, or it ended). */
-const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'failed']);
+/**
+ * States whose recorded response is the answer (the source transaction succeeded, or it ended). An
+ * abandoned leg's refund (`refunding`, `refunded`) does not change it: the source transaction did succeed.
+ */
+const ANSWERED_STATES = new Set(['bridging', 'settled', 'needs_review', 'refunding', 'refunded', 'failed']);
 
 const sameChain = skeletonRoute(eip3009);
 

@@ -1,4 +1,5 @@
 import type { EvmNetworkId } from '../../chains/networks';
+import type { OperatorAction } from '../../../workflows/operator-actions';
 import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../../x402/schemas';
 
 /**
@@ -68,4 +69,15 @@ export interface CrossChainOutcome {
   organizationId: string;
   /** How the bridge leg ended (absent when the source transaction failed or the payment was refused). */
   bridge?: BridgeTransferResult;
+  /** An abandoned leg's refund to the payer on the source network (operator action `abandon-bridge`). */
+  refund?: BridgeRefund;
+  /** Operator actions taken on this settlement (workflows/operator-actions.ts). */
+  operatorActions?: OperatorAction[];
+}
+
+/** The source-network refund of an abandoned bridge leg: what our records owed, and its transaction. */
+export interface BridgeRefund {
+  payee: string;
+  amount: string;
+  refundTx: string;
 }

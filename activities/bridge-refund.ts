@@ -1,0 +1,71 @@
+import { ApplicationFailure } from '@temporalio/activity';
+import { encodeFunctionData, type Address } from 'viem';
+import { tokenAbi } from '../src/chains/evm/abi';
+import { awaitRecordedReceipt } from '../src/chains/evm/calls';
+import type { EvmNetworkId } from '../src/chains/networks';
+import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
+import { Settlement } from '../src/db/entities';
+import { relayerTxId } from '../src/temporal/workflow-ids';
+import type { BridgeRefund, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
+import type { CrossChainActivityDeps } from './crosschain';
+import type { RoleSigners } from './signers';
+
+export interface BridgeRefundDeps extends CrossChainActivityDeps, RoleSigners {
+  /** The revenue wallet (REVENUE_WALLET_PRIVATE_KEY): it advances the refund of an abandoned leg. */
+  revenueWallet?: string;
+}
+
+/**
+ * An operator's refund of a plain cross-chain settlement whose bridge leg did not deliver
+ * (docs/decisions.md "Abandoning a bridge leg"): the payer gets the gross amount back on the source
+ * network from the revenue wallet. Who and how much come only from our records; the leg is marked
+ * abandoned before anything is signed, so no later run of it mints (submitBridgeMint refuses).
+ */
+export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
+  /** The settlement and its leg as our records have them; `RefundNotOwed` (not retried) unless a refund is owed. */
+  const owed = async (input: CrossChainSettleInput) => {
+    const em = deps.db.em.fork();
+    const notOwed = (why: string) => ApplicationFailure.nonRetryable(`no refund owed for ${input.workflowId}: ${why}`, 'RefundNotOwed');
+    const s = await em.findOne(Settlement, { id: input.workflowId });
+    if (!s || s.route !== 'eip3009-crosschain' || !['needs_review', 'refunding'].includes(s.state) || !s.transaction)
+      throw notOwed(`its settlement is ${s?.state ?? 'not recorded'}, not a cross-chain settlement waiting for review`);
+    const leg = await em.findOne(BridgeTransfer, { settlementId: s.id, sourceTx: s.transaction });
+    if (!leg) throw notOwed('it has no bridge leg of its own');
+    // A top-up's leg pays the top-up relayer, and its top-up refunds it (activities/topup-refund.ts).
+    if (deps.topUpRelayer && leg.recipient.toLowerCase() === deps.topUpRelayer.toLowerCase()) throw notOwed('it is a top-up leg');
+    if (leg.state !== 'needs_review' && leg.state !== BRIDGE_ABANDONED) throw notOwed(`its bridge leg is ${leg.state}`);
+    if (await mintSucceeded(leg)) throw notOwed('its mint succeeded');
+    return { settlement: s, leg };
+  };
+
+  const mintSucceeded = async (leg: BridgeTransfer) => {
+    const relayer = deps.relayerFor(leg.destinationNetwork as EvmNetworkId);
+    const id = relayerTxId(leg.id, 'mint');
+    if (!(await relayer.find(id))) return false;
+    return (await awaitRecordedReceipt(relayer, id, deps.config.RECEIPT_WAIT_MS)).status === 'success';
+  };
+
+  return {
+    /** Abandons the leg, then transfers the gross amount back to the payer once (write-ahead `<settlementId>:bridge-refund`). */
+    async refundBridgePayer(input: CrossChainSettleInput): Promise<BridgeRefund> {
+      const { settlement: s, leg } = await owed(input);
+      const network = deps.networks.get(s.network as EvmNetworkId);
+      if (!network?.usdc) throw ApplicationFailure.nonRetryable(`network ${s.network} has no USDC`, 'RefundNotOwed');
+      const signer = deps.revenueWallet ? deps.signerFor(network.id, deps.revenueWallet) : undefined;
+      // Another worker of this task queue may hold the revenue key: retried until one does (visible on the activity).
+      if (!signer) throw ApplicationFailure.retryable('this worker holds no key for the revenue wallet', 'RefundSignerMismatch');
+      const em = deps.db.em.fork();
+      await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { state: BRIDGE_ABANDONED, updatedAt: new Date() });
+      const txId = relayerTxId(s.id, 'bridge-refund');
+      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [s.payer as Address, BigInt(s.amount)] });
+      // A retry finds the write-ahead record and re-sends those bytes: one refund, whoever asks again.
+      const { hash } = await signer.send(txId, { to: network.usdc as Address, data });
+      await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { refundTx: hash, updatedAt: new Date() });
+      const receipt = await awaitRecordedReceipt(signer, txId, deps.config.RECEIPT_WAIT_MS);
+      if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');
+      return { payee: s.payer, amount: s.amount, refundTx: hash };
+    },
+  };
+}
+
+export type BridgeRefundActivities = ReturnType<typeof createBridgeRefundActivities>;

@@ -1,0 +1,261 @@
+import { WorkflowUpdateStage } from '@temporalio/client';
+import { createPublicClient, createWalletClient, http, numberToHex, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { rpc } from '../../devnet/anvil';
+import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import { waitUntil } from '../../devnet/process';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
+import { BridgeTransfer } from '../../src/db/bridge-transfer';
+import { RelayerTransaction, Settlement } from '../../src/db/entities';
+import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/types';
+import { X402State } from '../../src/temporal/search-attributes';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { OPERATOR_ACTIONS_MEMO, abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { DB_KINDS } from '../support/db';
+import { waitForReceipt } from '../support/evm';
+import { opsCli } from '../support/ops-cli';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+
+/**
+ * Operator actions on the bridge leg of a plain cross-chain settlement (POST /v1/settle, base-sepolia
+ * to optimism-sepolia) in `needs_review` (README "For operators"), on the real stack: the attester
+ * double signs with another key, so the mint would revert and the settlement waits for an operator.
+ * `retry-mint` pays the seller exactly once once the attester is fixed; `abandon-bridge` refunds the
+ * payer the gross amount on the source from the revenue wallet exactly once, across a worker SIGKILL,
+ * and the abandoned leg never mints afterwards; a refund our records do not owe moves nothing.
+ */
+const OPTIMISM_SEPOLIA = 11155420;
+const VALUE = 2_000_000n;
+const BRIDGE_FEE = 2_000n; // the attester double's 10 bps
+const PLATFORM_FEE = 20_000n; // the organization's 100 bps
+const PAYOUT = VALUE - BRIDGE_FEE - PLATFORM_FEE;
+
+describe.each(DB_KINDS)('operator actions on a cross-chain settlement in needs_review (%s)', (kind) => {
+  let h: SettleHarness;
+  let attester: BridgeAttester;
+  let dest: PublicClient;
+  let ops: ReturnType<typeof opsCli>;
+  // The revenue wallet (REVENUE_WALLET_PRIVATE_KEY) of this file alone, so its deltas are exact.
+  const revenueKey = generatePrivateKey();
+  const revenue = privateKeyToAccount(revenueKey);
+
+  beforeAll(async () => {
+    const stack = (await import('../support/stack-info')).readStackInfo();
+    attester = await startBridgeAttester({
+      chains: attesterChainsFrom({
+        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
+        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
+      }),
+    });
+    h = await startSettleHarness(kind, {
+      relayerIndex: 3,
+      platformFeeBps: 100,
+      env: {
+        BRIDGE_ATTESTATION_URL: attester.url,
+        SETTLE_WAIT_MS: '5000',
+        RECEIPT_WAIT_MS: '3000',
+        REVENUE_WALLET_PRIVATE_KEY: revenueKey,
+      },
+    });
+    dest = createPublicClient({ transport: http(stack.chains['optimism-sepolia'].rpcUrl) }) as PublicClient;
+    ops = opsCli(stack.temporalAddress);
+    await rpc(stack.chains['base-sepolia'].rpcUrl, 'anvil_setBalance', [revenue.address, numberToHex(10n ** 20n)]);
+  });
+  afterAll(async () => {
+    await h?.close();
+    await attester?.stop();
+  });
+  afterEach(() => attester.attestWith());
+
+  const funder = () =>
+    createWalletClient({
+      account: TEST_ACCOUNTS.buyers[0],
+      chain: {
+        id: h.stack.chains['base-sepolia'].chainId,
+        name: 'base-sepolia-devnet',
+        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+        rpcUrls: { default: { http: [h.stack.chains['base-sepolia'].rpcUrl] } },
+      },
+      transport: http(h.stack.chains['base-sepolia'].rpcUrl),
+    });
+  const fund = async (to: Address, amount: bigint) =>
+    waitForReceipt(
+      h.chain,
+      await funder().writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [to, amount] }),
+    );
+  const destBalance = (who: Address) => dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
+  const payouts = async (nonce: string | null | undefined) => {
+    const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
+    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+      (l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === nonce,
+    );
+  };
+  const settlementRow = async (id: string) => (await h.tdb.db.em.fork().findOne(Settlement, { id }))!;
+  const legOf = async (id: string) => (await h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId: id }))!;
+  const stateOf = async (id: string) => (await h.temporal.workflow.getHandle(id).describe()).typedSearchAttributes.get(X402State);
+  const waitState = (id: string, state: string) =>
+    waitUntil(`${id} to be ${state}`, async () => (await stateOf(id)) === state && (await settlementRow(id))?.state === state, {
+      timeoutMs: 60_000,
+      intervalMs: 200,
+    });
+
+  /** A fresh payer's cross-chain payment, answered 200 with the source transaction, whose leg ends in needs_review. */
+  const needsReview = async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await fund(payer.address, VALUE);
+    attester.attestWith(generatePrivateKey()); // an attestation the transmitter refuses: the mint would revert
+    const body = await h.pay(payer, { value: VALUE, extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA } });
+    const res = await h.settle(body);
+    expect(res.status).toBe(200);
+    expect(res.body).toMatchObject({ success: true, network: 'base-sepolia', payer: payer.address });
+    const id = settleWorkflowId('base-sepolia', payer.address, body.paymentPayload.payload.authorization.nonce);
+    await waitState(id, 'needs_review');
+    const leg = await legOf(id);
+    expect(leg).toMatchObject({ state: 'needs_review', mintTx: null, sourceTx: res.body.transaction });
+    expect(await h.balanceOf(payer.address)).toBe(0n);
+    return { payer, body, id, leg, source: res.body };
+  };
+
+  test('retry-mint: a retry that still fails answers needs_review and waits; once the attester is fixed the seller is paid exactly once', async () => {
+    const t = await needsReview();
+    const payoutBefore = await destBalance(h.payout);
+
+    const listed = await waitUntil(
+      'ops list to show the settlement',
+      async () => {
+        const r = await ops('list', '--kind', 'settle');
+        return r.out.includes(t.id) ? r : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    expect(listed.out).toMatch(new RegExp(`${t.id}\\tsettle\\tneeds_review\\tbase-sepolia\\t${t.payer.address.toLowerCase()}\\t`));
+
+    // Still the wrong attester: the leg runs again, cannot mint, and the settlement waits again.
+    const failed = await ops('retry-mint', '--workflow-id', t.id, '--operator', 'alice', '--reason', 'try once more (INC-21)');
+    expect(failed.out).toContain(`${t.id} is needs_review; sending retry-mint (operator alice: try once more (INC-21))`);
+    expect(failed.out).toContain('done: {"response":');
+    expect(failed.out).toContain('"bridge":{"state":"needs_review","error":"mint would revert');
+    expect(failed.code).toBe(0);
+    await waitState(t.id, 'needs_review');
+    expect(await destBalance(h.payout)).toBe(payoutBefore);
+
+    attester.attestWith();
+    const retried = await ops('retry-mint', '--workflow-id', t.id, '--operator', 'alice', '--reason', 'attester fixed (INC-21)');
+    expect(retried.out).toContain('"bridge":{"state":"delivered"');
+    expect(retried.out).toContain('"operatorActions":[{"action":"retry-mint","operator":"alice","reason":"try once more (INC-21)"');
+    expect(retried.code).toBe(0);
+
+    const leg = await legOf(t.id);
+    expect(leg).toMatchObject({ state: 'delivered', payoutAmount: PAYOUT.toString(), recipient: h.payout.toLowerCase(), refundTx: null });
+    expect((await payouts(leg.bridgeNonce)).map((p) => p.transactionHash)).toEqual([leg.mintTx]);
+    expect(await destBalance(h.payout)).toBe(payoutBefore + PAYOUT);
+    const row = await settlementRow(t.id);
+    expect({ state: row.state, operator: row.operator, operatorReason: row.operatorReason }).toEqual({
+      state: 'settled',
+      operator: 'alice',
+      operatorReason: 'retry-mint: attester fixed (INC-21)',
+    });
+    expect(await h.settle(t.body)).toMatchObject({ status: 200, body: t.source });
+
+    const again = await ops('retry-mint', '--workflow-id', t.id, '--operator', 'alice', '--reason', 'again');
+    expect(again.code).toBe(2);
+    expect(again.out).toContain(`refused: ${t.id} is completed (state settled): it waits for no action`);
+    expect(await payouts(leg.bridgeNonce)).toHaveLength(1);
+  });
+
+  test('abandon-bridge our records do not owe (the leg was delivered by hand): refused, nothing moves, the settlement waits', async () => {
+    const t = await needsReview();
+    const revenueBefore = await h.balanceOf(revenue.address);
+    // As if an operator had delivered the message outside the service and recorded it.
+    await h.tdb.db.em.fork().nativeUpdate(BridgeTransfer, { id: t.leg.id }, { state: 'delivered' });
+
+    const refused = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'bob', '--reason', 'message lost (INC-22)');
+    expect(refused.out).toContain(`refused: no refund owed for ${t.id}: its bridge leg is delivered`);
+    expect(refused.code).toBe(2);
+    await waitState(t.id, 'needs_review');
+    expect(await h.balanceOf(t.payer.address)).toBe(0n);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore);
+    expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: `${t.id}:bridge-refund` })).toEqual([]);
+    expect((await legOf(t.id)).state).toBe('delivered');
+
+    // Still waiting: the mint that is owed is retried and pays the seller.
+    await h.tdb.db.em.fork().nativeUpdate(BridgeTransfer, { id: t.leg.id }, { state: 'needs_review' });
+    attester.attestWith();
+    const handle = h.temporal.workflow.getHandle(t.id);
+    const outcome = await handle.executeUpdate(retryMintUpdate, { args: [{ operator: 'bob', reason: 'deliver it after all' }] });
+    expect(outcome.bridge).toMatchObject({ state: 'delivered', payoutAmount: PAYOUT.toString() });
+    expect(outcome.operatorActions?.map((a) => a.action)).toEqual(['abandon-bridge', 'retry-mint']);
+  });
+
+  test('abandon-bridge accepted, the worker SIGKILLed at once: the payer gets the gross back on the source exactly once, the seller nothing, and the leg never mints', async () => {
+    const t = await needsReview();
+    await fund(revenue.address, VALUE); // the revenue wallet advances the refund
+    const [revenueBefore, revenueNonce, payoutBefore] = await Promise.all([
+      h.balanceOf(revenue.address),
+      h.chain.getTransactionCount({ address: revenue.address }),
+      destBalance(h.payout),
+    ]);
+
+    const handle = h.temporal.workflow.getHandle(t.id);
+    const update = await handle.startUpdate(abandonBridgeLegUpdate, {
+      args: [{ operator: 'bob', reason: 'bridge message lost (INC-23)' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+
+    const outcome = await update.result();
+    expect(outcome).toMatchObject({
+      response: t.source,
+      bridge: { state: 'needs_review' },
+      refund: { payee: t.payer.address.toLowerCase(), amount: VALUE.toString(), refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/) },
+      operatorActions: [{ action: 'abandon-bridge', operator: 'bob', reason: 'bridge message lost (INC-23)', at: expect.any(String) }],
+    });
+    const refundTx = outcome.refund!.refundTx as Hex;
+    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore - VALUE);
+    expect(await h.chain.getTransactionCount({ address: revenue.address })).toBe(revenueNonce + 1);
+    expect((await h.chain.getTransactionReceipt({ hash: refundTx })).status).toBe('success');
+    const records = await h.tdb.db.em.fork().find(RelayerTransaction, { id: `${t.id}:bridge-refund` });
+    expect(records.map((r) => [r.signer.toLowerCase(), r.hash])).toEqual([[revenue.address.toLowerCase(), refundTx]]);
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx, mintTx: null });
+    const row = await settlementRow(t.id);
+    expect({ state: row.state, operator: row.operator, operatorReason: row.operatorReason }).toEqual({
+      state: 'refunded',
+      operator: 'bob',
+      operatorReason: 'abandon-bridge: bridge message lost (INC-23)',
+    });
+    const described = await handle.describe();
+    expect(described.typedSearchAttributes.get(X402State)).toBe('refunded');
+    expect(described.memo?.[OPERATOR_ACTIONS_MEMO]).toEqual(outcome.operatorActions);
+    expect(await h.settle(t.body)).toMatchObject({ status: 200, body: t.source });
+
+    // Neither a second abandon nor a retry is taken any more.
+    const again = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'bob', '--reason', 'again');
+    expect(again.code).toBe(2);
+    expect(again.out).toContain(`refused: ${t.id} is completed (state refunded): it waits for no action`);
+    await expect(handle.executeUpdate(retryMintUpdate, { args: [{ operator: 'bob', reason: 'mint anyway' }] })).rejects.toThrow(
+      /completed/,
+    );
+
+    // The leg run again by hand, with the attester fixed: the mint refuses an abandoned leg.
+    attester.attestWith();
+    const bridge = h.temporal.workflow.getHandle(t.leg.id);
+    const history = await bridge.fetchHistory();
+    const started = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
+    const legInput = JSON.parse(Buffer.from(started.data!).toString()) as BridgeTransferInput;
+    const rerun = await h.temporal.workflow.execute('bridgeTransferWorkflow', {
+      workflowId: t.leg.id,
+      taskQueue: h.env.TEMPORAL_TASK_QUEUE!,
+      args: [legInput],
+    });
+    expect(rerun).toEqual({ state: 'needs_review', error: 'bridge leg abandoned: its payer was refunded' });
+    expect(await payouts((await legOf(t.id)).bridgeNonce)).toHaveLength(0);
+    expect(await destBalance(h.payout)).toBe(payoutBefore);
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx });
+    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
+  }, 240_000);
+});

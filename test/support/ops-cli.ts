@@ -1,0 +1,17 @@
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+
+const ROOT = join(__dirname, '..', '..');
+
+/** `npm run ops -- …` as a process against a test's Temporal server: its exit code and output. */
+export const opsCli =
+  (temporalAddress: string) =>
+  (...args: string[]) =>
+    new Promise<{ code: number; out: string }>((resolve) => {
+      execFile(
+        join(ROOT, 'node_modules', '.bin', 'tsx'),
+        [join(ROOT, 'ops', 'cli.ts'), ...args],
+        { cwd: ROOT, env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 120_000 },
+        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+      );
+    });

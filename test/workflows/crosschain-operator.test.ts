@@ -1,0 +1,165 @@
+import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { ApplicationFailure } from '@temporalio/common';
+import { crossChainSettlementWorkflow } from '../../workflows/crosschain-settlement';
+import { abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
+import { X402State } from '../../src/temporal/search-attributes';
+import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
+import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+
+/**
+ * Operator actions on a plain cross-chain settlement whose bridge leg waits in `needs_review`
+ * (workflows/bridge-review.ts), against mocked activities: what the validators refuse, that a retry
+ * still failing and a refund not owed both leave it waiting, and that each action runs once.
+ */
+const PAYER = '0x1111111111111111111111111111111111111111';
+const HASH = `0x${'ab'.repeat(32)}`;
+const MINT = `0x${'cd'.repeat(32)}`;
+const REFUND = `0x${'12'.repeat(32)}`;
+const who = { operator: 'alice@ops', reason: 'attester fixed (INC-42)' };
+
+const input = (n: number) =>
+  ({
+    workflowId: `settle:base-sepolia:${PAYER}:0x${n.toString(16).padStart(64, '0')}:${Date.now()}`,
+    organizationId: 'org-1',
+    apiKeyId: 'key-1',
+    route: 'eip3009-crosschain',
+    network: 'base-sepolia',
+    destinationNetwork: 'optimism-sepolia',
+    sourceDomain: 6,
+    destinationDomain: 2,
+    paymentPayload: { payload: { authorization: { from: PAYER, value: '2000000' } } },
+    paymentRequirements: {},
+    payout: PAYER,
+    fee: '20000',
+    feeRecipient: PAYER,
+    maxBridgeFee: '20000',
+  }) as unknown as CrossChainSettleInput;
+
+/** Mocked activities: mints fail until `deliver` says otherwise; calls and settlement states are counted. */
+function mocks(opts: { deliver?: (mint: number) => boolean; refund?: () => Promise<unknown> } = {}) {
+  const calls: Record<string, number> = {};
+  const states: { state: string; operatorReason?: string | null }[] = [];
+  const count =
+    <T>(name: string, f: (...a: any[]) => Promise<T> | T) =>
+    async (...a: any[]) => {
+      calls[name] = (calls[name] ?? 0) + 1;
+      return f(...a);
+    };
+  const activities = {
+    verifyCrossChainPayment: count('verifyCrossChainPayment', () => ({ isValid: true, payer: PAYER })),
+    submitBridgeBurn: count('submitBridgeBurn', () => ({ submitted: true, hash: HASH })),
+    awaitBridgeBurn: count('awaitBridgeBurn', () => ({
+      response: { success: true, transaction: HASH, network: 'base-sepolia', payer: PAYER },
+      message: '0x01',
+    })),
+    recordCrossChainOutcome: count('recordCrossChainOutcome', (_i: unknown, state: string, by?: { operatorReason?: string }) => {
+      states.push({ state, operatorReason: by?.operatorReason });
+    }),
+    recordBridgeTransfer: count('recordBridgeTransfer', () => undefined),
+    fetchBridgeAttestation: count('fetchBridgeAttestation', () => ({ status: 'complete', attestation: '0x02', nonce: '0x07' })),
+    submitBridgeMint: count('submitBridgeMint', () =>
+      opts.deliver?.(calls.submitBridgeMint)
+        ? { submitted: true, hash: MINT }
+        : { submitted: false, error: 'mint would revert: bad attestation' },
+    ),
+    awaitBridgeMint: count('awaitBridgeMint', () => ({
+      ok: true,
+      mintTx: MINT,
+      received: '1998000',
+      bridgeFee: '2000',
+      fee: '20000',
+      payoutAmount: '1978000',
+    })),
+    refundBridgePayer: count('refundBridgePayer', opts.refund ?? (async () => ({ payee: PAYER, amount: '2000000', refundTx: REFUND }))),
+  };
+  return { calls, states, activities };
+}
+
+describe('crossChainSettlementWorkflow operator actions (mocked activities)', () => {
+  let t: WorkflowTestEnv;
+  let n = 0;
+  beforeAll(async () => {
+    t = await startWorkflowTestEnv();
+  }, 120_000);
+  afterAll(() => t?.close());
+
+  const startUntilReview = async (taskQueue: string) => {
+    const i = input(++n);
+    const handle = await t.env.client.workflow.start(crossChainSettlementWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+    for (let k = 0; k < 200; k++) {
+      if ((await handle.describe()).typedSearchAttributes.get(X402State) === 'needs_review') return handle;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error('settlement never reached needs_review');
+  };
+  const refusal = (p: Promise<unknown>) =>
+    p.then(
+      (v) => 'accepted ' + JSON.stringify(v),
+      (err: unknown) => {
+        expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+        return (err as WorkflowUpdateFailedError).cause?.message;
+      },
+    );
+
+  test('retry-mint: a retry that fails answers needs_review and waits; the next delivers; a second action while one runs is refused', async () => {
+    let release!: () => void;
+    const held = new Promise<void>((r) => (release = r));
+    const m = mocks({ deliver: (mint) => mint >= 3 });
+    m.activities.awaitBridgeMint = (
+      (f) =>
+      async (...a: any[]) => {
+        await held; // the delivering retry's receipt waits for the test
+        return f(...a);
+      }
+    )(m.activities.awaitBridgeMint);
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntilReview(taskQueue);
+      expect(await refusal(handle.executeUpdate(retryMintUpdate, { args: [{ operator: ' ', reason: 'x' }] }))).toMatch(
+        /non-empty operator and reason/,
+      );
+      const first = await handle.executeUpdate(retryMintUpdate, { args: [who] });
+      expect(first.bridge).toEqual({ state: 'needs_review', error: 'mint would revert: bad attestation' });
+      expect((await handle.describe()).status.name).toBe('RUNNING');
+
+      const second = await handle.startUpdate(retryMintUpdate, { args: [who], waitForStage: WorkflowUpdateStage.ACCEPTED });
+      for (let k = 0; k < 100 && (await handle.describe()).typedSearchAttributes.get(X402State) !== 'bridging'; k++)
+        await new Promise((r) => setTimeout(r, 100));
+      expect(await refusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(
+        `settlement ${handle.workflowId} is bridging: an operator action is taken only in needs_review`,
+      );
+      release();
+      const done = await second.result();
+      expect(done.bridge).toMatchObject({ state: 'delivered', mintTx: MINT });
+      expect(done.operatorActions?.map((a) => a.action)).toEqual(['retry-mint', 'retry-mint']);
+      expect(await handle.result()).toEqual(done);
+      expect(m.calls.submitBridgeMint).toBe(3);
+      expect(m.calls.refundBridgePayer).toBeUndefined();
+      expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'bridging', 'needs_review', 'bridging', 'settled']);
+      expect(m.states[1]!.operatorReason).toBe(`retry-mint: ${who.reason}`);
+    });
+  });
+
+  test('abandon-bridge not owed: the update fails with the reason and it waits; the next one refunds once and ends refunded', async () => {
+    let refunds = 0;
+    const m = mocks({
+      refund: async () => {
+        if (++refunds === 1) throw ApplicationFailure.nonRetryable('no refund owed for x: its bridge leg is delivered', 'RefundNotOwed');
+        return { payee: PAYER, amount: '2000000', refundTx: REFUND };
+      },
+    });
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntilReview(taskQueue);
+      expect(await refusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(
+        'no refund owed for x: its bridge leg is delivered',
+      );
+      expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');
+      const done = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'bob', reason: 'lost' }] });
+      expect(done).toMatchObject({ refund: { payee: PAYER, amount: '2000000', refundTx: REFUND }, bridge: { state: 'needs_review' } });
+      expect(await handle.result()).toEqual(done);
+      expect(m.calls.refundBridgePayer).toBe(2);
+      expect(m.calls.submitBridgeMint).toBe(1);
+      expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'refunding', 'needs_review', 'refunding', 'refunded']);
+      expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('refunded');
+    });
+  });
+});

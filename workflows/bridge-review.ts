@@ -1,0 +1,73 @@
+import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import type { CrossChainActivities } from '../activities/crosschain';
+import type { BridgeRefundActivities } from '../activities/bridge-refund';
+import type { BridgeRefund, BridgeTransferResult, CrossChainOutcome, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
+import type { StateOf } from '../src/temporal/states';
+import { runBridgeLeg, type Burn } from './bridge-transfer';
+import type { OperatorDesk } from './operator-desk';
+
+const { recordCrossChainOutcome } = proxyActivities<CrossChainActivities>({
+  startToCloseTimeout: '60s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+// Money moves: retried until the outcome is known (write-ahead id), except a refund our records do not owe.
+const { refundBridgePayer } = proxyActivities<BridgeRefundActivities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: ['RefundNotOwed'] },
+});
+
+/** How a reviewed leg ended: delivered after a retry, or abandoned with the payer refunded. */
+export type Reviewed = { bridge: BridgeTransferResult; refund?: BridgeRefund };
+
+/**
+ * A plain cross-chain settlement whose bridge leg needs review waits here for operator decisions
+ * (README "For operators") until the leg is delivered (`retry-mint`: the same leg run again) or
+ * abandoned and the payer refunded (`abandon-bridge`). A retry that still does not deliver, or a
+ * refund our records do not owe, answers its update and the settlement waits again. The final answer
+ * is the caller's (`desk.answer` with the workflow's outcome, once recorded).
+ */
+export async function reviewBridgeLeg(
+  input: CrossChainSettleInput,
+  leg: Burn,
+  bridge: BridgeTransferResult,
+  desk: OperatorDesk<CrossChainOutcome>,
+  state: (s: StateOf<'settle'>) => void,
+  outcomeOf: (r: Reviewed) => CrossChainOutcome,
+): Promise<Reviewed> {
+  const move = async (
+    s: 'settled' | 'needs_review' | 'bridging' | 'refunding' | 'refunded',
+    by?: Parameters<typeof recordCrossChainOutcome>[2],
+  ) => {
+    await recordCrossChainOutcome(input, s, by);
+    state(s);
+  };
+  for (;;) {
+    const action = await desk.next();
+    const by = { operator: action.operator, operatorReason: `${action.action}: ${action.reason}` };
+    if (action.action === 'abandon-bridge') {
+      await move('refunding', by);
+      const refund = await refundBridgePayer(input).catch((err: unknown) => {
+        if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'RefundNotOwed')
+          return err.cause;
+        throw err;
+      });
+      if (refund instanceof ApplicationFailure) {
+        // Not owed by our records: nothing moved; the settlement waits again.
+        await move('needs_review');
+        desk.refuse(refund.message);
+        continue;
+      }
+      await move('refunded');
+      return { bridge, refund };
+    }
+    await move('bridging', by);
+    bridge = await runBridgeLeg(input, leg);
+    if (bridge.state === 'delivered') {
+      await move('settled');
+      return { bridge };
+    }
+    await move('needs_review');
+    desk.answer(outcomeOf({ bridge }));
+  }
+}
