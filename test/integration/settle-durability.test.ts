@@ -1,5 +1,6 @@
 import type { Hex } from 'viem';
 import { rpc } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -123,4 +124,57 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
   });
+
+  test('worker killed while 50 settlements are in flight: each settles exactly once, and the ledger equals the chain', async () => {
+    const n = 50;
+    // Distinct amounts, so a payment counted twice or swapped would show in the sums.
+    const values = Array.from({ length: n }, (_, i) => 1_000_000n + BigInt(i));
+    const bodies = await Promise.all(values.map((value) => h.pay(buyer, { value })));
+    const ids = bodies.map((b) => settleWorkflowId('base-sepolia', buyer.address, b.paymentPayload.payload.authorization.nonce as Hex));
+    const [buyerBefore, payoutBefore] = await Promise.all([h.balanceOf(buyer.address), h.balanceOf(h.payout)]);
+    const relayerNonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
+
+    // One block a second: transactions pile up between blocks, so the kill finds many out and unmined.
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    await rpc(rpcUrl, 'evm_setIntervalMining', [1]);
+    try {
+      const first = Promise.all(bodies.map((b) => h.settle(b)));
+      const recorded = () => h.tdb.db.em.fork().count(RelayerTransaction, { id: { $in: ids.map((id) => `${id}:settle`) } });
+      await waitUntil('10 settlements broadcast', async () => (await recorded()) >= 10, { timeoutMs: 60_000, intervalMs: 20 });
+      const inFlight = n - (await h.tdb.db.em.fork().count(Settlement, { id: { $in: ids }, state: 'settled' }));
+      await h.restartWorker({ kill: true });
+      expect(inFlight).toBeGreaterThan(0); // some were still in flight when the worker died
+
+      for (const r of await first) expect([200, 202]).toContain(r.status);
+      const finals = await Promise.all(bodies.map((b) => h.settleUntilFinal(b, 120_000)));
+      for (const [i, f] of finals.entries()) {
+        expect(f.status).toBe(200);
+        expect(f.body).toEqual({
+          success: true,
+          transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+          network: 'base-sepolia',
+          payer: buyer.address,
+        });
+        expect(await h.settledEvents(buyer.address, bodies[i].paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
+      }
+      expect(new Set(finals.map((f) => f.body.transaction)).size).toBe(n);
+
+      // The chain: exactly n transactions from the relayer, the buyer paid each amount once.
+      const total = values.reduce((a, b) => a + b, 0n);
+      expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + n);
+      expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - total);
+      // The ledger: one settled row per payment with the answered transaction, adding up to the payout's delta.
+      const rows = await h.tdb.db.em.fork().find(Settlement, { id: { $in: ids } });
+      expect(rows).toHaveLength(n);
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      for (const [i, id] of ids.entries())
+        expect(byId.get(id)).toMatchObject({ state: 'settled', transaction: finals[i].body.transaction });
+      const paidOut = rows.reduce((a, r) => a + BigInt(r.amount) - BigInt(r.fee), 0n);
+      expect(paidOut).toBe(total);
+      expect(await h.balanceOf(h.payout)).toBe(payoutBefore + paidOut);
+    } finally {
+      await rpc(rpcUrl, 'evm_setIntervalMining', [0]);
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    }
+  }, 300_000);
 });
