@@ -57,7 +57,10 @@ function percentile(sorted: number[], p: number): number {
 }
 
 /** Reads a streamed response: ms to the first body byte and to the end, and the reply text. */
-async function timeStream(start: number, res: Response): Promise<{ ttfb: number; total: number; content: string; done: boolean }> {
+async function timeStream(
+  start: number,
+  res: Response,
+): Promise<{ ttfb: number; total: number; content: string; done: boolean; body?: string }> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let ttfb = NaN;
@@ -69,6 +72,8 @@ async function timeStream(start: number, res: Response): Promise<{ ttfb: number;
     text += decoder.decode(value, { stream: true });
   }
   const total = performance.now() - start;
+  // Not a stream (a refusal): its body says why.
+  if (res.status !== 200) return { ttfb, total, content: '', done: false, body: text.slice(0, 200) };
   const data = text
     .split('\n\n')
     .filter((e) => e.startsWith('data: '))
@@ -119,9 +124,11 @@ async function main(): Promise<void> {
       'settle only': { ttfb: [], total: [] },
     };
     const problems: string[] = [];
-    const check = (mode: string, r: { content: string; done: boolean }, status: number) => {
+    const check = (mode: string, r: { content: string; done: boolean; body?: string }, status: number) => {
       if (status !== 200 || !r.done || r.content !== expected)
-        problems.push(`${mode}: status ${status}, done ${r.done}, content ${JSON.stringify(r.content.slice(0, 60))}`);
+        problems.push(
+          `${mode}: status ${status}, done ${r.done}, content ${JSON.stringify(r.content.slice(0, 60))}${r.body ? `, body ${r.body}` : ''}`,
+        );
     };
     const buyerBefore = await h.balanceOf(buyer.address);
 
@@ -154,6 +161,9 @@ async function main(): Promise<void> {
         usdc: stack.usdc,
         facilitator: stack.facilitator,
         value: price,
+        // Within the chat quote's maxTimeoutSeconds (INFERENCE_PAYMENT_TIMEOUT_SECONDS, default 120):
+        // a longer window is refused (src/x402/window.ts).
+        validBefore: BigInt(Math.floor(Date.now() / 1000) + 100),
       });
       t = performance.now();
       const paid = await fetch(chatUrl, {
