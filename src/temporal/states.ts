@@ -6,7 +6,9 @@
  * `terminal`: the workflow has ended, or ends without waiting on anything more (a media job marked
  * `failed` still starts its refund, which is a workflow of its own). `patient`: non-terminal states
  * that wait by design for longer than any stuck threshold (a withdrawal's block delay, a charge
- * guard's start delay); the stuck scan skips them.
+ * guard's start delay); the stuck scan skips them. `awaitsOperator`: terminal states in which a
+ * workflow that is still running waits for an operator's action (README "For operators"); the stuck
+ * scan counts those, so a payment nobody has looked at raises its hand.
  */
 export const X402_KINDS = {
   settle: {
@@ -26,6 +28,7 @@ export const X402_KINDS = {
     ],
     terminal: ['settled', 'accepted', 'failed', 'rejected', 'needs_review', 'refunded'],
     patient: [],
+    awaitsOperator: ['needs_review'],
   },
   bridge: {
     what: 'the bridge leg of a cross-chain settlement (attestation, mint, payout)',
@@ -44,6 +47,7 @@ export const X402_KINDS = {
     states: ['settling', 'bridging', 'depositing', 'refunding', 'deposited', 'refunded', 'failed', 'deferred', 'needs_review'],
     terminal: ['deposited', 'refunded', 'failed', 'deferred', 'needs_review'],
     patient: [],
+    awaitsOperator: ['needs_review'],
   },
   media: {
     what: 'a paid media job',
@@ -71,9 +75,18 @@ export type AnyX402State = StateOf<X402Kind>;
 
 export const isX402Kind = (v: string): v is X402Kind => Object.hasOwn(X402_KINDS, v);
 
-/** Whether a workflow of `kind` in `state` may be stuck: a known, non-terminal, non-patient state. */
+/**
+ * Whether a running workflow of `kind` in `state` may be stuck: a known state that is non-terminal
+ * and not patient, or one in which it awaits an operator.
+ */
 export function mayBeStuck(kind: string, state: string): boolean {
   if (!isX402Kind(kind)) return false;
-  const k = X402_KINDS[kind] as { states: readonly string[]; terminal: readonly string[]; patient: readonly string[] };
+  const k = X402_KINDS[kind] as {
+    states: readonly string[];
+    terminal: readonly string[];
+    patient: readonly string[];
+    awaitsOperator?: readonly string[];
+  };
+  if (k.awaitsOperator?.includes(state)) return true;
   return k.states.includes(state) && !k.terminal.includes(state) && !k.patient.includes(state);
 }

@@ -42,7 +42,7 @@ describe('kinds and states', () => {
     }
   });
 
-  test('mayBeStuck: only known, non-terminal, non-patient states', () => {
+  test('mayBeStuck: only known, non-terminal, non-patient states, and those awaiting an operator', () => {
     expect(mayBeStuck('settle', 'submitted')).toBe(true);
     expect(mayBeStuck('settle', 'settled')).toBe(false);
     expect(mayBeStuck('withdrawal', 'waiting')).toBe(false);
@@ -50,6 +50,16 @@ describe('kinds and states', () => {
     expect(mayBeStuck('topup', 'bridging')).toBe(true);
     expect(mayBeStuck('settle', 'made-up')).toBe(false);
     expect(mayBeStuck('toString', 'submitted')).toBe(false);
+    // A running settlement or top-up in needs_review waits for a human: it raises its hand; a bridge
+    // leg in needs_review has ended (its settlement waits instead).
+    expect(mayBeStuck('settle', 'needs_review')).toBe(true);
+    expect(mayBeStuck('topup', 'needs_review')).toBe(true);
+    expect(mayBeStuck('bridge', 'needs_review')).toBe(false);
+  });
+
+  test('a state awaiting an operator is a terminal state of its kind', () => {
+    for (const k of Object.values(X402_KINDS) as { terminal: readonly string[]; awaitsOperator?: readonly string[] }[])
+      for (const s of k.awaitsOperator ?? []) expect(k.terminal).toContain(s);
   });
 
   test('every workflow that moves between states does so through the shared helper', () => {
