@@ -56,8 +56,9 @@ export function createSettlementActivities(deps: WorkerDeps) {
 
     /** Waits for the outcome of the sent transaction and records the response repeats of the request get. */
     async confirmPayment(input: SettlementInput): Promise<SettleResponse> {
-      const { response, transaction } = await schemeOf(input).confirm(input, deps);
-      await records.final(input, response, transaction);
+      const { response } = await schemeOf(input).confirm(input, deps, (em, response, transaction) =>
+        records.final(input, response, transaction, em),
+      );
       return response;
     },
 

@@ -9,6 +9,10 @@ import type { SettleResponse } from '../x402/schemas';
 import type { SettleReply, SettleRequest } from '../settle/run';
 import type { SettlementInput } from '../settle/types';
 import type { RecordSent } from '../chains/evm/calls';
+import type { EntityManager } from '@mikro-orm/core';
+
+/** Where the skeleton records a settlement's final response (see Scheme.confirm). */
+export type RecordOutcome = (em: EntityManager, response: SettleResponse, transaction: string | null) => Promise<unknown>;
 
 /**
  * The one interface every settlement scheme implements (docs/architecture.md). A scheme is pure
@@ -37,8 +41,11 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
    * written in the same DB transaction as the write-ahead record (never again on a retry that finds it).
    */
   submit(input: I, deps: WorkerDeps, record: RecordSent): Promise<SubmitResult>;
-  /** Waits (bounded, retried by Temporal) for the sent transaction's outcome: the final settle response. */
-  confirm(input: I, deps: WorkerDeps): Promise<Confirmed>;
+  /**
+   * Waits (bounded, retried by Temporal) for the sent transaction's outcome: the final settle
+   * response, also given to `record` (in the DB transaction that marks the write-ahead record mined).
+   */
+  confirm(input: I, deps: WorkerDeps, record: RecordOutcome): Promise<Confirmed>;
 }
 
 /** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/schemes/registry.ts). */

@@ -67,12 +67,13 @@ export function settlementRecords(db: MikroORM) {
       return response;
     },
     /** The final outcome once the transaction's result is known. */
-    final: (input: SettlementBase & { route: string }, response: SettleResponse, transaction: string | null) =>
-      record(input, response.success ? 'settled' : 'failed', {
-        transaction,
-        errorReason: response.errorReason ?? null,
-        response: JSON.stringify(response),
-      }),
+    final: (input: SettlementBase & { route: string }, response: SettleResponse, transaction: string | null, em?: EntityManager) =>
+      record(
+        input,
+        response.success ? 'settled' : 'failed',
+        { transaction, errorReason: response.errorReason ?? null, response: JSON.stringify(response) },
+        em,
+      ),
   };
 }
 export type SettlementRecords = ReturnType<typeof settlementRecords>;

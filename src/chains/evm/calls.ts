@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeat } from '../../temporal/heartbeat';
-import { BaseError, ContractFunctionRevertedError, type Address, type Hex } from 'viem';
+import { BaseError, ContractFunctionRevertedError, type Address, type Hex, type TransactionReceipt } from 'viem';
 import type { EntityManager } from '@mikro-orm/core';
 import type { Relayer } from './relayer';
 import { relayerTxId } from '../../temporal/workflow-ids';
@@ -13,6 +13,9 @@ import { relayerTxId } from '../../temporal/workflow-ids';
 
 /** The caller's own record of a sent transaction, written in its write-ahead record's DB transaction. */
 export type RecordSent = (em: EntityManager, transaction: string) => Promise<unknown>;
+
+/** The caller's own record of a mined transaction, written in the DB transaction that marks it mined. */
+export type RecordMined = (em: EntityManager, receipt: TransactionReceipt) => Promise<unknown>;
 
 export type CallSent = { sent: true; hash: Hex } | { sent: false; revert: string };
 
@@ -53,14 +56,19 @@ export type ReceiptResult = { status: 'success' | 'reverted'; blockNumber: strin
  * bytes. The record is written before broadcast, so a miss is retried rather than failing a
  * workflow whose transaction may be out (an operator sees it waiting in `submitted`).
  */
-export async function awaitRecordedReceipt(relayer: Relayer, txId: string, timeoutMs: number): Promise<ReceiptResult & { hash: Hex }> {
+export async function awaitRecordedReceipt(
+  relayer: Relayer,
+  txId: string,
+  timeoutMs: number,
+  onMined?: RecordMined,
+): Promise<ReceiptResult & { hash: Hex }> {
   const tx = await relayer.find(txId);
   if (!tx) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
-  const receipt = await relayer.waitForReceipt(tx, timeoutMs, heartbeat);
+  const receipt = await relayer.waitForReceipt(tx, timeoutMs, heartbeat, onMined);
   if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
   return { status: receipt.status, blockNumber: receipt.blockNumber.toString(), hash: tx.hash as Hex };
 }
 
 /** The receipt of the call this workflow sent for `purpose` (see awaitRecordedReceipt). */
-export const awaitCall = (relayer: Relayer, workflowId: string, timeoutMs: number, purpose = 'settle') =>
-  awaitRecordedReceipt(relayer, relayerTxId(workflowId, purpose), timeoutMs);
+export const awaitCall = (relayer: Relayer, workflowId: string, timeoutMs: number, purpose = 'settle', onMined?: RecordMined) =>
+  awaitRecordedReceipt(relayer, relayerTxId(workflowId, purpose), timeoutMs, onMined);

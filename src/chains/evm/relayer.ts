@@ -152,7 +152,12 @@ export class Relayer {
    * Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
    * transaction again. On success `tx.hash` (and the record's) is the mined hash.
    */
-  async waitForReceipt(tx: RelayerTransaction, timeoutMs: number, onPoll?: () => void): Promise<TransactionReceipt | null> {
+  async waitForReceipt(
+    tx: RelayerTransaction,
+    timeoutMs: number,
+    onPoll?: () => void,
+    onMined?: (em: EntityManager, receipt: TransactionReceipt) => Promise<unknown>,
+  ): Promise<TransactionReceipt | null> {
     const deadline = Date.now() + timeoutMs;
     let delay = 1;
     let current = tx;
@@ -165,7 +170,7 @@ export class Relayer {
       }
       const receipt = await this.receiptOfAny(current);
       if (receipt) {
-        await this.markMined(current.id, receipt);
+        await this.markMined(current.id, receipt, onMined);
         tx.hash = receipt.transactionHash;
         return receipt;
       }
@@ -373,13 +378,20 @@ export class Relayer {
     }
   }
 
-  private async markMined(id: string, receipt: TransactionReceipt): Promise<void> {
+  /** Records the outcome, with the caller's own record of it (`onMined`) in the same DB transaction. */
+  private async markMined(
+    id: string,
+    receipt: TransactionReceipt,
+    onMined?: (em: EntityManager, r: TransactionReceipt) => Promise<unknown>,
+  ) {
     const status = receipt.status === 'success' ? 'mined' : 'reverted';
-    await sqlEm(this.db.em.fork())
-      .createQueryBuilder(RelayerTransaction)
-      .update({ status, hash: receipt.transactionHash })
-      .where({ id })
-      .execute();
+    const mark = (em: EntityManager) =>
+      sqlEm(em).createQueryBuilder(RelayerTransaction).update({ status, hash: receipt.transactionHash }).where({ id }).execute();
+    if (!onMined) return void (await mark(this.db.em.fork()));
+    await this.db.em.fork().transactional(async (em) => {
+      await mark(em);
+      await onMined(em, receipt);
+    });
   }
 
   private async allocateNonce(): Promise<number> {

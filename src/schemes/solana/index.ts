@@ -181,7 +181,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
    * Waits (bounded by RECEIPT_WAIT_MS, then retried by Temporal) until the transaction is confirmed
    * or its blockhash expired without it landing, re-sending the stored bytes meanwhile.
    */
-  async confirm(input, deps) {
+  async confirm(input, deps, record) {
     const { rpc } = clusterOf(deps, input.network);
     const rec = await findRecorded(deps, input);
     if (!rec) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
@@ -203,9 +203,13 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
         const response: SettleResponse = status.err
           ? fail('invalid_transaction_state')
           : { success: true, transaction: rec.signature, network: input.network, payer: input.payer };
+        await record(deps.db.em.fork(), response, rec.signature);
         return { response, transaction: rec.signature };
       }
-      if (!status && !blockhashValid) return { response: fail(EXPIRED), transaction: rec.signature };
+      if (!status && !blockhashValid) {
+        await record(deps.db.em.fork(), fail(EXPIRED), rec.signature);
+        return { response: fail(EXPIRED), transaction: rec.signature };
+      }
       if (Date.now() > deadline) throw ApplicationFailure.retryable(`${rec.signature} not confirmed yet`, 'ConfirmationTimeout');
       if (!status && Date.now() - lastSend > RESEND_EVERY_MS) {
         lastSend = Date.now();
