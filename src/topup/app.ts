@@ -10,7 +10,7 @@ import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
 import { httpServerSpans } from '../observability/tracing';
 import { Metrics } from '../observability/metrics';
-import { registerMetricsRoutes } from '../api/routes/metrics';
+import { registerMetricsRoutes } from '../http/metrics-route';
 import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../settle/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';

@@ -4,7 +4,7 @@ import type Router from '@koa/router';
 import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { API_TITLE, buildOpenApiDocument, OPENAPI_PATH, type OpenApiDocument } from '../openapi';
-import { metricsEnabled } from './metrics';
+import { metricsEnabled } from '../../http/metrics-route';
 
 /**
  * GET /v1/openapi.json (the OpenAPI 3.1 document, built once per app) and GET /docs (Swagger UI,

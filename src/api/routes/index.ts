@@ -9,7 +9,7 @@ import { registerSupportedRoutes } from './supported';
 import { registerVerifyRoutes } from './verify';
 import { registerPermitRoutes } from './permit';
 import { registerDocsRoutes } from './docs';
-import { registerMetricsRoutes } from './metrics';
+import { registerMetricsRoutes } from '../../http/metrics-route';
 import { registerInferenceRoutes } from './inference';
 import { registerBatchedSampleRoutes } from './batched-sample';
 import { registerGatewayRoutes } from './gateway';

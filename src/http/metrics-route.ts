@@ -1,9 +1,9 @@
 import { timingSafeEqual } from 'node:crypto';
 import type Router from '@koa/router';
-import { ConfigError } from '../../config';
-import type { Config } from '../../config';
-import type { HttpState } from '../../http/context';
-import type { Metrics } from '../../observability/metrics';
+import { ConfigError } from '../config';
+import type { Config } from '../config';
+import type { HttpState } from './context';
+import type { Metrics } from '../observability/metrics';
 
 /**
  * GET /metrics: Prometheus text format, on the API port, unless METRICS_ENABLED=false (then the route
