@@ -4,31 +4,21 @@
  * from /proc apart from the load generator's.
  */
 import { join } from 'node:path';
-import { findFreePort, repoRoot, spawnManaged, waitForHttp, waitUntil, type ManagedProcess } from '../devnet/process';
+import { findFreePort, repoRoot, spawnManaged, tsxArgs, waitForHttp, waitUntil, type ManagedProcess } from '../devnet/process';
 import { isAlive, processTree } from './proc';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** `node --import tsx <script>` (the spawned pid is the process itself, not a launcher). */
+/** A TypeScript entry point as its own process (devnet/process.ts tsxArgs). */
 function spawnTs(name: string, script: string, env: Record<string, string>, logs: boolean, onLine?: (line: string) => void) {
-  return spawnManaged(
-    name,
-    process.execPath,
-    [
-      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-      '--import',
-      'tsx',
-      join(repoRoot(), script),
-    ],
-    {
-      env: { ...process.env, ...env },
-      cwd: repoRoot(),
-      log: (line) => {
-        onLine?.(line);
-        if (logs) process.stderr.write(`[${name}] ${line}\n`);
-      },
+  return spawnManaged(name, process.execPath, tsxArgs(join(repoRoot(), script)), {
+    env: { ...process.env, ...env },
+    cwd: repoRoot(),
+    log: (line) => {
+      onLine?.(line);
+      if (logs) process.stderr.write(`[${name}] ${line}\n`);
     },
-  );
+  });
 }
 
 /** The API (src/api/main.ts) on `port` (default: a free one); ready when GET /v1/supported answers. */

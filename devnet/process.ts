@@ -69,6 +69,16 @@ function trackForExit(child: ChildProcess): void {
 
 const RECENT_LINES = 40;
 
+/**
+ * Node's arguments to run a TypeScript entry point in-process (`node --import tsx <script>`: the
+ * spawned pid is the process itself, so a kill reaches it), with V8 CPU profiles written to
+ * BENCH_CPU_PROF when that is set (bench/README.md).
+ */
+export function tsxArgs(script: string): string[] {
+  const dir = process.env.BENCH_CPU_PROF;
+  return [...(dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), '--import', 'tsx', script];
+}
+
 /** Spawns `command args`, sends every output line to `log` and remembers the last few for errors. */
 export function spawnManaged(
   name: string,

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { spawnManaged, waitUntil, type ManagedProcess } from '../../devnet/process';
+import { spawnManaged, tsxArgs, waitUntil, type ManagedProcess } from '../../devnet/process';
 import type { Config } from '../../src/config';
 import { readStackInfo } from './stack-info';
 
@@ -39,25 +39,15 @@ export async function startWorker(env: Record<string, string>, opts: { onLine?: 
   let ready = false;
   // `node --import tsx` (not the tsx launcher): the spawned pid is the worker itself, so SIGKILL
   // really kills it instead of orphaning a child that keeps polling.
-  const proc = spawnManaged(
-    'worker',
-    process.execPath,
-    [
-      ...(process.env.BENCH_CPU_PROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_CPU_PROF}`] : []),
-      '--import',
-      'tsx',
-      join(ROOT, 'workers', 'main.ts'),
-    ],
-    {
-      env: { ...process.env, ...env },
-      cwd: ROOT,
-      log: (line) => {
-        opts.onLine?.(line);
-        if (line.includes('worker ready')) ready = true;
-        if (process.env.TEST_WORKER_LOGS) process.stderr.write(`[worker] ${line}\n`);
-      },
+  const proc = spawnManaged('worker', process.execPath, tsxArgs(join(ROOT, 'workers', 'main.ts')), {
+    env: { ...process.env, ...env },
+    cwd: ROOT,
+    log: (line) => {
+      opts.onLine?.(line);
+      if (line.includes('worker ready')) ready = true;
+      if (process.env.TEST_WORKER_LOGS) process.stderr.write(`[worker] ${line}\n`);
     },
-  );
+  });
   await waitUntil('worker ready', async () => ready, { timeoutMs: 60_000, intervalMs: 50, process: proc });
   return proc;
 }
