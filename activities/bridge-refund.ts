@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { encodeFunctionData, type Address } from 'viem';
 import { tokenAbi } from '../src/chains/evm/abi';
-import { awaitRecordedReceipt } from '../src/chains/evm/calls';
+import { awaitRecordedReceipt, recordedSucceeded } from '../src/chains/evm/calls';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
 import { Settlement } from '../src/db/entities';
@@ -34,15 +34,9 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
     // A top-up's leg pays the top-up relayer, and its top-up refunds it (activities/topup-refund.ts).
     if (deps.topUpRelayer && leg.recipient.toLowerCase() === deps.topUpRelayer.toLowerCase()) throw notOwed('it is a top-up leg');
     if (leg.state !== 'needs_review' && leg.state !== BRIDGE_ABANDONED) throw notOwed(`its bridge leg is ${leg.state}`);
-    if (await mintSucceeded(leg)) throw notOwed('its mint succeeded');
+    const destination = deps.relayerFor(leg.destinationNetwork as EvmNetworkId);
+    if (await recordedSucceeded(destination, relayerTxId(leg.id, 'mint'), deps.config.RECEIPT_WAIT_MS)) throw notOwed('its mint succeeded');
     return { settlement: s, leg };
-  };
-
-  const mintSucceeded = async (leg: BridgeTransfer) => {
-    const relayer = deps.relayerFor(leg.destinationNetwork as EvmNetworkId);
-    const id = relayerTxId(leg.id, 'mint');
-    if (!(await relayer.find(id))) return false;
-    return (await awaitRecordedReceipt(relayer, id, deps.config.RECEIPT_WAIT_MS)).status === 'success';
   };
 
   return {

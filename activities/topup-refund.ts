@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { MikroORM } from '@mikro-orm/core';
-import { awaitRecordedReceipt } from '../src/chains/evm/calls';
+import { recordedSucceeded } from '../src/chains/evm/calls';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { BridgeTransfer } from '../src/db/bridge-transfer';
 import { Settlement, TopUp } from '../src/db/entities';
@@ -46,12 +46,6 @@ export async function refundOwed(db: MikroORM, input: TopUpInput, relayer: Relay
     if (settlement.recipient?.toLowerCase() !== relayerAddress) throw notOwed('its settlement did not pay this relayer');
     delivered = BigInt(settlement.amount) - BigInt(settlement.fee);
   }
-  if (await depositSucceeded(relayer, input.workflowId)) throw notOwed('its deposit succeeded');
+  if (await recordedSucceeded(relayer, relayerTxId(input.workflowId, 'deposit'), 30_000)) throw notOwed('its deposit succeeded');
   return { payee: settlement.payer, amount: delivered };
-}
-
-async function depositSucceeded(relayer: Relayer, topUpId: string): Promise<boolean> {
-  const id = relayerTxId(topUpId, 'deposit');
-  if (!(await relayer.find(id))) return false;
-  return (await awaitRecordedReceipt(relayer, id, 30_000)).status === 'success';
 }

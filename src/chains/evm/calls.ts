@@ -1,8 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeat } from '../../temporal/heartbeat';
 import { BaseError, ContractFunctionRevertedError, type Address, type Hex, type TransactionReceipt } from 'viem';
-import type { EntityManager } from '@mikro-orm/core';
-import type { Relayer } from './relayer';
+import type { AlsoWrite, Relayer } from './relayer';
 import { relayerTxId } from '../../temporal/workflow-ids';
 
 /**
@@ -12,10 +11,10 @@ import { relayerTxId } from '../../temporal/workflow-ids';
  */
 
 /** The caller's own record of a sent transaction, written in its write-ahead record's DB transaction. */
-export type RecordSent = (em: EntityManager, transaction: string) => Promise<unknown>;
+export type RecordSent = AlsoWrite<string>;
 
 /** The caller's own record of a mined transaction, written in the DB transaction that marks it mined. */
-export type RecordMined = (em: EntityManager, receipt: TransactionReceipt) => Promise<unknown>;
+export type RecordMined = AlsoWrite<TransactionReceipt>;
 
 export type CallSent = { sent: true; hash: Hex } | { sent: false; revert: string };
 
@@ -67,6 +66,12 @@ export async function awaitRecordedReceipt(
   const receipt = await relayer.waitForReceipt(tx, timeoutMs, heartbeat, onMined);
   if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
   return { status: receipt.status, blockNumber: receipt.blockNumber.toString(), hash: tx.hash as Hex };
+}
+
+/** Whether the transaction recorded under `txId` was signed and mined successfully (waits for it, bounded). */
+export async function recordedSucceeded(relayer: Relayer, txId: string, timeoutMs: number): Promise<boolean> {
+  if (!(await relayer.find(txId))) return false;
+  return (await awaitRecordedReceipt(relayer, txId, timeoutMs)).status === 'success';
 }
 
 /** The receipt of the call this workflow sent for `purpose` (see awaitRecordedReceipt). */

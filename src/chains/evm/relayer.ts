@@ -86,7 +86,7 @@ export class Relayer {
   async send(
     id: string,
     call: { to: Address; data: Hex },
-    opts: { record?: (em: EntityManager, hash: Hex) => Promise<unknown> } = {},
+    opts: { record?: AlsoWrite<Hex> } = {},
   ): Promise<{ hash: Hex; reused: boolean }> {
     const existing = await this.find(id);
     if (existing) {
@@ -118,14 +118,8 @@ export class Relayer {
         const row = { id, chainId: this.network.chainId!, signer: this.address.toLowerCase(), nonce, rawTx, hash, status: 'signed' };
         try {
           // One commit: either the record exists (with the caller's own record of the effect, e.g. the
-          // settlement row, written in the same transaction) or nothing was sent.
-          const record = opts.record;
-          if (record)
-            await this.db.em.fork().transactional(async (em) => {
-              await em.insert(RelayerTransaction, { ...row, createdAt: now, updatedAt: now });
-              await record(em, hash);
-            });
-          else await this.db.em.fork().insert(RelayerTransaction, { ...row, createdAt: now, updatedAt: now });
+          // settlement row) or nothing was sent.
+          await this.commit((em) => em.insert(RelayerTransaction, { ...row, createdAt: now, updatedAt: now }), opts.record, hash);
         } catch (err) {
           // The nonce was not used: recompute it from the chain and the records next time, so a
           // failed write never leaves a gap that would stall every later transaction.
@@ -156,7 +150,7 @@ export class Relayer {
     tx: RelayerTransaction,
     timeoutMs: number,
     onPoll?: () => void,
-    onMined?: (em: EntityManager, receipt: TransactionReceipt) => Promise<unknown>,
+    onMined?: AlsoWrite<TransactionReceipt>,
   ): Promise<TransactionReceipt | null> {
     const deadline = Date.now() + timeoutMs;
     let delay = 1;
@@ -379,18 +373,19 @@ export class Relayer {
   }
 
   /** Records the outcome, with the caller's own record of it (`onMined`) in the same DB transaction. */
-  private async markMined(
-    id: string,
-    receipt: TransactionReceipt,
-    onMined?: (em: EntityManager, r: TransactionReceipt) => Promise<unknown>,
-  ) {
+  private markMined(id: string, receipt: TransactionReceipt, onMined?: AlsoWrite<TransactionReceipt>) {
     const status = receipt.status === 'success' ? 'mined' : 'reverted';
     const mark = (em: EntityManager) =>
       sqlEm(em).createQueryBuilder(RelayerTransaction).update({ status, hash: receipt.transactionHash }).where({ id }).execute();
-    if (!onMined) return void (await mark(this.db.em.fork()));
+    return this.commit(mark, onMined, receipt);
+  }
+
+  /** One write to our records, in one DB transaction with the caller's own write (`also`) when it has one. */
+  private async commit<T>(write: (em: EntityManager) => Promise<unknown>, also: AlsoWrite<T> | undefined, value: T): Promise<void> {
+    if (!also) return void (await write(this.db.em.fork()));
     await this.db.em.fork().transactional(async (em) => {
-      await mark(em);
-      await onMined(em, receipt);
+      await write(em);
+      await also(em, value);
     });
   }
 
@@ -417,6 +412,9 @@ export class Relayer {
     return run;
   }
 }
+
+/** A caller's own record of a relayer effect, written in the same DB transaction as ours. */
+export type AlsoWrite<T> = (em: EntityManager, value: T) => Promise<unknown>;
 
 /** How long one fee estimate serves new transactions: at most about one block. */
 const FEE_CACHE_MS = 1_000;
