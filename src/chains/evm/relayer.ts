@@ -38,6 +38,8 @@ export class Relayer {
   private nextNonce: number | undefined;
   private feeCache: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
+  private receiptWaitMs = 0;
   readonly client: PublicClient;
   private readonly replaceAfterMs: number;
 
@@ -140,10 +142,12 @@ export class Relayer {
   }
 
   /**
-   * Waits (bounded) for a receipt of any hash sent for this effect, with a back-off that starts at
-   * ~1 ms: anvil mines within milliseconds and viem's default 1 s poll would dominate settlement
-   * latency. Past `replaceAfterMs` without one it repairs what it can (see the class comment).
-   * Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
+   * Waits (bounded) for a receipt of any hash sent for this effect. Polling backs off from a start
+   * that follows the chain: ~1 ms where receipts come within milliseconds (anvil's automine; viem's
+   * default 1 s poll would dominate settlement latency), about half the recent wait where blocks take
+   * time (a dozen polls per transaction per 1 s block would cost more CPU and RPC quota than the
+   * settlement itself). Past `replaceAfterMs` without one it repairs what it can (see the class
+   * comment). Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
    * transaction again. On success `tx.hash` (and the record's) is the mined hash.
    */
   async waitForReceipt(
@@ -152,8 +156,9 @@ export class Relayer {
     onPoll?: () => void,
     onMined?: AlsoWrite<TransactionReceipt>,
   ): Promise<TransactionReceipt | null> {
-    const deadline = Date.now() + timeoutMs;
-    let delay = 1;
+    const started = Date.now();
+    const deadline = started + timeoutMs;
+    let delay = firstPollMs(this.receiptWaitMs);
     let current = tx;
     let reread = Date.now() + 2_000;
     while (Date.now() < deadline) {
@@ -164,6 +169,7 @@ export class Relayer {
       }
       const receipt = await this.receiptOfAny(current);
       if (receipt) {
+        this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
         await this.markMined(current.id, receipt, onMined);
         tx.hash = receipt.transactionHash;
         return receipt;
@@ -175,7 +181,7 @@ export class Relayer {
         delay = 1;
       }
       await new Promise((r) => setTimeout(r, delay));
-      delay = Math.min(delay * 2, 250);
+      delay = Math.min(delay * 2, MAX_POLL_MS);
     }
     await this.rebroadcast(current).catch(() => undefined);
     return null;
@@ -418,5 +424,11 @@ export type AlsoWrite<T> = (em: EntityManager, value: T) => Promise<unknown>;
 
 /** How long one fee estimate serves new transactions: at most about one block. */
 const FEE_CACHE_MS = 1_000;
+
+/** The longest pause between two receipt polls. */
+const MAX_POLL_MS = 250;
+
+/** The first receipt poll comes after about half the recent wait (at least 1 ms, at most MAX_POLL_MS). */
+const firstPollMs = (recentWaitMs: number) => Math.max(1, Math.min(MAX_POLL_MS, Math.round(recentWaitMs / 2)));
 
 const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));
