@@ -4,14 +4,14 @@
  * from /proc apart from the load generator's.
  */
 import { join } from 'node:path';
-import { findFreePort, repoRoot, spawnManaged, tsxArgs, waitForHttp, waitUntil, type ManagedProcess } from '../devnet/process';
+import { findFreePort, repoRoot, spawnManaged, entryArgs, waitForHttp, waitUntil, type ManagedProcess } from '../devnet/process';
 import { isAlive, processTree } from './proc';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
-/** A TypeScript entry point as its own process (devnet/process.ts tsxArgs). */
+/** A TypeScript entry point as its own process (devnet/process.ts entryArgs). */
 function spawnTs(name: string, script: string, env: Record<string, string>, logs: boolean, onLine?: (line: string) => void) {
-  return spawnManaged(name, process.execPath, tsxArgs(join(repoRoot(), script)), {
+  return spawnManaged(name, process.execPath, entryArgs(join(repoRoot(), script)), {
     env: { ...process.env, ...env },
     cwd: repoRoot(),
     log: (line) => {

@@ -12,7 +12,7 @@
  * Every settlement is checked on chain (events and balance deltas); failures = N - confirmed.
  * See bench/README.md.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
@@ -24,7 +24,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
-import { prefixedStderr, type ManagedProcess } from '../devnet/process';
+import { prefixedStderr, repoRoot, spawnManaged, type ManagedProcess } from '../devnet/process';
 import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from '../test/support/db';
@@ -56,6 +56,8 @@ interface Options {
   lanes: number;
   /** --no-c1: skip the concurrency-1 rows (long with --block-time); repeats then replay the high row. */
   c1: boolean;
+  /** --runtime dist|tsx: the service processes run compiled JavaScript (as the Docker image does) or through tsx. */
+  runtime: 'dist' | 'tsx';
 }
 
 function parseArgs(argv: string[]): Options {
@@ -69,6 +71,7 @@ function parseArgs(argv: string[]): Options {
     dynamicConfig: {},
     lanes: 1,
     c1: true,
+    runtime: 'dist',
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
@@ -110,6 +113,12 @@ function parseArgs(argv: string[]): Options {
       case '--block-time':
         o.blockTime = Number(next());
         break;
+      case '--runtime': {
+        const v = next();
+        if (v !== 'dist' && v !== 'tsx') throw new Error(`--runtime must be dist or tsx, not ${v}`);
+        o.runtime = v;
+        break;
+      }
       case '--dynamic-config': {
         const [key, json] = next().split(/=(.*)/s, 2);
         if (!key || json === undefined) throw new Error('--dynamic-config needs KEY=JSON');
@@ -119,7 +128,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--dynamic-config KEY=JSON ...]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -151,11 +160,29 @@ interface Stack {
   tmpDir: string;
 }
 
+/**
+ * The service compiled with `tsc` into `outDir`, as the Docker image builds it; the API and workers
+ * are then started from there (devnet/process.ts entryArgs), without tsx's loader in their CPU and memory.
+ */
+async function compileService(outDir: string): Promise<void> {
+  const tsc = spawnManaged('tsc', process.execPath, [require.resolve('typescript/bin/tsc'), '-p', 'tsconfig.json', '--outDir', outDir], {
+    cwd: repoRoot(),
+    log: () => undefined,
+  });
+  const { code } = await tsc.exited;
+  if (code !== 0) throw new Error(`tsc failed (exit ${code}): ${tsc.recentOutput()}`);
+  symlinkSync(join(repoRoot(), 'node_modules'), join(outDir, 'node_modules')); // its imports resolve as from the repo
+  process.env.BENCH_DIST_DIR = outDir;
+}
+
 async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): Promise<Stack> {
   const log = (name: string) => (opts.logs ? prefixedStderr(name) : () => undefined);
   const tmpDir = mkdtempSync(join(os.tmpdir(), 'x402-bench-'));
   cleanups.push(async () => rmSync(tmpDir, { recursive: true, force: true }));
 
+  // Compiled while the chains and Temporal start (about 40 s of one core).
+  const compiled = opts.runtime === 'dist' ? compileService(join(tmpDir, 'dist')) : Promise.resolve();
+  compiled.catch(() => undefined); // awaited below, once the stack is up
   const started = await Promise.allSettled([
     startTemporalDevServer({ uiPort: false, log: log('temporal'), dynamicConfig: opts.dynamicConfig }),
     startAnvil({ chainId: 84532, log: log('anvil:84532') }),
@@ -183,6 +210,7 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   };
   const workflowBundlePath = await bundle(require.resolve('../workflows'), 'workflow-bundle.js');
   const floorBundlePath = await bundle(require.resolve('./orchestration-floor/workflow'), 'floor-bundle.js');
+  await compiled;
 
   return {
     temporal,
@@ -666,7 +694,8 @@ function printHeader(opts: Options): void {
   );
   console.log(
     `settings: N=${opts.n} per row, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
-      `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}`,
+      `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}, ` +
+      `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}`,
   );
 }
 

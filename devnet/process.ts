@@ -71,12 +71,16 @@ const RECENT_LINES = 40;
 
 /**
  * Node's arguments to run a TypeScript entry point in-process (`node --import tsx <script>`: the
- * spawned pid is the process itself, so a kill reaches it), with V8 CPU profiles written to
- * BENCH_CPU_PROF when that is set (bench/README.md).
+ * spawned pid is the process itself, so a kill reaches it), or, when BENCH_DIST_DIR is set, its
+ * compiled JavaScript there (`node <dir>/<script>.js`, as the Docker image runs the service). V8 CPU
+ * profiles are written to BENCH_CPU_PROF when that is set (bench/README.md).
  */
-export function tsxArgs(script: string): string[] {
-  const dir = process.env.BENCH_CPU_PROF;
-  return [...(dir ? ['--cpu-prof', `--cpu-prof-dir=${dir}`] : []), '--import', 'tsx', script];
+export function entryArgs(script: string): string[] {
+  const prof = process.env.BENCH_CPU_PROF;
+  const dist = process.env.BENCH_DIST_DIR;
+  const profiling = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
+  if (dist) return [...profiling, path.join(dist, path.relative(repoRoot(), script)).replace(/\.ts$/, '.js')];
+  return [...profiling, '--import', 'tsx', script];
 }
 
 /** Spawns `command args`, sends every output line to `log` and remembers the last few for errors. */

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { spawnManaged, tsxArgs, waitUntil, type ManagedProcess } from '../../devnet/process';
+import { spawnManaged, entryArgs, waitUntil, type ManagedProcess } from '../../devnet/process';
 import type { Config } from '../../src/config';
 import { readStackInfo } from './stack-info';
 
@@ -39,7 +39,7 @@ export async function startWorker(env: Record<string, string>, opts: { onLine?: 
   let ready = false;
   // `node --import tsx` (not the tsx launcher): the spawned pid is the worker itself, so SIGKILL
   // really kills it instead of orphaning a child that keeps polling.
-  const proc = spawnManaged('worker', process.execPath, tsxArgs(join(ROOT, 'workers', 'main.ts')), {
+  const proc = spawnManaged('worker', process.execPath, entryArgs(join(ROOT, 'workers', 'main.ts')), {
     env: { ...process.env, ...env },
     cwd: ROOT,
     log: (line) => {
