@@ -3,7 +3,7 @@
  * spawn with prefixed logs, wait for readiness with a deadline, stop gracefully, pick free ports.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import net from 'node:net';
 import path from 'node:path';
 import readline from 'node:readline';
@@ -72,15 +72,22 @@ const RECENT_LINES = 40;
 /**
  * Node's arguments to run a TypeScript entry point in-process (`node --import tsx <script>`: the
  * spawned pid is the process itself, so a kill reaches it), or, when BENCH_DIST_DIR is set, its
- * compiled JavaScript there (`node <dir>/<script>.js`, as the Docker image runs the service). V8 CPU
+ * compiled JavaScript there with the image's NODE_OPTIONS (`node <flags> <dir>/<script>.js`, as the
+ * Docker image runs the service). V8 CPU
  * profiles are written to BENCH_CPU_PROF when that is set (bench/README.md).
  */
 export function entryArgs(script: string): string[] {
   const prof = process.env.BENCH_CPU_PROF;
   const dist = process.env.BENCH_DIST_DIR;
   const profiling = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
-  if (dist) return [...profiling, path.join(dist, path.relative(repoRoot(), script)).replace(/\.ts$/, '.js')];
+  if (dist) return [...profiling, ...imageNodeOptions(), path.join(dist, path.relative(repoRoot(), script)).replace(/\.ts$/, '.js')];
   return [...profiling, '--import', 'tsx', script];
+}
+
+/** The Docker image's NODE_OPTIONS (its heap sizes), so the compiled service runs here as it does there. */
+export function imageNodeOptions(): string[] {
+  const line = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(path.join(repoRoot(), 'Dockerfile'), 'utf8'));
+  return line ? line[1].split(/\s+/).filter(Boolean) : [];
 }
 
 /** Spawns `command args`, sends every output line to `log` and remembers the last few for errors. */
