@@ -28,6 +28,11 @@ export interface PaidCharge {
   payer: string;
   amount: string;
   settleResponse: SettleResponse;
+  /**
+   * The charge recorded `charged`, still being written: the route opens the provider's reply
+   * meanwhile and awaits this before serving a byte or moving the charge on.
+   */
+  charged: Promise<void>;
 }
 
 export type ChatPayment = { ok: true; charge: PaidCharge } | { ok: false; status: number; error: string; retryAfter?: number };
@@ -178,8 +183,9 @@ export async function payForChat(
     await setCharge({ state: 'rejected', error: response.errorReason ?? 'settlement failed' });
     return { ok: false, status: 402, error: response.errorReason ?? 'settlement failed' };
   }
-  await setCharge({ state: 'charged', settlementTx: response.transaction });
-  return { ok: true, charge: { chargeId, settlementId, payer, amount: requirements.maxAmountRequired, settleResponse: response } };
+  const charged = setCharge({ state: 'charged', settlementTx: response.transaction }).then(() => undefined);
+  charged.catch(() => undefined); // the route awaits it (a failure reaches it there)
+  return { ok: true, charge: { chargeId, settlementId, payer, amount: requirements.maxAmountRequired, settleResponse: response, charged } };
 }
 
 type ChargeRef = { chargeId: string; settlementId: string; network: EvmNetwork; payer: string; amount: string; requestId: string };

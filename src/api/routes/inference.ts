@@ -150,9 +150,19 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
       const system = template.prompt ?? template.name;
       const upstreamMessages = [{ role: 'system', content: system }, ...messages.data];
       const provider = reg.provider(model.provider)!;
+      // The provider is asked while the charge's `charged` row commits: its first byte need not wait
+      // for that write, but nothing is served (or refunded) before it is recorded.
+      const opening = openReply(provider, model.upstreamModel, upstreamMessages, upstreamAbort.signal, c.firstByteTimeoutMs);
+      opening.catch(() => undefined); // awaited below
+      try {
+        await charge.charged;
+      } catch (err) {
+        upstreamAbort.abort(err);
+        throw err; // 500; the guard refunds the charge it never saw finished
+      }
       let upstream;
       try {
-        upstream = await openReply(provider, model.upstreamModel, upstreamMessages, upstreamAbort.signal, c.firstByteTimeoutMs);
+        upstream = await opening;
       } catch (err) {
         if (clientGone) {
           await setCharge('client_closed');
