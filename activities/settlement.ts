@@ -25,7 +25,8 @@ export type SettleAttempt =
  * How long the fast path waits for the receipt before it hands over to `confirmPayment`. Shorter than
  * the 8 s after which a workflow task held open by local activities lets updates in (80% of the 10 s
  * task timeout): an operator's action on a stuck transaction then finds the workflow in `submitted`,
- * as it did when confirmation was its own local activity.
+ * as it did when confirmation was its own local activity. Its end re-sends the same bytes (the
+ * relayer's wait does on a timeout): the same hash, so at worst a dropped transaction is back sooner.
  */
 export const FAST_CONFIRM_WAIT_MS = 5_000;
 
