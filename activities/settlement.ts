@@ -1,10 +1,10 @@
 import type { SettleResponse } from '../src/x402/schemas';
-import type { Scheme, WorkerDeps } from '../src/schemes/scheme';
+import { CONFIRMATION_PENDING, type Scheme, type WorkerDeps } from '../src/schemes/scheme';
 import { SKELETON_SCHEMES } from '../src/schemes/registry';
 import { settlementRecords } from '../src/settle/records';
-import type { SettlementInput } from '../src/settle/types';
+import { VERIFY_ATTEMPTS, type SettlementInput } from '../src/settle/types';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
-import { ApplicationFailure } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
@@ -15,6 +15,68 @@ export type SettlementActivityDeps = WorkerDeps & { topUpRelayer?: string };
 
 export type VerifyOutcome = { isValid: true } | { isValid: false; response: SettleResponse };
 export type SubmitOutcome = { submitted: true; transaction: string } | { submitted: false; response: SettleResponse; detail?: string };
+/** Where the fast path ended: rejected (recorded), out but not mined within its wait, or the final outcome. */
+export type SettleAttempt =
+  | { state: 'rejected'; at: 'verification' | 'submission'; response: SettleResponse; detail?: string }
+  | { state: 'submitted'; transaction: string }
+  | { state: 'settled' | 'failed'; response: SettleResponse };
+
+/**
+ * How long the fast path waits for the receipt before it hands over to `confirmPayment`. Shorter than
+ * the 8 s after which a workflow task held open by local activities lets updates in (80% of the 10 s
+ * task timeout): an operator's action on a stuck transaction then finds the workflow in `submitted`,
+ * as it did when confirmation was its own local activity. Its end re-sends the same bytes (the
+ * relayer's wait does on a timeout): the same hash, so at worst a dropped transaction is back sooner.
+ */
+export const FAST_CONFIRM_WAIT_MS = 5_000;
+
+/** The three steps of a settlement, as the activities run them (the workflow tests pass stand-ins). */
+export interface SettlementSteps {
+  verify(input: SettlementInput): Promise<VerifyOutcome>;
+  submit(input: SettlementInput): Promise<SubmitOutcome>;
+  /** Waits up to `waitMs` (default RECEIPT_WAIT_MS), then throws a retryable CONFIRMATION_PENDING type. */
+  confirm(input: SettlementInput, waitMs?: number): Promise<SettleResponse>;
+}
+
+/**
+ * The settlement activities over its steps: one per step (the path of workflows written before
+ * `settlement-one-local-activity`, and `confirmPayment` after a fast path that ran out of wait),
+ * and `settlePayment`, all three in one local activity (docs/decisions.md "Local activities on the
+ * settlement path").
+ */
+export function settlementStepActivities(steps: SettlementSteps, receiptWaitMs: number) {
+  return {
+    verifyPayment: (input: SettlementInput) => steps.verify(input),
+    submitPayment: (input: SettlementInput) => steps.submit(input),
+    confirmPayment: (input: SettlementInput) => steps.confirm(input),
+
+    /**
+     * Verify, submit and wait a little for the receipt, in one local activity (one activation and one
+     * marker instead of three), retried as a whole until the outcome is known: a retry verifies again
+     * only when nothing was signed (verify checks `sent` first) and re-sends the recorded bytes.
+     */
+    async settlePayment(input: SettlementInput): Promise<SettleAttempt> {
+      const verification = await steps.verify(input).catch((err: unknown) => {
+        // Nothing was sent: verification keeps its own budget (the one of SETTLEMENT_RETRY.verify), then
+        // the workflow fails with the last error, not a rejection, as when it was its own activity.
+        throw Context.current().info.attempt >= VERIFY_ATTEMPTS ? ApplicationFailure.fromError(err, { nonRetryable: true }) : err;
+      });
+      if (!verification.isValid) return { state: 'rejected', at: 'verification', response: verification.response };
+      const sent = await steps.submit(input);
+      if (!sent.submitted) return { state: 'rejected', at: 'submission', response: sent.response, detail: sent.detail };
+      try {
+        const response = await steps.confirm(input, Math.min(FAST_CONFIRM_WAIT_MS, receiptWaitMs));
+        return { state: response.success ? 'settled' : 'failed', response };
+      } catch (err) {
+        // Not mined yet: the workflow moves to `submitted` (where operators may nudge it) and waits in confirmPayment.
+        if (err instanceof ApplicationFailure && CONFIRMATION_PENDING.includes(err.type ?? '')) {
+          return { state: 'submitted', transaction: sent.transaction };
+        }
+        throw err;
+      }
+    },
+  };
+}
 
 /**
  * Activities of the settlement skeleton. Each one records the state it ends in (one round trip) and
@@ -24,12 +86,9 @@ export function createSettlementActivities(deps: WorkerDeps) {
   const records = settlementRecords(deps.db);
   const schemeOf = (input: SettlementInput) => SKELETON_SCHEMES[input.route] as unknown as Scheme<SettlementInput, SettlementInput>;
 
-  return {
-    /** Upserts a settlement record (the permit, batched and withdrawal workflows keep theirs here too). */
-    recordSettlement: records.upsert,
-
+  const steps: SettlementSteps = {
     /** Every rule the chain must confirm (no transaction); a rejection is recorded. */
-    async verifyPayment(input: SettlementInput): Promise<VerifyOutcome> {
+    async verify(input) {
       const scheme = schemeOf(input);
       // Signed already (a retry after a crash that followed the broadcast): never judge it again, since
       // the chain now shows the nonce used and the payment may be out.
@@ -46,7 +105,7 @@ export function createSettlementActivities(deps: WorkerDeps) {
     },
 
     /** Sends the scheme's transaction once (write-ahead); a retry re-sends the recorded one. */
-    async submitPayment(input: SettlementInput): Promise<SubmitOutcome> {
+    async submit(input) {
       const sent = await schemeOf(input).submit(input, deps, (em, transaction) => records.submitted(input, transaction, em));
       if (!sent.submitted) {
         return { submitted: false, detail: sent.detail, response: await records.rejected(input, sent.reason, sent.transaction) };
@@ -55,12 +114,22 @@ export function createSettlementActivities(deps: WorkerDeps) {
     },
 
     /** Waits for the outcome of the sent transaction and records the response repeats of the request get. */
-    async confirmPayment(input: SettlementInput): Promise<SettleResponse> {
-      const { response } = await schemeOf(input).confirm(input, deps, (em, response, transaction) =>
-        records.final(input, response, transaction, em),
+    async confirm(input, waitMs) {
+      const { response } = await schemeOf(input).confirm(
+        input,
+        deps,
+        (em, response, transaction) => records.final(input, response, transaction, em),
+        waitMs,
       );
       return response;
     },
+  };
+
+  return {
+    /** Upserts a settlement record (the permit, batched and withdrawal workflows keep theirs here too). */
+    recordSettlement: records.upsert,
+
+    ...settlementStepActivities(steps, deps.config.RECEIPT_WAIT_MS),
 
     /**
      * An operator's re-broadcast or replacement of the settlement's EVM transaction (its write-ahead

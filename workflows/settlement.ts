@@ -3,6 +3,7 @@ import {
   allHandlersFinished,
   condition,
   log,
+  patched,
   proxyActivities,
   proxyLocalActivities,
   setHandler,
@@ -10,7 +11,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { SettlementActivities } from '../activities/settlement';
-import { SETTLEMENT_REJECTED, type SettleOutcome, type SettlementInput } from '../src/settle/types';
+import { SETTLEMENT_REJECTED, VERIFY_ATTEMPTS, type SettleOutcome, type SettlementInput } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import type { StateOf } from '../src/temporal/states';
 import { x402States } from './x402-state';
@@ -26,7 +27,7 @@ import {
 /** Retry policies of the skeleton, written once for every scheme. */
 export const SETTLEMENT_RETRY = {
   // Verification only reads (and records); a chain that stays down rejects the request, nothing was sent.
-  verify: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 5 },
+  verify: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: VERIFY_ATTEMPTS },
   // Once money may move, retry until the outcome is known: the activities are idempotent.
   untilKnown: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 } as const;
@@ -35,7 +36,10 @@ export const SETTLEMENT_RETRY = {
 // task round trips (docs/decisions.md "Local activities on the settlement path"). Their results reach
 // history only when the task completes, so after a crash they run again: verification first asks for
 // the write-ahead record (a payment that was signed is never judged again), and submission re-sends the
-// recorded bytes.
+// recorded bytes. `settlePayment` runs the three steps in one of them (one activation, one marker); it
+// counts verification's attempts itself, since once money may move it is retried until the outcome is known.
+const { settlePayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '2m', retry: SETTLEMENT_RETRY.untilKnown });
+// The path of histories written before `settlement-one-local-activity`, and confirmPayment after a fast path that ran out of wait.
 const { verifyPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '30s', retry: SETTLEMENT_RETRY.verify });
 const { submitPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '60s', retry: SETTLEMENT_RETRY.untilKnown });
 const { confirmPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '2m', retry: SETTLEMENT_RETRY.untilKnown });
@@ -90,17 +94,32 @@ export async function settlementWorkflow(input: SettlementInput): Promise<Settle
     throw ApplicationFailure.nonRetryable(response.errorReason ?? 'rejected', SETTLEMENT_REJECTED, response);
   };
 
-  const verification = await verifyPayment(input);
-  if (!verification.isValid) reject(verification.response);
+  let response: SettleResponse;
+  if (patched('settlement-one-local-activity')) {
+    // The fast path: one local activity; only a transaction not mined within its wait shows `submitted`.
+    const attempt = await settlePayment(input);
+    if (attempt.state === 'rejected') {
+      if (attempt.at === 'submission') log.warn('settlement refused at submission', { detail: attempt.detail });
+      reject(attempt.response);
+    }
+    if (attempt.state === 'submitted') {
+      state('submitted');
+      response = await confirmPayment(input);
+    } else {
+      response = attempt.response;
+    }
+  } else {
+    const verification = await verifyPayment(input);
+    if (!verification.isValid) reject(verification.response);
 
-  const submitted = await submitPayment(input);
-  if (!submitted.submitted) {
-    log.warn('settlement refused at submission', { detail: submitted.detail });
-    reject(submitted.response);
+    const submitted = await submitPayment(input);
+    if (!submitted.submitted) {
+      log.warn('settlement refused at submission', { detail: submitted.detail });
+      reject(submitted.response);
+    }
+    state('submitted');
+    response = await confirmPayment(input);
   }
-  state('submitted');
-
-  const response = await confirmPayment(input);
   state(response.success ? 'settled' : 'failed');
   await condition(allHandlersFinished);
   return { response, organizationId: input.organizationId };

@@ -27,10 +27,10 @@ export function facilitatorCall<I extends SettlementInput & { network: EvmNetwor
         : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };
     },
 
-    async confirm(input, deps, record) {
+    async confirm(input, deps, record, waitMs = deps.config.RECEIPT_WAIT_MS) {
       const response = (r: { status: 'success' | 'reverted'; hash: string }) => receiptResponse(input, r, responseExtra(input));
       const relayer = deps.relayerFor(input.network, input.workflowId);
-      const receipt = await awaitCall(relayer, input.workflowId, deps.config.RECEIPT_WAIT_MS, 'settle', (em, r) =>
+      const receipt = await awaitCall(relayer, input.workflowId, waitMs, 'settle', (em, r) =>
         record(em, response({ status: r.status, hash: r.transactionHash }), r.transactionHash),
       );
       return { response: response(receipt), transaction: receipt.hash };

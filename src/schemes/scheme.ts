@@ -44,8 +44,9 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
   /**
    * Waits (bounded, retried by Temporal) for the sent transaction's outcome: the final settle
    * response, also given to `record` (in the DB transaction that marks the write-ahead record mined).
+   * The wait lasts `waitMs` (default RECEIPT_WAIT_MS), then throws a retryable CONFIRMATION_PENDING type.
    */
-  confirm(input: I, deps: WorkerDeps, record: RecordOutcome): Promise<Confirmed>;
+  confirm(input: I, deps: WorkerDeps, record: RecordOutcome, waitMs?: number): Promise<Confirmed>;
 }
 
 /** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/schemes/registry.ts). */
@@ -84,6 +85,12 @@ export type Parsed<P> = { ok: true; payment: P; network: string; payer: string }
 export type Verification = { isValid: true; payer: string } | { isValid: false; invalidReason: SettleReason | string; payer: string };
 export type SubmitResult =
   { submitted: true; transaction: string } | { submitted: false; reason: string; detail?: string; transaction?: string };
+/**
+ * The retryable failure types `confirm` throws when its wait ends with the transaction still unmined
+ * (EVM: src/chains/evm/calls.ts; Solana): the outcome is not known yet, nothing is wrong.
+ */
+export const CONFIRMATION_PENDING: readonly string[] = ['ReceiptTimeout', 'ConfirmationTimeout'];
+
 /** The final response, and the transaction it is about (kept on the record even when it failed). */
 export type Confirmed = { response: SettleResponse; transaction: string };
 

@@ -36,6 +36,13 @@ export interface SettleOutcome {
   organizationId: string;
 }
 
+/**
+ * Attempts at verification before a settlement gives up (the chain stays down): nothing was sent, so
+ * the request fails without being a rejection. The workflow's retry policy and the one-activity fast
+ * path (activities/settlement.ts settlePayment) both count to it.
+ */
+export const VERIFY_ATTEMPTS = 5;
+
 /** Details of the ApplicationFailure a rejected settlement ends with (nothing was broadcast). */
 export const SETTLEMENT_REJECTED = 'SettlementRejected';
 

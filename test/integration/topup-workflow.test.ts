@@ -3,6 +3,7 @@ import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { TopUpInput } from '../../src/topup/types';
+import { settlementStepActivities } from '../../activities/settlement';
 import { connectTestTemporal } from '../support/services';
 import { readStackInfo } from '../support/stack-info';
 
@@ -29,32 +30,38 @@ describe('TopUpWorkflow orchestration', () => {
       calls.push('checkSettlementGas');
       return scenario.gas ? { broadcast: true, costUsdc: '1' } : { broadcast: false, reason: 'gas_price_unavailable' };
     },
-    async verifyPayment(input: any) {
-      calls.push('verify');
-      if (scenario.settleRejects) {
-        const response = {
-          success: false,
-          errorReason: scenario.settleRejects,
-          transaction: '',
-          network: input.network,
-          payer: input.payer,
-        };
-        return { isValid: false, response };
-      }
-      return { isValid: true };
-    },
-    async submitPayment() {
-      calls.push('submitPayment');
-      return { submitted: true, transaction: '0x' + '11'.repeat(32) };
-    },
-    async confirmPayment(input: any) {
-      return {
-        success: true,
-        transaction: '0x' + '11'.repeat(32),
-        network: input.network,
-        payer: input.paymentPayload.payload.authorization.from,
-      };
-    },
+    // The settlement child's activities over stand-in steps (the fast path runs all three in settlePayment).
+    ...settlementStepActivities(
+      {
+        async verify(input: any) {
+          calls.push('verify');
+          if (scenario.settleRejects) {
+            const response = {
+              success: false,
+              errorReason: scenario.settleRejects,
+              transaction: '',
+              network: input.network,
+              payer: input.payer,
+            };
+            return { isValid: false, response };
+          }
+          return { isValid: true };
+        },
+        async submit() {
+          calls.push('submitPayment');
+          return { submitted: true, transaction: '0x' + '11'.repeat(32) };
+        },
+        async confirm(input: any) {
+          return {
+            success: true,
+            transaction: '0x' + '11'.repeat(32),
+            network: input.network,
+            payer: input.paymentPayload.payload.authorization.from,
+          };
+        },
+      },
+      30_000,
+    ),
     async ensureMerchantAllowance() {
       calls.push('ensureMerchantAllowance');
     },

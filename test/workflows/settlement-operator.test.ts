@@ -49,8 +49,8 @@ describe('settlementWorkflow operator nudges (mocked activities)', () => {
     const mined = new Promise<void>((r) => (release = r));
     const nudges: unknown[][] = [];
     const activities = {
-      verifyPayment: async () => ({ isValid: true }),
-      submitPayment: async () => ({ submitted: true, transaction: HASH }),
+      // The fast path's wait ran out: the transaction is out, not mined; confirmPayment waits on.
+      settlePayment: async () => ({ state: 'submitted', transaction: HASH }),
       confirmPayment: async () => {
         await mined;
         return { success: true, transaction: HASH, network: 'base-sepolia', payer: PAYER };
@@ -96,8 +96,7 @@ describe('settlementWorkflow operator nudges (mocked activities)', () => {
     let hold!: () => void;
     const held = new Promise<void>((r) => (hold = r));
     const activities = {
-      verifyPayment: async () => ({ isValid: true }),
-      submitPayment: async () => ({ submitted: true, transaction: HASH }),
+      settlePayment: async () => ({ state: 'submitted', transaction: HASH }),
       confirmPayment: async () => {
         await held;
         return { success: true, transaction: HASH, network: 'solana-devnet', payer: PAYER };

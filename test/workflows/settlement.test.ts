@@ -1,61 +1,34 @@
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
+import { temporal } from '@temporalio/proto';
 import { settlementWorkflow } from '../../workflows/settlement';
-import { SETTLEMENT_REJECTED, settlementRejection, type SettleOutcome, type SettlementInput } from '../../src/settle/types';
+import { SETTLEMENT_REJECTED, settlementRejection, type SettleOutcome } from '../../src/settle/types';
 import { X402State } from '../../src/temporal/search-attributes';
-import type { SettleResponse } from '../../src/x402/schemas';
 import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+import { HASH, input, mocks, notMinedYet, rejected, settled, transient } from '../support/settlement-workflow-mocks';
 
 /**
- * The settlement skeleton against mocked activities: which activities run, how often, and what the
+ * The settlement skeleton against mocked steps: which activities run, how often, and what the
  * workflow answers for each branch (valid, rejected at verification or submission, transient
- * failures retried, a chain that stays down, a reverted transaction).
+ * failures retried, a chain that stays down, a reverted transaction, a receipt slower than the fast
+ * path's wait). New workflows take the fast path (`settlePayment`, one local activity per attempt);
+ * the three-activity path of older histories is covered by test/workflows/replay.test.ts.
  */
-const PAYER = '0x1111111111111111111111111111111111111111';
-const HASH = `0x${'ab'.repeat(32)}`;
-const input = (n: number) =>
-  ({
-    workflowId: `settle:base-sepolia:${PAYER}:0x${n.toString(16).padStart(64, '0')}`,
-    organizationId: 'org-1',
-    apiKeyId: 'key-1',
-    route: 'eip3009',
-    network: 'base-sepolia',
-    payer: PAYER,
-    amount: '1000',
-    payout: PAYER,
-    fee: '0',
-    feeRecipient: PAYER,
-  }) as unknown as SettlementInput;
-const rejected = (reason: string): SettleResponse => ({
-  success: false,
-  errorReason: reason,
-  transaction: '',
-  network: 'base-sepolia',
-  payer: PAYER,
-});
-const settled: SettleResponse = { success: true, transaction: HASH, network: 'base-sepolia', payer: PAYER };
+const { EventType } = temporal.api.enums.v1;
 
-/** Mock activities that count their calls; each behaviour is a list of answers, the last one repeating. */
-function mocks(script: { verify?: (() => unknown)[]; submit?: (() => unknown)[]; confirm?: (() => unknown)[] }) {
-  const calls = { verifyPayment: 0, submitPayment: 0, confirmPayment: 0 };
-  const play = (name: keyof typeof calls, answers: (() => unknown)[] | undefined, fallback: () => unknown) => async () => {
-    const answer = answers?.[Math.min(calls[name], answers.length - 1)] ?? fallback;
-    calls[name]++;
-    return answer();
-  };
-  return {
-    calls,
-    activities: {
-      verifyPayment: play('verifyPayment', script.verify, () => ({ isValid: true })),
-      submitPayment: play('submitPayment', script.submit, () => ({ submitted: true, transaction: HASH })),
-      confirmPayment: play('confirmPayment', script.confirm, () => settled),
-      recordSettlement: async () => undefined,
-    },
-  };
+/** The local activities the history shows (one marker each) and the X402State values upserted, in order. */
+async function historyOf(handle: WorkflowHandle) {
+  const events = (await handle.fetchHistory()).events ?? [];
+  const localActivities = events.filter(
+    (e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+  ).length;
+  const states = events
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
+    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.[X402State.name]?.data)
+    .filter((data) => data) // the patch's own upsert (TemporalChangeVersion)
+    .map((data) => JSON.parse(Buffer.from(data!).toString('utf8')) as string);
+  return { localActivities, states };
 }
-const transient = () => {
-  throw ApplicationFailure.retryable('rpc down', 'RpcError');
-};
 
 describe('settlementWorkflow (mocked activities)', () => {
   let t: WorkflowTestEnv;
@@ -74,14 +47,17 @@ describe('settlementWorkflow (mocked activities)', () => {
         (error: unknown) => ({ error }),
       );
       const state = (await handle.describe()).typedSearchAttributes.get(X402State);
-      return { ...result, state };
+      return { ...result, state, history: await historyOf(handle) };
     });
+  const none = { verifyPayment: 0, submitPayment: 0, confirmPayment: 0 };
 
-  test('valid: verify, submit, confirm once each; completes with the response and whose payment it is', async () => {
-    const m = mocks({});
+  test('valid: one local activity verifies, submits and confirms; completes with the response and whose payment it is', async () => {
+    const m = mocks();
     const out = await run(m.activities);
-    expect(out).toEqual({ value: { response: settled, organizationId: 'org-1' }, state: 'settled' });
-    expect(m.calls).toEqual({ verifyPayment: 1, submitPayment: 1, confirmPayment: 1 });
+    expect(out).toMatchObject({ value: { response: settled, organizationId: 'org-1' }, state: 'settled' });
+    expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 1, confirm: 1 });
+    // One marker, and one search-attribute upsert: the state goes from verifying straight to settled.
+    expect(out.history).toEqual({ localActivities: 1, states: ['settled'] });
   });
 
   test('rejected at verification: fails with SettlementRejected carrying the response; nothing is submitted', async () => {
@@ -91,14 +67,14 @@ describe('settlementWorkflow (mocked activities)', () => {
     expect((out.error as WorkflowFailedError).cause).toMatchObject({ type: SETTLEMENT_REJECTED, nonRetryable: true });
     expect(settlementRejection(out.error)).toEqual({ response: rejected('insufficient_funds') });
     expect(out.state).toBe('rejected');
-    expect(m.calls).toEqual({ verifyPayment: 1, submitPayment: 0, confirmPayment: 0 });
+    expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 0, confirm: 0 });
   });
 
   test('a transient verification failure is retried, then the payment settles', async () => {
     const m = mocks({ verify: [transient, transient, () => ({ isValid: true })] });
     const out = await run(m.activities);
     expect(out.value?.response).toEqual(settled);
-    expect(m.calls).toEqual({ verifyPayment: 3, submitPayment: 1, confirmPayment: 1 });
+    expect(m.calls).toEqual({ ...none, settlePayment: 3, verify: 3, submit: 1, confirm: 1 });
   });
 
   test('a chain that stays down during verification: given up after 5 attempts, nothing submitted, not a rejection', async () => {
@@ -106,7 +82,12 @@ describe('settlementWorkflow (mocked activities)', () => {
     const out = await run(m.activities);
     expect(out.error).toBeInstanceOf(WorkflowFailedError);
     expect(settlementRejection(out.error)).toBeUndefined();
-    expect(m.calls).toEqual({ verifyPayment: 5, submitPayment: 0, confirmPayment: 0 });
+    // The last error, as when verification was its own activity whose retries ran out (the API answers 500).
+    const cause = (out.error as WorkflowFailedError).cause;
+    expect(cause).toBeInstanceOf(ApplicationFailure);
+    expect(cause).toMatchObject({ type: 'RpcError', message: 'rpc down' });
+    expect(m.calls).toEqual({ ...none, settlePayment: 5, verify: 5, submit: 0, confirm: 0 });
+    expect(out.history.states).toEqual([]); // it never left verifying
   });
 
   test('refused at submission (the call would revert): SettlementRejected, nothing to confirm', async () => {
@@ -114,23 +95,35 @@ describe('settlementWorkflow (mocked activities)', () => {
     const out = await run(m.activities);
     expect(settlementRejection(out.error)).toEqual({ response: rejected('invalid_transaction_state') });
     expect(out.state).toBe('rejected');
-    expect(m.calls).toEqual({ verifyPayment: 1, submitPayment: 1, confirmPayment: 0 });
+    expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 1, confirm: 0 });
   });
 
   test('once money may move, transient failures are retried until the outcome is known', async () => {
+    // The confirmation's failure comes on attempt 5, verification's last: it is retried all the same.
     const m = mocks({
-      submit: [transient, transient, transient, () => ({ submitted: true, transaction: HASH })],
+      submit: [transient, transient, transient, transient, () => ({ submitted: true, transaction: HASH })],
       confirm: [transient, () => settled],
     });
     const out = await run(m.activities);
     expect(out.value?.response).toEqual(settled);
-    expect(m.calls).toEqual({ verifyPayment: 1, submitPayment: 4, confirmPayment: 2 });
+    // Each attempt starts over; the real verification then finds the write-ahead record and judges nothing.
+    expect(m.calls).toEqual({ ...none, settlePayment: 6, verify: 6, submit: 6, confirm: 2 });
   });
 
   test('a transaction that reverted on chain completes (not fails) with the failed response', async () => {
     const failed = rejected('invalid_transaction_state');
     const m = mocks({ confirm: [() => failed] });
     const out = await run(m.activities);
-    expect(out).toEqual({ value: { response: failed, organizationId: 'org-1' }, state: 'failed' });
+    expect(out).toMatchObject({ value: { response: failed, organizationId: 'org-1' }, state: 'failed' });
+    expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 1, confirm: 1 });
+  });
+
+  test('no receipt within the fast path: submitted, then confirmPayment waits for it and the payment settles', async () => {
+    const m = mocks({ confirm: [notMinedYet, notMinedYet, () => settled] });
+    const out = await run(m.activities);
+    expect(out).toMatchObject({ value: { response: settled, organizationId: 'org-1' }, state: 'settled' });
+    // The fast path does not retry its short wait: confirmPayment takes over (and retries its own).
+    expect(m.calls).toEqual({ ...none, settlePayment: 1, confirmPayment: 2, verify: 1, submit: 1, confirm: 3 });
+    expect(out.history).toEqual({ localActivities: 2, states: ['submitted', 'settled'] });
   });
 });

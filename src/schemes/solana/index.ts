@@ -178,10 +178,10 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
   },
 
   /**
-   * Waits (bounded by RECEIPT_WAIT_MS, then retried by Temporal) until the transaction is confirmed
-   * or its blockhash expired without it landing, re-sending the stored bytes meanwhile.
+   * Waits (bounded by `waitMs`, RECEIPT_WAIT_MS by default, then retried by Temporal) until the transaction
+   * is confirmed or its blockhash expired without it landing, re-sending the stored bytes meanwhile.
    */
-  async confirm(input, deps, record) {
+  async confirm(input, deps, record, waitMs = deps.config.RECEIPT_WAIT_MS) {
     const { rpc } = clusterOf(deps, input.network);
     const rec = await findRecorded(deps, input);
     if (!rec) throw ApplicationFailure.retryable('no recorded transaction to wait for yet', 'RecordNotFound');
@@ -192,7 +192,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
       network: input.network,
       payer: input.payer,
     });
-    const deadline = Date.now() + deps.config.RECEIPT_WAIT_MS;
+    const deadline = Date.now() + waitMs;
     let lastSend = Date.now();
     let pause = 5;
     for (;;) {
