@@ -16,11 +16,11 @@ RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
-# Heaps sized for the service rather than for the host's RAM, from which V8 otherwise takes a limit of
-# several GiB and collects lazily: the worker ended `npm run bench:settle` at ~340 MiB RSS, ~270 with
-# these (a 4 MiB semi-space saved ~15 MiB more but stalled the workers' throughput). At 512 MiB the worker caches ~180 running workflows (the SDK's default follows the heap);
-# raise both together for more in flight. bench:settle runs the compiled service with this line.
-ENV NODE_OPTIONS="--max-old-space-size=512 --max-semi-space-size=8"
+# No heap flags (docs/decisions.md "Receipt polling, the measured runtime, heap sizes"): V8 sizes the
+# heap from the host's RAM and the worker ends `npm run bench:settle` at ~340 MiB RSS. Setting
+# NODE_OPTIONS="--max-old-space-size=512 --max-semi-space-size=8" brings it to ~270 MiB but cost ~20%
+# of the c=16 throughput on PostgreSQL (22-23 vs 28-29 settle/s). bench:settle runs the compiled
+# service with any `ENV NODE_OPTIONS=` line written here.
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
