@@ -4,20 +4,20 @@ import type { SettlementInput } from '../../src/settle/types';
 import type { SettleResponse } from '../../src/x402/schemas';
 
 /**
- * A settlement and mocked steps for workflow tests (test/workflows/settlement.test.ts) and for
+ * A settlement and mocked steps for workflow tests (test/workflows/settlement*.test.ts) and for
  * recording the pre-patch settlement history (test/support/record-pre-patch-history.ts). The steps are
  * stand-ins; the activities over them are the real ones (`settlementStepActivities`), so the fast
  * path's own rules (verification's attempt budget, the fallback past its wait) run as in the worker.
  */
 export const PAYER = '0x1111111111111111111111111111111111111111';
 export const HASH = `0x${'ab'.repeat(32)}`;
-export const input = (n: number) =>
+export const input = (n: number, network = 'base-sepolia') =>
   ({
-    workflowId: `settle:base-sepolia:${PAYER}:0x${n.toString(16).padStart(64, '0')}`,
+    workflowId: `settle:${network}:${PAYER}:0x${n.toString(16).padStart(64, '0')}`,
     organizationId: 'org-1',
     apiKeyId: 'key-1',
     route: 'eip3009',
-    network: 'base-sepolia',
+    network,
     payer: PAYER,
     amount: '1000',
     payout: PAYER,

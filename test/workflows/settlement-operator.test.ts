@@ -2,7 +2,7 @@ import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { settlementWorkflow } from '../../workflows/settlement';
 import { OPERATOR_ACTIONS_MEMO, rebroadcastUpdate, replaceUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
-import type { SettlementInput } from '../../src/settle/types';
+import { HASH, PAYER, input } from '../support/settlement-workflow-mocks';
 import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
 
 /**
@@ -10,22 +10,7 @@ import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-
  * against mocked activities: accepted only in `submitted`, with an operator and a reason; each runs
  * the nudge activity once with who and why; the confirmation goes on meanwhile.
  */
-const PAYER = '0x1111111111111111111111111111111111111111';
-const HASH = `0x${'ab'.repeat(32)}`;
 const who = { operator: 'carol', reason: 'stuck behind a low fee' };
-const input = (n: number, network = 'base-sepolia') =>
-  ({
-    workflowId: `settle:${network}:${PAYER}:0x${n.toString(16).padStart(64, '0')}`,
-    organizationId: 'org-1',
-    apiKeyId: 'key-1',
-    route: 'eip3009',
-    network,
-    payer: PAYER,
-    amount: '1000',
-    payout: PAYER,
-    fee: '0',
-    feeRecipient: PAYER,
-  }) as unknown as SettlementInput;
 
 describe('settlementWorkflow operator nudges (mocked activities)', () => {
   let t: WorkflowTestEnv;
