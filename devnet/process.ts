@@ -73,8 +73,8 @@ const RECENT_LINES = 40;
  * Node's arguments to run a TypeScript entry point in-process (`node --import tsx <script>`: the
  * spawned pid is the process itself, so a kill reaches it), or, when BENCH_DIST_DIR is set, its
  * compiled JavaScript there with the image's NODE_OPTIONS (`node <flags> <dir>/<script>.js`, as the
- * Docker image runs the service). V8 CPU
- * profiles are written to BENCH_CPU_PROF when that is set (bench/README.md).
+ * Docker image runs the service). V8 CPU profiles are written to BENCH_CPU_PROF when that is set
+ * (bench/README.md).
  */
 export function entryArgs(script: string): string[] {
   const prof = process.env.BENCH_CPU_PROF;
@@ -84,8 +84,8 @@ export function entryArgs(script: string): string[] {
   return [...profiling, '--import', 'tsx', script];
 }
 
-/** The Docker image's NODE_OPTIONS (its heap sizes), so the compiled service runs here as it does there. */
-export function imageNodeOptions(): string[] {
+/** The Docker image's NODE_OPTIONS (none today), so the compiled service runs here as it does there. */
+function imageNodeOptions(): string[] {
   const line = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(path.join(repoRoot(), 'Dockerfile'), 'utf8'));
   return line ? line[1].split(/\s+/).filter(Boolean) : [];
 }
