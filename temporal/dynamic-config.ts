@@ -7,7 +7,6 @@
  * task) waits 40-50 ms in the server, not in our code. Measured with `npm run bench:settle -- --trace`
  * (bench/README.md): about 40 ms between an activity's scheduled and started events, and about
  * 160 ms of workflow tasks per settlement; with these values, 0 ms and about 65 ms.
- * Measured and left at the default: one task-queue partition instead of 4 (no difference at c=1).
  */
 export const LOW_LATENCY_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   // Each history shard reads its transfer queue (the tasks that hand workflow and activity tasks to
@@ -21,4 +20,11 @@ export const LOW_LATENCY_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
   // the round trip through matching. Production: true as well; it is off by default only because
   // older SDKs did not ask for it.
   'system.enableActivityEagerExecution': true,
+  // New tasks go to one partition of each task queue instead of 4. On one host partitions only spread
+  // a queue's tasks where few pollers wait: a settlement's first workflow task that found no poller in
+  // its partition started up to 2 s late (bench histories at c=16; the orchestration floor's c=16 row
+  // varied 25-60 settle/s). Pollers still read all 4, so tasks already in the others drain (fewer read
+  // partitions would strand them). Production: keep the default 4 (or more) for a queue that needs
+  // more than one matching partition serves (hundreds of tasks a second), with enough pollers.
+  'matching.numTaskqueueWritePartitions': 1,
 };

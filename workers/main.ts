@@ -13,7 +13,7 @@ import { ensureStuckScanSchedule } from '../src/temporal/stuck-scan';
 import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
-import { workerSlots } from '../src/temporal/worker-slots';
+import { workerTuning } from '../src/temporal/worker-tuning';
 import { solanaNetworks } from '../src/chains/solana/context';
 import { startTracing, tracing, workerTracing } from '../src/observability/tracing';
 import { countRpcFailures } from '../src/chains/evm/rpc-spans';
@@ -101,7 +101,7 @@ async function main() {
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     ...workflowCode,
-    ...workerSlots(config.WORKER_TASK_SLOTS),
+    ...workerTuning(config.WORKER_TASK_SLOTS),
     activities: createActivities({
       config,
       db,

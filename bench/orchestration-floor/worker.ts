@@ -9,7 +9,7 @@ import { loadConfig } from '../../src/config';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { Relayer } from '../../src/chains/evm/relayer';
 import { openDatabase } from '../../src/db/orm';
-import { workerSlots } from '../../src/temporal/worker-slots';
+import { workerTuning } from '../../src/temporal/worker-tuning';
 import { createFloorActivities } from './activities';
 
 async function main() {
@@ -26,7 +26,7 @@ async function main() {
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     workflowBundle: { codePath: process.env.FLOOR_WORKFLOW_BUNDLE_PATH! },
-    ...workerSlots(config.WORKER_TASK_SLOTS),
+    ...workerTuning(config.WORKER_TASK_SLOTS),
     activities: createFloorActivities(relayer, config.RECEIPT_WAIT_MS),
   });
   console.log('worker ready');

@@ -21,6 +21,10 @@ describe('Temporal dynamic config', () => {
       dynamicConfig: LOW_LATENCY_DYNAMIC_CONFIG,
     });
     const values = args.flatMap((a, i) => (args[i - 1] === '--dynamic-config-value' ? [a] : []));
-    expect(values).toEqual(['history.transferProcessorMaxPollRPS=1000', 'system.enableActivityEagerExecution=true']);
+    expect(values).toEqual([
+      'history.transferProcessorMaxPollRPS=1000',
+      'system.enableActivityEagerExecution=true',
+      'matching.numTaskqueueWritePartitions=1',
+    ]);
   });
 });
