@@ -113,11 +113,7 @@ const schema = z.object({
   RECEIPT_WAIT_MS: int().pipe(z.number().min(100)).default(30_000),
   /** A relayer transaction not mined this long after it was sent is replaced (same nonce, fees +12.5%). */
   RELAYER_REPLACE_AFTER_MS: int().pipe(z.number().min(100)).default(20_000),
-  /**
-   * Workflow tasks (and local activities) one worker runs at once. A settlement's fast path holds its
-   * workflow task while its local activity waits for the receipt, so this bounds the settlements in
-   * flight per worker: with the SDK's 40, 2 s blocks cap a worker at ~20 settle/s (docs/decisions.md).
-   */
+  /** Workflow tasks and local activities one worker runs at once: its settlements in flight (src/temporal/worker-tuning.ts). */
   WORKER_TASK_SLOTS: int().pipe(z.number().min(2).max(2000)).default(256),
 
   /**
