@@ -175,7 +175,7 @@ export class Relayer {
       // Per block: back at least by the next re-read, repair or deadline, whichever comes first.
       const replaceAt = new Date(current.updatedAt).getTime() + this.replaceAfterMs;
       const head = perBlock ? await this.headAfter(seen, Math.min(reread, deadline, replaceAt) - Date.now()) : seen + 1n;
-      if (head > seen) {
+      if (head === null || head > seen) {
         const receipt = await this.receiptOfAny(current);
         if (receipt) {
           this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
@@ -183,7 +183,7 @@ export class Relayer {
           tx.hash = receipt.transactionHash;
           return receipt;
         }
-        seen = head;
+        if (head !== null) seen = head;
       }
       onPoll?.();
       if (Date.now() - new Date(current.updatedAt).getTime() >= this.replaceAfterMs) {
@@ -223,13 +223,13 @@ export class Relayer {
   }
 
   /**
-   * The chain's head once it is past `seen`, or `seen` after `maxMs`. Every waiter of this relayer
-   * shares one `eth_blockNumber` per HEAD_POLL_MS. On RPC trouble it answers as if the head moved, so
+   * The chain's head once it is past `seen`, or the same head after `maxMs`. Every waiter of this
+   * relayer shares one `eth_blockNumber` per HEAD_POLL_MS. On RPC trouble it answers null (unknown):
    * the caller asks for its receipt as it would without a head (and tolerates the error there). A
    * provider whose nodes lag each other may show a block before its receipts: the receipt is then
    * found at the next block.
    */
-  private async headAfter(seen: bigint, maxMs: number): Promise<bigint> {
+  private async headAfter(seen: bigint, maxMs: number): Promise<bigint | null> {
     // At least one pause, so that a caller whose bound has passed (a repair that keeps failing) does not spin.
     const until = Date.now() + Math.max(HEAD_POLL_MS, maxMs);
     for (;;) {
@@ -239,10 +239,11 @@ export class Relayer {
         this.headPoll = { at: now, head };
         head.catch(() => undefined); // each waiter handles it below
       }
-      const head = await this.headPoll.head.catch(() => seen + 1n);
+      const head = await this.headPoll.head.catch(() => null);
       const left = until - Date.now();
-      if (head > seen || left <= 0) return head;
-      await new Promise((r) => setTimeout(r, Math.min(HEAD_POLL_MS, left)));
+      if (head !== null && (head > seen || left <= 0)) return head;
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(HEAD_POLL_MS, left))));
+      if (head === null) return null; // after the pause: a node that keeps failing is not asked in a loop
     }
   }
 
