@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { numberToHex, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
@@ -165,5 +167,97 @@ describe.each(DB_KINDS)('relayer hygiene (%s)', (kind) => {
     const rec = await record('taken');
     expect({ nonce: rec.nonce, hash: rec.hash, status: rec.status }).toEqual({ nonce: 1, hash: receipt!.transactionHash, status: 'mined' });
     expect(await nonceUsed()).toBe(2);
+  });
+});
+
+/**
+ * Where blocks take time (anvil mining every second), waiting transactions ask for their receipt once
+ * per new block and share one head poll: counted by a JSON-RPC proxy in front of the chain.
+ */
+describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
+  let tdb: TestDatabase;
+  let proxy: Server;
+  const calls = new Map<string, number>();
+  const counted = (method: string) => calls.get(method) ?? 0;
+
+  beforeAll(async () => {
+    tdb = await openTestDatabase(kind);
+    proxy = createServer((req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', async () => {
+        const parsed = JSON.parse(body) as { method: string } | { method: string }[];
+        for (const { method } of [parsed].flat()) calls.set(method, counted(method) + 1);
+        const upstream = await fetch(anvil.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
+        res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
+      });
+    });
+    await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
+  });
+  afterAll(async () => {
+    await new Promise((r) => proxy?.close(r));
+    await tdb?.close();
+  });
+  afterEach(async () => {
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
+  });
+
+  const counting = () => {
+    const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
+    return buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: url }).get('base-sepolia')!;
+  };
+  const funded = async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    await rpc(anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
+    return account;
+  };
+  const to = () => privateKeyToAccount(generatePrivateKey()).address;
+  const record = async (id: string) => (await tdb.db.em.fork().findOne(RelayerTransaction, { id }))!;
+  /** A relayer that has seen receipts take a block: five waits, one after another. */
+  const warmed = async (prefix: string) => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    for (let i = 0; i < 5; i++) {
+      await relayer.send(`${prefix}-warm-${i}`, { to: to(), data: '0x' });
+      expect((await relayer.waitForReceipt(await record(`${prefix}-warm-${i}`), 20_000))?.status).toBe('success');
+    }
+    return relayer;
+  };
+
+  test('eight waiting transactions ask for their receipts about once per block and share one head poll', async () => {
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+    const relayer = await warmed(`${kind}-shared`);
+    const ids = Array.from({ length: 8 }, (_, i) => `${kind}-shared-${i}`);
+    for (const id of ids) await relayer.send(id, { to: to(), data: '0x' });
+    calls.clear();
+    const started = Date.now();
+
+    const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
+
+    const elapsedMs = Date.now() - started;
+    expect(receipts.map((r) => r?.status)).toEqual(ids.map(() => 'success'));
+    const blocks = new Set(receipts.map((r) => r!.blockNumber)).size;
+    // Each wait: one look when it starts, then one per new block until its own (at most two blocks here).
+    expect(counted('eth_getTransactionReceipt')).toBeLessThanOrEqual(ids.length * (1 + blocks + 1));
+    // One head poll per 100 ms for all eight (per-transaction polling would be eight times that).
+    expect(counted('eth_blockNumber')).toBeLessThanOrEqual(Math.ceil(elapsedMs / 100) + 2);
+    expect(counted('eth_blockNumber')).toBeGreaterThan(0);
+  });
+
+  test('a transaction dropped while waiting per block is sent again with the same bytes', async () => {
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+    const relayer = await warmed(`${kind}-drop`);
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
+    const { hash } = await relayer.send(`${kind}-drop`, { to: to(), data: '0x' });
+    await rpc(anvil.rpcUrl, 'anvil_dropTransaction', [hash]);
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+
+    const receipt = await relayer.waitForReceipt(await record(`${kind}-drop`), 20_000);
+
+    expect(receipt?.transactionHash).toBe(hash);
+    expect(receipt?.status).toBe('success');
+    expect((await record(`${kind}-drop`)).status).toBe('mined');
   });
 });

@@ -40,6 +40,8 @@ export class Relayer {
   private queue: Promise<unknown> = Promise.resolve();
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
+  /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
+  private headPoll: { at: number; head: Promise<bigint> } | undefined;
   readonly client: PublicClient;
   private readonly replaceAfterMs: number;
 
@@ -142,11 +144,12 @@ export class Relayer {
   }
 
   /**
-   * Waits (bounded) for a receipt of any hash sent for this effect. Polling backs off from a start
-   * that follows the chain: ~1 ms where receipts come within milliseconds (anvil's automine; viem's
-   * default 1 s poll would dominate settlement latency), about half the recent wait where blocks take
-   * time (a dozen polls per transaction per 1 s block would cost more CPU and RPC quota than the
-   * settlement itself). Past `replaceAfterMs` without one it repairs what it can (see the class
+   * Waits (bounded) for a receipt of any hash sent for this effect. Where receipts come within
+   * milliseconds (anvil's automine) it polls the receipt, backing off from ~1 ms (viem's default 1 s
+   * poll would dominate settlement latency). Where blocks take time (recent waits of 100 ms or more)
+   * it asks for the receipt once per new block, and the head is polled once for all of this
+   * relayer's waiters (`headAfter`): per-transaction polling cost more CPU and RPC quota than the
+   * settlement itself. Past `replaceAfterMs` without one it repairs what it can (see the class
    * comment). Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
    * transaction again. On success `tx.hash` (and the record's) is the mined hash.
    */
@@ -158,7 +161,9 @@ export class Relayer {
   ): Promise<TransactionReceipt | null> {
     const started = Date.now();
     const deadline = started + timeoutMs;
+    const perBlock = this.receiptWaitMs >= PER_BLOCK_FROM_MS;
     let delay = firstPollMs(this.receiptWaitMs);
+    let seen = -1n; // the head whose blocks were already searched (per-block mode)
     let current = tx;
     let reread = Date.now() + 2_000;
     while (Date.now() < deadline) {
@@ -167,19 +172,27 @@ export class Relayer {
         current = (await this.find(current.id).catch(() => null)) ?? current;
         reread = Date.now() + 2_000;
       }
-      const receipt = await this.receiptOfAny(current);
-      if (receipt) {
-        this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
-        await this.markMined(current.id, receipt, onMined);
-        tx.hash = receipt.transactionHash;
-        return receipt;
+      // Per block: back at least by the next re-read, repair or deadline, whichever comes first.
+      const replaceAt = new Date(current.updatedAt).getTime() + this.replaceAfterMs;
+      const head = perBlock ? await this.headAfter(seen, Math.min(reread, deadline, replaceAt) - Date.now()) : seen + 1n;
+      if (head === null || head > seen) {
+        const receipt = await this.receiptOfAny(current);
+        if (receipt) {
+          this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
+          await this.markMined(current.id, receipt, onMined);
+          tx.hash = receipt.transactionHash;
+          return receipt;
+        }
+        if (head !== null) seen = head;
       }
       onPoll?.();
       if (Date.now() - new Date(current.updatedAt).getTime() >= this.replaceAfterMs) {
         // On RPC trouble, try again a replaceAfterMs later (re-read: the record may have moved on).
         current = await this.repair(current.id).catch(async () => (await this.find(current.id)) ?? current);
         delay = 1;
+        seen = -1n; // what the repair sent may already be in the latest block
       }
+      if (perBlock) continue;
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, MAX_POLL_MS);
     }
@@ -207,6 +220,31 @@ export class Relayer {
             return tx;
           });
     return { hash: tx.hash as Hex, status: tx.status };
+  }
+
+  /**
+   * The chain's head once it is past `seen`, or the same head after `maxMs`. Every waiter of this
+   * relayer shares one `eth_blockNumber` per HEAD_POLL_MS. On RPC trouble it answers null (unknown):
+   * the caller asks for its receipt as it would without a head (and tolerates the error there). A
+   * provider whose nodes lag each other may show a block before its receipts: the receipt is then
+   * found at the next block.
+   */
+  private async headAfter(seen: bigint, maxMs: number): Promise<bigint | null> {
+    // At least one pause, so that a caller whose bound has passed (a repair that keeps failing) does not spin.
+    const until = Date.now() + Math.max(HEAD_POLL_MS, maxMs);
+    for (;;) {
+      const now = Date.now();
+      if (!this.headPoll || now - this.headPoll.at >= HEAD_POLL_MS) {
+        const head = this.client.getBlockNumber({ cacheTime: 0 });
+        this.headPoll = { at: now, head };
+        head.catch(() => undefined); // each waiter handles it below
+      }
+      const head = await this.headPoll.head.catch(() => null);
+      const left = until - Date.now();
+      if (head !== null && (head > seen || left <= 0)) return head;
+      await new Promise((r) => setTimeout(r, Math.max(0, Math.min(HEAD_POLL_MS, left))));
+      if (head === null) return null; // after the pause: a node that keeps failing is not asked in a loop
+    }
   }
 
   /** Every hash ever sent for this effect, latest first. */
@@ -427,6 +465,12 @@ const FEE_CACHE_MS = 1_000;
 
 /** The longest pause between two receipt polls. */
 const MAX_POLL_MS = 250;
+
+/** Recent receipt waits this long or longer mean blocks take time: one receipt query per new block. */
+const PER_BLOCK_FROM_MS = 100;
+
+/** How often a relayer asks for the chain's head while transactions wait for blocks. */
+const HEAD_POLL_MS = 100;
 
 /** The first receipt poll comes after about half the recent wait (at least 1 ms, at most MAX_POLL_MS). */
 const firstPollMs = (recentWaitMs: number) => Math.max(1, Math.min(MAX_POLL_MS, Math.round(recentWaitMs / 2)));
