@@ -174,7 +174,8 @@ export class Relayer {
       }
       // Per block: back at least by the next re-read, repair or deadline, whichever comes first.
       const replaceAt = new Date(current.updatedAt).getTime() + this.replaceAfterMs;
-      const head = perBlock ? await this.headAfter(seen, Math.min(reread, deadline, replaceAt) - Date.now()) : seen + 1n;
+      // Null (polling, or the head unknown): look for the receipt every time.
+      const head = perBlock ? await this.headAfter(seen, Math.min(reread, deadline, replaceAt) - Date.now()) : null;
       if (head === null || head > seen) {
         const receipt = await this.receiptOfAny(current);
         if (receipt) {
@@ -186,7 +187,7 @@ export class Relayer {
         if (head !== null) seen = head;
       }
       onPoll?.();
-      if (Date.now() - new Date(current.updatedAt).getTime() >= this.replaceAfterMs) {
+      if (Date.now() >= replaceAt) {
         // On RPC trouble, try again a replaceAfterMs later (re-read: the record may have moved on).
         current = await this.repair(current.id).catch(async () => (await this.find(current.id)) ?? current);
         delay = 1;
