@@ -1,5 +1,6 @@
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
-import { recoverMessageAddress, type Hex } from 'viem';
+import { hashMessage, type Hex } from 'viem';
+import { recoverSigner } from '../chains/evm/recover-signer';
 import { MediaBuyerNonce } from '../db/media';
 import { BUYER_HEADERS, buyerAuthMessage, NONCE_PATTERN } from './buyer-auth-message';
 
@@ -47,7 +48,7 @@ export async function verifyBuyerRequest(
   const message = buyerAuthMessage({ domain: opts.domain, buyer, method: req.method, path: req.path, nonce, issuedAt, expiresAt });
   let signer: string;
   try {
-    signer = (await recoverMessageAddress({ message, signature: signature as Hex })).toLowerCase();
+    signer = recoverSigner(hashMessage(message), signature as Hex).toLowerCase();
   } catch {
     return fail('invalid_buyer_signature', 'the signature cannot be recovered');
   }

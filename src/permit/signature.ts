@@ -5,7 +5,6 @@ import {
   hexToBigInt,
   isAddressEqual,
   keccak256,
-  recoverAddress,
   serializeSignature,
   slice,
   toHex,
@@ -13,6 +12,7 @@ import {
   type Hex,
 } from 'viem';
 import type { PermitRequest } from './schema';
+import { recoverSigner } from '../chains/evm/recover-signer';
 
 /**
  * EIP-2612 signature handling for POST /v1/permit: both request forms (`v`/`r`/`s` and the 65-byte
@@ -89,16 +89,13 @@ export function permitDigest(domainSeparator: Hex, m: PermitMessage): Hex {
 }
 
 /** Whether (v, r, s) is `m.owner`'s signature of the permit `m` under `domainSeparator`. */
-export async function isPermitSignedByOwner(
+export function isPermitSignedByOwner(
   domainSeparator: Hex,
   m: PermitMessage,
   sig: Pick<PermitSignature, 'v' | 'r' | 's'>,
-): Promise<boolean> {
+): boolean {
   try {
-    const recovered = await recoverAddress({
-      hash: permitDigest(domainSeparator, m),
-      signature: serializeSignature({ r: sig.r, s: sig.s, v: BigInt(sig.v) }),
-    });
+    const recovered = recoverSigner(permitDigest(domainSeparator, m), serializeSignature({ r: sig.r, s: sig.s, v: BigInt(sig.v) }));
     return isAddressEqual(recovered, getAddress(m.owner.toLowerCase()));
   } catch {
     return false; // r is not an x coordinate on the curve

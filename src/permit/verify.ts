@@ -51,7 +51,7 @@ export async function verifyPermit(
     };
   }
   const facilitator = network.facilitator as Address;
-  const signed = await isPermitSignedByOwner(
+  const signed = isPermitSignedByOwner(
     domainSeparator,
     { owner, spender: facilitator, value: BigInt(input.value), nonce, deadline: BigInt(input.deadline) },
     input,

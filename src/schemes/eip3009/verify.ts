@@ -1,4 +1,5 @@
-import { getAddress, isAddressEqual, parseSignature, size, verifyTypedData, type Address, type Hex } from 'viem';
+import { getAddress, hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
+import { recoverSigner } from '../../chains/evm/recover-signer';
 import type { EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
@@ -20,7 +21,7 @@ export type Verification = { isValid: true; payer: string } | { isValid: false; 
  * domain. EIP-2 / USDC reject the high-s twin of a signature; so must we, or settle would revert later.
  * The one signature rule of EIP-3009 (settle, verify, the top-up gateway, chat and media payments).
  */
-export async function isSignedByPayer(payload: ExactEvmPayload, domain: TokenDomain): Promise<boolean> {
+export function isSignedByPayer(payload: ExactEvmPayload, domain: TokenDomain): boolean {
   const a = payload.payload.authorization;
   // Any spelling of an address is accepted; the typed data needs checksummed ones.
   const checksummed = { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) };
@@ -28,7 +29,7 @@ export async function isSignedByPayer(payload: ExactEvmPayload, domain: TokenDom
   try {
     const signature = payload.payload.signature as Hex;
     const lowS = size(signature) !== 65 || BigInt(parseSignature(signature).s) <= SECP256K1N_HALF;
-    return lowS && (await verifyTypedData({ address: checksummed.from, signature, ...typed }));
+    return lowS && isAddressEqual(recoverSigner(hashTypedData(typed), signature), checksummed.from);
   } catch {
     return false; // malformed signature bytes
   }
@@ -62,7 +63,7 @@ export async function verifyExactEvm(
   if (!name || !version) return fail('invalid_payment_requirements');
 
   const domain = { name, version, chainId: network.chainId as number, verifyingContract: getAddress(req.asset.toLowerCase()) };
-  const signatureOk = await isSignedByPayer(payload, domain);
+  const signatureOk = isSignedByPayer(payload, domain);
   if (!signatureOk) return fail('invalid_exact_evm_payload_signature');
 
   if (BigInt(a.validAfter) > BigInt(opts.nowSeconds)) return fail('invalid_exact_evm_payload_authorization_valid_after');

@@ -1,4 +1,5 @@
-import { hashTypedData, isAddressEqual, parseSignature, recoverAddress, size, type Address, type Hex } from 'viem';
+import { hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
+import { recoverSigner } from '../../chains/evm/recover-signer';
 import type { EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
 import type { Permit2PaymentPayload } from './payload';
@@ -27,7 +28,7 @@ export const uptoSettleAmount = (req: PaymentRequirements): bigint =>
   req.extra?.settleAmount !== undefined ? BigInt(req.extra.settleAmount) : BigInt(req.maxAmountRequired);
 
 /** The signer of the Permit2 signature when it was made for `spender`, or undefined. */
-async function signerFor(scheme: Permit2Scheme, network: EvmNetwork, p: Permit2PaymentPayload['payload'], spender: Address) {
+function signerFor(scheme: Permit2Scheme, network: EvmNetwork, p: Permit2PaymentPayload['payload'], spender: Address) {
   const typed = permit2WitnessTypedData(scheme, network.chainId!, network.permit2, {
     permitted: { token: p.permit.permitted.token as Address, amount: BigInt(p.permit.permitted.amount) },
     spender,
@@ -40,7 +41,7 @@ async function signerFor(scheme: Permit2Scheme, network: EvmNetwork, p: Permit2P
     },
   });
   try {
-    return await recoverAddress({ hash: hashTypedData(typed as Parameters<typeof hashTypedData>[0]), signature: p.signature as Hex });
+    return recoverSigner(hashTypedData(typed as Parameters<typeof hashTypedData>[0]), p.signature as Hex);
   } catch {
     return undefined; // malformed signature bytes
   }
@@ -102,9 +103,9 @@ export async function verifyPermit2(
     }
   }
   if (!wellFormed) return fail('invalid_permit2_signature');
-  const signer = await signerFor(scheme, network, p, spender);
+  const signer = signerFor(scheme, network, p, spender);
   if (!signer || !isAddressEqual(signer, payer as Address)) {
-    const otherSigner = await signerFor(scheme, network, p, other);
+    const otherSigner = signerFor(scheme, network, p, other);
     return fail(otherSigner && isAddressEqual(otherSigner, payer as Address) ? 'invalid_permit2_spender' : 'invalid_permit2_signature');
   }
 
@@ -133,7 +134,7 @@ export async function verifyPermit2(
     const signed =
       domain !== undefined &&
       (v === 27 || v === 28) &&
-      (await isPermitSignedByOwner(
+      (isPermitSignedByOwner(
         domain.domainSeparator,
         { owner, spender: network.permit2, value: BigInt(e.value), nonce: domain.nonce, deadline: BigInt(e.deadline) },
         { v, r: e.r as Hex, s: e.s as Hex },
