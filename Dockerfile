@@ -16,11 +16,12 @@ RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
-# No heap flags (docs/decisions.md "Receipt polling, the measured runtime, heap sizes"): V8 sizes the
-# heap from the host's RAM and the worker ends `npm run bench:settle` at ~340 MiB RSS. Setting
-# NODE_OPTIONS="--max-old-space-size=512 --max-semi-space-size=8" brings it to ~270 MiB but cost ~20%
-# of the c=16 throughput on PostgreSQL (22-23 vs 28-29 settle/s). bench:settle runs the compiled
-# service with any `ENV NODE_OPTIONS=` line written here.
+# Heap flags (docs/decisions.md "Heap flags in the image"): without them V8 sizes the heap from the
+# host's RAM and collects lazily, and the worker ended `npm run bench:settle -- --n 100` at ~345 MiB
+# RSS, half of it garbage. A 1 GiB old space (V8 then grows the heap less eagerly) and 8 MiB
+# semi-spaces: ~280 MiB, with no CPU cost the bench could tell from its noise. The SDK sizes its
+# workflow cache from this limit (~500 workflows). bench:settle runs the compiled service with this line.
+ENV NODE_OPTIONS="--max-old-space-size=1024 --max-semi-space-size=8"
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force

@@ -84,7 +84,7 @@ export function entryArgs(script: string): string[] {
   return [...profiling, '--import', 'tsx', script];
 }
 
-/** The Docker image's NODE_OPTIONS (none today), so the compiled service runs here as it does there. */
+/** The Docker image's NODE_OPTIONS (its heap flags), so the compiled service runs here as it does there. */
 function imageNodeOptions(): string[] {
   const line = /^ENV NODE_OPTIONS="([^"]*)"/m.exec(readFileSync(path.join(repoRoot(), 'Dockerfile'), 'utf8'));
   return line ? line[1].split(/\s+/).filter(Boolean) : [];
