@@ -89,11 +89,7 @@ export function permitDigest(domainSeparator: Hex, m: PermitMessage): Hex {
 }
 
 /** Whether (v, r, s) is `m.owner`'s signature of the permit `m` under `domainSeparator`. */
-export function isPermitSignedByOwner(
-  domainSeparator: Hex,
-  m: PermitMessage,
-  sig: Pick<PermitSignature, 'v' | 'r' | 's'>,
-): boolean {
+export function isPermitSignedByOwner(domainSeparator: Hex, m: PermitMessage, sig: Pick<PermitSignature, 'v' | 'r' | 's'>): boolean {
   try {
     const recovered = recoverSigner(permitDigest(domainSeparator, m), serializeSignature({ r: sig.r, s: sig.s, v: BigInt(sig.v) }));
     return isAddressEqual(recovered, getAddress(m.owner.toLowerCase()));

@@ -8,10 +8,11 @@ import { recoverSigner } from '../../src/chains/evm/recover-signer';
  */
 const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
 const word = (n: bigint) => numberToHex(n, { size: 32 }).slice(2);
-const viem = (hash: Hex, signature: Hex) => recoverAddress({ hash, signature }).then(
-  (a) => ({ address: a }),
-  () => 'throws' as const,
-);
+const viem = (hash: Hex, signature: Hex) =>
+  recoverAddress({ hash, signature }).then(
+    (a) => ({ address: a }),
+    () => 'throws' as const,
+  );
 const ours = (hash: Hex, signature: Hex) => {
   try {
     return { address: recoverSigner(hash, signature) };

@@ -134,11 +134,11 @@ export async function verifyPermit2(
     const signed =
       domain !== undefined &&
       (v === 27 || v === 28) &&
-      (isPermitSignedByOwner(
+      isPermitSignedByOwner(
         domain.domainSeparator,
         { owner, spender: network.permit2, value: BigInt(e.value), nonce: domain.nonce, deadline: BigInt(e.deadline) },
         { v, r: e.r as Hex, s: e.s as Hex },
-      ));
+      );
     if (!signed) return fail('invalid_permit2_2612_signature');
     applyPermit2612 = true;
   }
