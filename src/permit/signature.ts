@@ -12,7 +12,7 @@ import {
   type Hex,
 } from 'viem';
 import type { PermitRequest } from './schema';
-import { recoverSigner } from '../chains/evm/recover-signer';
+import { recoverSigner, SECP256K1N_HALF } from '../chains/evm/recover-signer';
 
 /**
  * EIP-2612 signature handling for POST /v1/permit: both request forms (`v`/`r`/`s` and the 65-byte
@@ -29,8 +29,6 @@ export interface PermitSignature {
 }
 
 export type ResolvedSignature = ({ ok: true } & PermitSignature) | { ok: false; message: string };
-
-const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 /**
  * The (v, r, s) a request carries. A 65-byte signature's last byte may be 0/1 (y parity) or 27/28;

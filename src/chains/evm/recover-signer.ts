@@ -1,6 +1,9 @@
 import { recover } from 'tiny-secp256k1';
-import { hexToBytes, size, type Address, type Hex } from 'viem';
+import { bytesToHex, hexToBytes, size, type Address, type Hex } from 'viem';
 import { publicKeyToAddress } from 'viem/accounts';
+
+/** Half the secp256k1 order: EIP-2 (and USDC, Permit2, EIP-2612 tokens) reject a signature whose s is above it. */
+export const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 /**
  * The address whose key made the 65-byte `signature` (r‖s‖v, v 0/1 or 27/28) over the 32-byte
@@ -19,5 +22,5 @@ export function recoverSigner(hash: Hex, signature: Hex): Address {
   if (recoveryId === undefined) throw new Error(`invalid signature v ${v}`);
   const publicKey = recover(hexToBytes(hash), bytes.subarray(0, 64), recoveryId, false);
   if (!publicKey) throw new Error('signature recovers no public key');
-  return publicKeyToAddress(`0x${Buffer.from(publicKey).toString('hex')}`);
+  return publicKeyToAddress(bytesToHex(publicKey));
 }

@@ -1,5 +1,5 @@
 import { getAddress, hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
-import { recoverSigner } from '../../chains/evm/recover-signer';
+import { recoverSigner, SECP256K1N_HALF } from '../../chains/evm/recover-signer';
 import type { EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
@@ -11,8 +11,6 @@ export interface ExactEvmChainReads {
   balanceOf(token: Address, owner: Address): Promise<bigint>;
   authorizationState(token: Address, authorizer: Address, nonce: Hex): Promise<boolean>;
 }
-
-const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 export type Verification = { isValid: true; payer: string } | { isValid: false; invalidReason: SettleReason; payer: string };
 

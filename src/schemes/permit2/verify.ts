@@ -1,5 +1,5 @@
 import { hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
-import { recoverSigner } from '../../chains/evm/recover-signer';
+import { recoverSigner, SECP256K1N_HALF } from '../../chains/evm/recover-signer';
 import type { EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
 import type { Permit2PaymentPayload } from './payload';
@@ -20,8 +20,6 @@ export interface Permit2ChainReads {
 export type Permit2Verification =
   | { isValid: true; payer: string; scheme: Permit2Scheme; amount: string; spender: Address; applyPermit2612: boolean }
   | { isValid: false; invalidReason: SettleReason; payer: string };
-
-const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501ddfe92f46681b20a0n;
 
 /** The amount an upto payment settles: `extra.settleAmount`, else the full signed maximum. */
 export const uptoSettleAmount = (req: PaymentRequirements): bigint =>
