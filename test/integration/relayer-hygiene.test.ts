@@ -168,6 +168,19 @@ describe.each(DB_KINDS)('relayer hygiene (%s)', (kind) => {
     expect({ nonce: rec.nonce, hash: rec.hash, status: rec.status }).toEqual({ nonce: 1, hash: receipt!.transactionHash, status: 'mined' });
     expect(await nonceUsed()).toBe(2);
   });
+
+  test('an absence this relayer saw is not trusted over the record: an effect recorded meanwhile elsewhere is used, not sent again', async () => {
+    // The relayer remembers that it found no record (a settlement's verification looks, then send).
+    expect(await relayer.find('elsewhere')).toBeNull();
+    // Meanwhile another process with this key records and sends the same effect.
+    const other = new Relayer(network, account, tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    const { hash } = await other.send('elsewhere', { to: fresh(), data: '0x' });
+
+    // The record's unique id decides: the other transaction, and nothing broadcast for a second nonce.
+    expect(await relayer.send('elsewhere', { to: fresh(), data: '0x' })).toEqual({ hash, reused: true });
+    expect(await client.getTransactionCount({ address: account.address, blockTag: 'pending' })).toBe(1);
+    expect(await relayer.find('elsewhere')).toMatchObject({ hash, nonce: 0, status: 'signed' });
+  });
 });
 
 /**
@@ -242,6 +255,25 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     // One head poll per 100 ms for all eight (per-transaction polling would be eight times that).
     expect(counted('eth_blockNumber')).toBeLessThanOrEqual(Math.ceil(elapsedMs / 100) + 2);
     expect(counted('eth_blockNumber')).toBeGreaterThan(0);
+  });
+
+  test('one simulation per transaction: send takes the simulation of the same call, and estimates another call afresh', async () => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    const call = { to: to(), data: '0x' as Hex };
+    calls.clear();
+
+    expect(await relayer.simulate(`${kind}-sim`, call)).toBe(21_000n);
+    const { hash } = await relayer.send(`${kind}-sim`, call);
+    expect(counted('eth_estimateGas')).toBe(1);
+
+    await relayer.simulate(`${kind}-sim-other`, call);
+    await relayer.send(`${kind}-sim-other`, { ...call, to: to() });
+    expect(counted('eth_estimateGas')).toBe(3);
+
+    // The record it just signed answers the receipt wait's lookup: the same transaction, mined.
+    const receipt = await relayer.waitForReceipt((await relayer.find(`${kind}-sim`))!, 20_000);
+    expect(receipt?.transactionHash).toBe(hash);
+    expect((await record(`${kind}-sim`)).status).toBe('mined');
   });
 
   test('a transaction dropped while waiting per block is sent again with the same bytes', async () => {

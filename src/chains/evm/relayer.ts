@@ -42,6 +42,17 @@ export class Relayer {
   private receiptWaitMs = 0;
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
   private headPoll: { at: number; head: Promise<bigint> } | undefined;
+  /**
+   * What this relayer itself learnt of a record moments ago, for the next lookup of that id only
+   * (within RECENT_MS): that there is none (a settlement's verification looked, then `send` looks
+   * again), or the record it just signed (then the receipt wait looks it up). Each saves a database
+   * read on every settlement's path. Only this process signs with its key, so nobody else writes
+   * these rows meanwhile, and every write of ours drops the entry; an absence that went stale would
+   * still be caught by the record's unique id.
+   */
+  private readonly recent = new Map<string, { tx: RelayerTransaction | null; at: number }>();
+  /** Gas estimates made by `simulate`, each taken by the `send` of the same id and call. */
+  private readonly estimates = new Map<string, { data: Hex; to: Address; gas: Promise<bigint>; at: number }>();
   readonly client: PublicClient;
   private readonly replaceAfterMs: number;
 
@@ -78,8 +89,44 @@ export class Relayer {
 
   /** The transaction recorded for this effect, if one was ever signed. */
   async find(id: string): Promise<RelayerTransaction | null> {
+    const known = this.recent.get(id);
+    if (known) {
+      this.recent.delete(id);
+      if (Date.now() - known.at < RECENT_MS) return known.tx;
+    }
     // On every settlement's path: a plain row is cheaper than a managed entity (src/db/orm.ts).
-    return findRow(this.db.em.fork(), RelayerTransaction, { id });
+    const tx = await findRow(this.db.em.fork(), RelayerTransaction, { id });
+    if (!tx) this.remember(id, null);
+    return tx;
+  }
+
+  private remember(id: string, tx: RelayerTransaction | null): void {
+    this.recent.delete(id);
+    this.recent.set(id, { tx, at: Date.now() });
+    // Entries nobody looked up again (a rejected payment's absence) go, oldest first.
+    if (this.recent.size > RECENT_MAX) this.recent.delete(this.recent.keys().next().value!);
+  }
+
+  /**
+   * Simulates the call `send(id, call)` is about to make (the gas estimate, which runs it against the
+   * chain's latest state), for the caller to learn whether it would succeed now. `send` takes this
+   * estimate when the call is the same and it is fresh (RECENT_MS), else estimates again: one
+   * simulation per transaction. Reads only. Rejects as viem's estimate does (a revert, or no answer).
+   */
+  simulate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
+    const gas = this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
+    gas.catch(() => undefined); // a revert is `send`'s to report, if it ever sends
+    this.estimates.delete(id);
+    this.estimates.set(id, { ...call, gas, at: Date.now() });
+    if (this.estimates.size > RECENT_MAX) this.estimates.delete(this.estimates.keys().next().value!);
+    return gas;
+  }
+
+  private estimate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
+    const prepared = this.estimates.get(id);
+    this.estimates.delete(id);
+    if (prepared && prepared.to === call.to && prepared.data === call.data && Date.now() - prepared.at < RECENT_MS) return prepared.gas;
+    return this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
   }
 
   /**
@@ -94,13 +141,11 @@ export class Relayer {
   ): Promise<{ hash: Hex; reused: boolean }> {
     const existing = await this.find(id);
     if (existing) {
+      this.estimates.delete(id);
       await this.rebroadcast(existing);
       return { hash: existing.hash as Hex, reused: true };
     }
-    const [gas, fees] = await Promise.all([
-      this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data }),
-      this.fees(),
-    ]);
+    const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees()]);
     // Nonce allocation, signing, recording and broadcasting run one at a time per relayer so that the
     // node sees this signer's transactions in nonce order (anvil can stall on gaps). A concurrent
     // retry of the same activity that recorded first is found by the record's unique id below.
@@ -119,11 +164,13 @@ export class Relayer {
         });
         const hash = keccak256(rawTx);
         const now = new Date();
-        const row = { id, chainId: this.network.chainId!, signer: this.address.toLowerCase(), nonce, rawTx, hash, status: 'signed' };
+        const signer = this.address.toLowerCase();
+        const row = { id, chainId: this.network.chainId!, signer, nonce, rawTx, hash, status: 'signed', createdAt: now, updatedAt: now };
         try {
           // One commit: either the record exists (with the caller's own record of the effect, e.g. the
           // settlement row) or nothing was sent.
-          await this.commit((em) => em.insert(RelayerTransaction, { ...row, createdAt: now, updatedAt: now }), opts.record, hash);
+          await this.commit((em) => em.insert(RelayerTransaction, row), opts.record, hash);
+          this.remember(id, Object.assign(new RelayerTransaction(), row, { hashes: null }));
         } catch (err) {
           // The nonce was not used: recompute it from the chain and the records next time, so a
           // failed write never leaves a gap that would stall every later transaction.
@@ -329,6 +376,7 @@ export class Relayer {
     const hash = keccak256(rawTx);
     const hashes = JSON.stringify([...Relayer.hashesOf(tx).reverse(), hash]);
     const updatedAt = new Date();
+    this.recent.delete(tx.id);
     try {
       await this.db.em.fork().nativeUpdate(RelayerTransaction, { id: tx.id }, { rawTx, hash, hashes, nonce, updatedAt });
     } catch (err) {
@@ -387,6 +435,7 @@ export class Relayer {
 
   private async touch(tx: RelayerTransaction): Promise<void> {
     tx.updatedAt = new Date();
+    this.recent.delete(tx.id);
     await this.db.em.fork().nativeUpdate(RelayerTransaction, { id: tx.id }, { updatedAt: tx.updatedAt });
   }
 
@@ -420,6 +469,7 @@ export class Relayer {
   /** Records the outcome, with the caller's own record of it (`onMined`) in the same DB transaction. */
   private markMined(id: string, receipt: TransactionReceipt, onMined?: AlsoWrite<TransactionReceipt>) {
     const status = receipt.status === 'success' ? 'mined' : 'reverted';
+    this.recent.delete(id);
     const mark = (em: EntityManager) =>
       sqlEm(em).createQueryBuilder(RelayerTransaction).update({ status, hash: receipt.transactionHash }).where({ id }).execute();
     return this.commit(mark, onMined, receipt);
@@ -460,6 +510,12 @@ export class Relayer {
 
 /** A caller's own record of a relayer effect, written in the same DB transaction as ours. */
 export type AlsoWrite<T> = (em: EntityManager, value: T) => Promise<unknown>;
+
+/** How long what a relayer just learnt of a record serves the next lookup of it (see `recent`). */
+const RECENT_MS = 5_000;
+
+/** At most this many such entries are kept. */
+const RECENT_MAX = 1_024;
 
 /** How long one fee estimate serves new transactions: at most about one block. */
 const FEE_CACHE_MS = 1_000;
