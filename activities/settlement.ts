@@ -96,10 +96,27 @@ export function createSettlementActivities(deps: WorkerDeps) {
       // has no relayer here, so `sent` may throw: only a transaction already out goes on to be confirmed.
       const allowed = settlementAllowed(deps, input);
       const sent = Promise.resolve().then(() => scheme.sent(input, deps));
-      if (await sent.catch((err: unknown) => (allowed ? Promise.reject(err) : false))) return { isValid: true };
-      if (!allowed) return { isValid: false, response: await records.rejected(input, 'invalid_network') };
+      if (!allowed) {
+        if (await sent.catch(() => false)) return { isValid: true };
+        return { isValid: false, response: await records.rejected(input, 'invalid_network') };
+      }
+      // Verification, with the settling transaction's simulation (which submission reuses), runs beside
+      // that lookup; its answer counts only when nothing was signed yet. A simulation that failed
+      // (a revert, or no answer) only means the scheme reads the chain to name the reason.
+      const simulate = scheme.simulate?.bind(scheme);
+      const simulated =
+        simulate &&
+        Promise.resolve()
+          .then(() => simulate(input, deps))
+          .then(
+            () => true,
+            () => false,
+          );
+      const verified = Promise.resolve().then(() => scheme.verify(input, deps, simulated));
+      verified.catch(() => undefined); // awaited below unless the payment was signed already
+      if (await sent) return { isValid: true };
       // No row yet: the first one is the rejection, or `submitted` in the write-ahead transaction.
-      const v = await scheme.verify(input, deps);
+      const v = await verified;
       if (v.isValid) return { isValid: true };
       return { isValid: false, response: await records.rejected(input, v.invalidReason) };
     },

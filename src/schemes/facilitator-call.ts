@@ -5,6 +5,7 @@ import { evmNetworkOf } from '../settle/records';
 import type { SettlementInput } from '../settle/types';
 import type { SettleResponse } from '../x402/schemas';
 import type { Scheme } from './scheme';
+import { relayerTxId } from '../temporal/workflow-ids';
 
 /**
  * The worker side of an EVM scheme whose settlement is one call to our facilitator contract
@@ -14,13 +15,18 @@ import type { Scheme } from './scheme';
 export function facilitatorCall<I extends SettlementInput & { network: EvmNetworkId }>(
   callData: (input: I, network: EvmNetwork) => Hex,
   responseExtra: (input: I) => Partial<SettleResponse> = () => ({}),
-): Pick<Scheme<unknown, I>, 'sent' | 'submit' | 'confirm'> {
+): Pick<Scheme<unknown, I>, 'sent' | 'simulate' | 'submit' | 'confirm'> {
+  const callOf = (input: I, network: EvmNetwork) => ({ to: network.facilitator as Address, data: callData(input, network) });
   return {
     sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
 
+    simulate(input, deps) {
+      const call = callOf(input, evmNetworkOf(deps.networks, input.network));
+      return deps.relayerFor(input.network, input.workflowId).simulate(relayerTxId(input.workflowId, 'settle'), call);
+    },
+
     async submit(input, deps, record) {
-      const network = evmNetworkOf(deps.networks, input.network);
-      const call = { to: network.facilitator as Address, data: callData(input, network) };
+      const call = callOf(input, evmNetworkOf(deps.networks, input.network));
       const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, call, 'settle', record);
       return sent.sent
         ? { submitted: true, transaction: sent.hash }

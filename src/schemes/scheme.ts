@@ -32,10 +32,20 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
   businessKey(p: P): string;
   /** The workflow input: the payment plus payout and fee resolved from our own records. */
   input(deps: ServiceDeps, req: SettleRequest, p: P): Promise<I | Refusal>;
-  /** Every rule the chain must confirm, before anything is sent (worker, or the API for /v1/verify). */
-  verify(p: P, deps: VerifyDeps): Promise<Verification>;
+  /**
+   * Every rule the chain must confirm, before anything is sent (worker, or the API for /v1/verify).
+   * `simulated`: whether the settling transaction would succeed now (see `simulate`); where it did,
+   * a scheme may skip the reads it implies.
+   */
+  verify(p: P, deps: VerifyDeps, simulated?: Promise<boolean>): Promise<Verification>;
   /** Whether this payment's transaction was already signed (write-ahead record): then it is never re-judged. */
   sent(input: I, deps: WorkerDeps): Promise<boolean>;
+  /**
+   * Simulates the settling transaction against the chain's latest state (EVM: the gas estimate, which
+   * `submit` then reuses); resolves when it would succeed now. Sends nothing. The worker's verification
+   * takes a success for the chain reads it implies (balance, unused nonce): one simulation per payment.
+   */
+  simulate?(input: I, deps: WorkerDeps): Promise<unknown>;
   /**
    * Sends the settling transaction once (write-ahead), or reports that it would revert. `record` is
    * written in the same DB transaction as the write-ahead record (never again on a retry that finds it).

@@ -2,6 +2,7 @@ import { hexToBigInt, numberToHex, parseSignature, serializeSignature } from 'vi
 import type { Address, Hex, LocalAccount } from 'viem';
 import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
 import { verifyExactEvm, type ExactEvmChainReads } from '../../src/schemes/eip3009/verify';
+import { readsUnlessSimulated } from '../../src/schemes/eip3009/reads';
 import type { ExactEvmPayload, PaymentRequirements } from '../../src/x402/schemas';
 import { exactPayment, type ExactPaymentOptions } from '../support/payments';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -424,5 +425,35 @@ describe('verifyExactEvm: signature and address spellings the token would treat 
     p.req.asset = upper(p.req.asset);
     const reads = fakeReads({ balance: VALUE });
     expect(await verify(p, reads)).toEqual({ isValid: true, payer: p.payload.payload.authorization.from });
+  });
+});
+
+describe('verifyExactEvm after the settling call was simulated (the worker: one simulation per payment)', () => {
+  test('a successful simulation answers balance and nonce: valid with no read', async () => {
+    const p = await pay();
+    const reads = fakeReads({ balance: 0n }); // the reads would say insufficient_funds
+    expect(await verify(p, readsUnlessSimulated(Promise.resolve(true), reads))).toEqual({ isValid: true, payer: buyer.address });
+    notCalled(reads);
+  });
+
+  test('a failed simulation reads the chain to name the reason', async () => {
+    const p = await pay();
+    const poor = fakeReads({ balance: VALUE - 1n });
+    expect(await verify(p, readsUnlessSimulated(Promise.resolve(false), poor))).toEqual(invalid('insufficient_funds'));
+    const used = fakeReads({ balance: VALUE, usedNonces: [p.payload.payload.authorization.nonce as Hex] });
+    expect(await verify(p, readsUnlessSimulated(Promise.resolve(false), used))).toEqual(
+      invalid('invalid_exact_evm_payload_authorization_nonce_used'),
+    );
+    expect(used.authorizationState).toHaveBeenCalledTimes(1);
+  });
+
+  test('the rules the chain does not check still apply after a successful simulation', async () => {
+    // The token accepts any validBefore in the future; we want MIN_VALIDITY seconds left.
+    const p = await pay({ validBefore: BigInt(NOW + MIN_VALIDITY - 1) });
+    const reads = fakeReads({ balance: VALUE });
+    expect(await verify(p, readsUnlessSimulated(Promise.resolve(true), reads))).toEqual(
+      invalid('invalid_exact_evm_payload_authorization_valid_before'),
+    );
+    notCalled(reads);
   });
 });

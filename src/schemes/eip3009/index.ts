@@ -7,9 +7,9 @@ import { settleWorkflowId } from '../../temporal/workflow-ids';
 import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../../x402/schemas';
 import { facilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme, VerifyDeps } from '../scheme';
-import { tokenReads } from './reads';
+import { NO_CHAIN_READS, readsUnlessSimulated, tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
-import { verifyExactEvm, type ExactEvmChainReads } from './verify';
+import { verifyExactEvm } from './verify';
 
 const bodyOf = (raw: unknown) => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
 
@@ -62,22 +62,17 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     return 'refused' in base ? base : { ...p, ...base, route: 'eip3009' };
   },
 
-  verify(p, deps) {
+  verify(p, deps, simulated) {
     const network = evmNetworkOf(deps.networks, p.network);
+    const reads = tokenReads(network);
     return verifyExactEvm(p.paymentPayload, p.paymentRequirements, network, {
       nowSeconds: Math.floor(Date.now() / 1000),
       minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
-      reads: tokenReads(network),
+      reads: simulated ? readsUnlessSimulated(simulated, reads) : reads,
     });
   },
 
   ...facilitatorCall<Eip3009SettleInput>(settleCallData),
-};
-
-/** Chain reads that assume the best: with them verification checks only what needs no chain. */
-const NO_CHAIN_READS: ExactEvmChainReads = {
-  balanceOf: async () => 2n ** 256n - 1n,
-  authorizationState: async () => false,
 };
 
 /**

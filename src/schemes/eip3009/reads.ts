@@ -12,3 +12,19 @@ export function tokenReads(network: EvmNetwork): ExactEvmChainReads {
       client.readContract({ address: token, abi: tokenAbi, functionName: 'authorizationState', args: [authorizer, nonce] }),
   };
 }
+
+/** Chain reads that assume the best: with them verification checks only what needs no chain. */
+export const NO_CHAIN_READS: ExactEvmChainReads = {
+  balanceOf: async () => 2n ** 256n - 1n,
+  authorizationState: async () => false,
+};
+
+/**
+ * The chain reads, answered without a call where the settling transaction's simulation succeeded:
+ * the facilitator's `settleSplit` pulls the authorization, so it runs only with the balance there
+ * and the nonce unused. A simulation that failed reads both, to name the reason.
+ */
+export const readsUnlessSimulated = (simulated: Promise<boolean>, reads: ExactEvmChainReads): ExactEvmChainReads => ({
+  balanceOf: async (...a) => ((await simulated) ? NO_CHAIN_READS.balanceOf(...a) : reads.balanceOf(...a)),
+  authorizationState: async (...a) => ((await simulated) ? NO_CHAIN_READS.authorizationState(...a) : reads.authorizationState(...a)),
+});
