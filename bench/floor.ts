@@ -125,6 +125,29 @@ export async function benchFloor(c: FloorChain, relayer: LocalAccount, n: number
 }
 
 /**
+ * The Temporal round trip alone: `bareWorkflow` (no activity) started on the floor worker's task
+ * queue and its result awaited, n times; `confirmed` counts the executions that completed.
+ */
+export async function benchBareWorkflow(temporal: Client, taskQueue: string, n: number, concurrency: number): Promise<PhaseResult> {
+  const latencies: number[] = new Array(n);
+  const errors = new Map<string, number>();
+  const run = randomBytes(4).toString('hex');
+  let completed = 0;
+  const wallMs = await runClosedLoop(n, concurrency, async (i) => {
+    const t = performance.now();
+    try {
+      await temporal.workflow.execute('bareWorkflow', { taskQueue, workflowId: `bare:${run}:${i}`, workflowExecutionTimeout: '2m' });
+      completed++;
+    } catch (err) {
+      countErrors(errors, err);
+    }
+    latencies[i] = performance.now() - t;
+  });
+  const notes = [...errors].map(([msg, count]) => `${count} × ${msg}`);
+  return { mode: 'workflow', concurrency, n, wallMs, latencies, confirmed: completed, finalConfirmed: completed, notes, chainIssues: [] };
+}
+
+/**
  * The orchestration floor: per payment, start `orchestrationFloorWorkflow` on the floor worker's
  * task queue and wait for its result (the transaction hash). Timed from start to result.
  */

@@ -2,7 +2,7 @@
 import { performance } from 'node:perf_hooks';
 import type { CpuSnapshot } from './proc';
 
-export type Mode = 'api' | 'duplicate' | 'orchestration' | 'floor';
+export type Mode = 'api' | 'duplicate' | 'orchestration' | 'workflow' | 'floor';
 
 export interface PhaseResult {
   mode: Mode;

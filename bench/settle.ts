@@ -3,8 +3,9 @@
  * anvil, our contracts, real API and worker processes, SQLite or PostgreSQL), at concurrency 1 and
  * 16, next to two baselines on the same anvil in the same run (bench/floor.ts): the floor (the
  * token's `transferWithAuthorization` sent directly from one relayer account) and the orchestration
- * floor (the same call as the one local activity of a tiny workflow). Also: repeats of settled
- * payments, CPU per settlement of each process and the API's and worker's memory.
+ * floor (the same call as the one local activity of a tiny workflow), and a bare workflow (no
+ * activity: Temporal alone). Also: repeats of settled payments, CPU per settlement of each process
+ * and the API's and worker's memory.
  *
  *   npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000]
  *                           [--block-time S] [--logs] [--trace] [--dynamic-config KEY=JSON ...]
@@ -33,7 +34,7 @@ import { exactPayment } from '../test/support/payments';
 import { dbEnv, startWorker } from '../test/support/services';
 import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { RelayerTransaction } from '../src/db/entities';
-import { benchFloor, benchOrchestrationFloor, type FloorChain } from './floor';
+import { benchBareWorkflow, benchFloor, benchOrchestrationFloor, type FloorChain } from './floor';
 import { percentile, runClosedLoop, sleep, type Mode, type PhaseResult } from './measure';
 import { cpuDelta, cpuSnapshot, isAlive, processTree, rssBytes } from './proc';
 import { spawnApi, spawnFloorWorker, stopTree } from './processes';
@@ -613,6 +614,7 @@ const MODE_LABEL: Record<Mode, string> = {
   api: 'api POST /v1/settle',
   duplicate: 'api repeat (settled)',
   orchestration: 'orchestration floor',
+  workflow: 'bare workflow',
   floor: 'floor transferWithAuth',
 };
 
@@ -759,6 +761,7 @@ async function main(): Promise<void> {
     // [name, concurrency, run]; the concurrency-1 rows are left out with --no-c1.
     const orch = (conc: number) => () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, opts.n, conc);
     const floor = (conc: number) => () => benchFloor(floorChain, floorRelayer, opts.n, conc);
+    const bare = (conc: number) => () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, opts.n, conc);
     const phases = (
       [
         ['api c=1', 1, () => api(1)],
@@ -767,6 +770,8 @@ async function main(): Promise<void> {
         ...(opts.c1 ? ([[`api c=${c}`, c, () => api(c)]] as const) : []),
         ['orchestration floor c=1', 1, orch(1)],
         [`orchestration floor c=${c}`, c, orch(c)],
+        ['bare workflow c=1', 1, bare(1)],
+        [`bare workflow c=${c}`, c, bare(c)],
         ['floor c=1', 1, floor(1)],
         [`floor c=${c}`, c, floor(c)],
       ] as const

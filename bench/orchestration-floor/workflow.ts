@@ -15,3 +15,9 @@ const { transferWithAuthorization } = proxyLocalActivities<FloorActivities>({
 export async function orchestrationFloorWorkflow(input: { id: string; to: string; data: string }): Promise<string> {
   return transferWithAuthorization(input);
 }
+
+/**
+ * What Temporal alone costs a durable path on this stack: a workflow that does nothing, started and
+ * its result awaited (the `bare workflow` rows). No activity, no chain, no database of ours.
+ */
+export async function bareWorkflow(): Promise<void> {}
