@@ -43,12 +43,12 @@ export class Relayer {
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
   private headPoll: { at: number; head: Promise<bigint> } | undefined;
   /**
-   * What this relayer itself learnt of a record moments ago, for the next lookup of that id only
-   * (within RECENT_MS): that there is none (a settlement's verification looked, then `send` looks
-   * again), or the record it just signed (then the receipt wait looks it up). Each saves a database
-   * read on every settlement's path. Only this process signs with its key, so nobody else writes
-   * these rows meanwhile, and every write of ours drops the entry; an absence that went stale would
-   * still be caught by the record's unique id.
+   * What this relayer itself learnt of a record moments ago (within RECENT_MS), each used once:
+   * - the record it just signed answers the next `find` of that id (the receipt wait's lookup);
+   * - an absence it just saw answers only `send`'s own check (a settlement's verification looked a
+   *   moment before). A stale absence there is harmless: the record's unique id refuses a second
+   *   insert and `send` returns the recorded transaction. No other caller is ever told "none" from here.
+   * Each saves a database read on every settlement's path. Every write of ours drops the entry.
    */
   private readonly recent = new Map<string, { tx: RelayerTransaction | null; at: number }>();
   /** Gas estimates made by `simulate`, each taken by the `send` of the same id and call. */
@@ -89,15 +89,21 @@ export class Relayer {
 
   /** The transaction recorded for this effect, if one was ever signed. */
   async find(id: string): Promise<RelayerTransaction | null> {
-    const known = this.recent.get(id);
-    if (known) {
-      this.recent.delete(id);
-      if (Date.now() - known.at < RECENT_MS) return known.tx;
-    }
+    const signed = this.take(id, (tx) => tx !== null);
+    if (signed) return signed.tx;
     // On every settlement's path: a plain row is cheaper than a managed entity (src/db/orm.ts).
     const tx = await findRow(this.db.em.fork(), RelayerTransaction, { id });
-    if (!tx) this.remember(id, null);
+    // Not over an entry set while the read ran (a send of ours may have committed meanwhile).
+    if (!tx && !this.recent.has(id)) this.remember(id, null);
     return tx;
+  }
+
+  /** The fresh entry of `id` if `wanted` accepts it, removed (an entry is used once). */
+  private take(id: string, wanted: (tx: RelayerTransaction | null) => boolean) {
+    const known = this.recent.get(id);
+    if (!known || !wanted(known.tx)) return undefined;
+    this.recent.delete(id);
+    return Date.now() - known.at < RECENT_MS ? known : undefined;
   }
 
   private remember(id: string, tx: RelayerTransaction | null): void {
@@ -110,8 +116,9 @@ export class Relayer {
   /**
    * Simulates the call `send(id, call)` is about to make (the gas estimate, which runs it against the
    * chain's latest state), for the caller to learn whether it would succeed now. `send` takes this
-   * estimate when the call is the same and it is fresh (RECENT_MS), else estimates again: one
-   * simulation per transaction. Reads only. Rejects as viem's estimate does (a revert, or no answer).
+   * estimate when the call is the same, it is fresh (RECENT_MS) and it succeeded, else estimates
+   * again: one simulation per transaction. Reads only. Rejects as viem's estimate does (a revert, or
+   * no answer).
    */
   simulate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
     const gas = this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
@@ -125,8 +132,10 @@ export class Relayer {
   private estimate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
     const prepared = this.estimates.get(id);
     this.estimates.delete(id);
-    if (prepared && prepared.to === call.to && prepared.data === call.data && Date.now() - prepared.at < RECENT_MS) return prepared.gas;
-    return this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
+    const estimate = () => this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
+    const same = prepared && prepared.to === call.to && prepared.data === call.data && Date.now() - prepared.at < RECENT_MS;
+    // A failed simulation is never reused: it may have been a node's passing trouble.
+    return same ? prepared.gas.catch(estimate) : estimate();
   }
 
   /**
@@ -139,7 +148,7 @@ export class Relayer {
     call: { to: Address; data: Hex },
     opts: { record?: AlsoWrite<Hex> } = {},
   ): Promise<{ hash: Hex; reused: boolean }> {
-    const existing = await this.find(id);
+    const existing = this.take(id, (tx) => tx === null) ? null : await this.find(id);
     if (existing) {
       this.estimates.delete(id);
       await this.rebroadcast(existing);
