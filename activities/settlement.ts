@@ -101,17 +101,12 @@ export function createSettlementActivities(deps: WorkerDeps) {
         return { isValid: false, response: await records.rejected(input, 'invalid_network') };
       }
       // Verification, with the settling transaction's simulation (which submission reuses), runs beside
-      // that lookup; its answer counts only when nothing was signed yet. A simulation that failed
-      // (a revert, or no answer) only means the scheme reads the chain to name the reason.
+      // that lookup; its answer counts only when nothing was signed yet. A simulation that reverted
+      // makes the scheme read the chain to name the reason; one that got no answer fails verification
+      // as a read would (retried).
       const simulate = scheme.simulate?.bind(scheme);
-      const simulated =
-        simulate &&
-        Promise.resolve()
-          .then(() => simulate(input, deps))
-          .then(
-            () => true,
-            () => false,
-          );
+      const simulated = simulate && Promise.resolve().then(() => simulate(input, deps));
+      simulated?.catch(() => undefined); // awaited by the reads, unless a rule without the chain failed first
       const verified = Promise.resolve().then(() => scheme.verify(input, deps, simulated));
       verified.catch(() => undefined); // awaited below unless the payment was signed already
       if (await sent) return { isValid: true };

@@ -1,6 +1,6 @@
 import type { Address, Hex } from 'viem';
 import type { EvmNetwork, EvmNetworkId } from '../chains/networks';
-import { awaitCall, callSent, sendCall } from '../chains/evm/calls';
+import { awaitCall, callSent, revertOf, sendCall } from '../chains/evm/calls';
 import { evmNetworkOf } from '../settle/records';
 import type { SettlementInput } from '../settle/types';
 import type { SettleResponse } from '../x402/schemas';
@@ -20,9 +20,15 @@ export function facilitatorCall<I extends SettlementInput & { network: EvmNetwor
   return {
     sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
 
-    simulate(input, deps) {
+    async simulate(input, deps) {
       const call = callOf(input, evmNetworkOf(deps.networks, input.network));
-      return deps.relayerFor(input.network, input.workflowId).simulate(relayerTxId(input.workflowId, 'settle'), call);
+      try {
+        await deps.relayerFor(input.network, input.workflowId).simulate(relayerTxId(input.workflowId, 'settle'), call);
+        return true;
+      } catch (err) {
+        if (revertOf(err) === undefined) throw err; // no answer: verification fails as a read would
+        return false;
+      }
     },
 
     async submit(input, deps, record) {

@@ -35,17 +35,18 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
   /**
    * Every rule the chain must confirm, before anything is sent (worker, or the API for /v1/verify).
    * `simulated`: whether the settling transaction would succeed now (see `simulate`); where it did,
-   * a scheme may skip the reads it implies.
+   * a scheme may skip the reads it implies (a rejection is a chain that gave no answer).
    */
   verify(p: P, deps: VerifyDeps, simulated?: Promise<boolean>): Promise<Verification>;
   /** Whether this payment's transaction was already signed (write-ahead record): then it is never re-judged. */
   sent(input: I, deps: WorkerDeps): Promise<boolean>;
   /**
    * Simulates the settling transaction against the chain's latest state (EVM: the gas estimate, which
-   * `submit` then reuses); resolves when it would succeed now. Sends nothing. The worker's verification
-   * takes a success for the chain reads it implies (balance, unused nonce): one simulation per payment.
+   * `submit` then reuses): true when it would succeed now, false when it reverts; rejects when the
+   * chain gave no answer. Sends nothing. The worker's verification takes a success for the chain
+   * reads it implies (balance, unused nonce): one simulation per payment.
    */
-  simulate?(input: I, deps: WorkerDeps): Promise<unknown>;
+  simulate?(input: I, deps: WorkerDeps): Promise<boolean>;
   /**
    * Sends the settling transaction once (write-ahead), or reports that it would revert. `record` is
    * written in the same DB transaction as the write-ahead record (never again on a retry that finds it).

@@ -447,6 +447,15 @@ describe('verifyExactEvm after the settling call was simulated (the worker: one 
     expect(used.authorizationState).toHaveBeenCalledTimes(1);
   });
 
+  test('a simulation without an answer fails verification as a failed read does (retried), with no read made', async () => {
+    const p = await pay();
+    const reads = fakeReads({ balance: VALUE });
+    await expect(verify(p, readsUnlessSimulated(Promise.reject(new Error('HTTP request failed')), reads))).rejects.toThrow(
+      'HTTP request failed',
+    );
+    notCalled(reads);
+  });
+
   test('the rules the chain does not check still apply after a successful simulation', async () => {
     // The token accepts any validBefore in the future; we want MIN_VALIDITY seconds left.
     const p = await pay({ validBefore: BigInt(NOW + MIN_VALIDITY - 1) });

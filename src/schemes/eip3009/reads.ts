@@ -22,7 +22,8 @@ export const NO_CHAIN_READS: ExactEvmChainReads = {
 /**
  * The chain reads, answered without a call where the settling transaction's simulation succeeded:
  * the facilitator's `settleSplit` pulls the authorization, so it runs only with the balance there
- * and the nonce unused. A simulation that failed reads both, to name the reason.
+ * and the nonce unused. A simulation that reverted reads both, to name the reason; one that got no
+ * answer (a rejected `simulated`) fails them as their own calls would.
  */
 export const readsUnlessSimulated = (simulated: Promise<boolean>, reads: ExactEvmChainReads): ExactEvmChainReads => ({
   balanceOf: async (...a) => ((await simulated) ? NO_CHAIN_READS.balanceOf(...a) : reads.balanceOf(...a)),
