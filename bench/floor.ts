@@ -125,18 +125,17 @@ export async function benchFloor(c: FloorChain, relayer: LocalAccount, n: number
 }
 
 /**
- * The Temporal round trip alone: `bareWorkflow` (no activity) started on the floor worker's task
- * queue and its result awaited, n times; `confirmed` counts the executions that completed.
+ * Runs `execute(i)` for i in [0, n) as a closed loop of `concurrency` clients, each timed from start
+ * to result; failures are counted by message into `notes`.
  */
-export async function benchBareWorkflow(temporal: Client, taskQueue: string, n: number, concurrency: number): Promise<PhaseResult> {
+async function timedLoop(n: number, concurrency: number, execute: (i: number) => Promise<unknown>) {
   const latencies: number[] = new Array(n);
   const errors = new Map<string, number>();
-  const run = randomBytes(4).toString('hex');
   let completed = 0;
   const wallMs = await runClosedLoop(n, concurrency, async (i) => {
     const t = performance.now();
     try {
-      await temporal.workflow.execute('bareWorkflow', { taskQueue, workflowId: `bare:${run}:${i}`, workflowExecutionTimeout: '2m' });
+      await execute(i);
       completed++;
     } catch (err) {
       countErrors(errors, err);
@@ -144,6 +143,18 @@ export async function benchBareWorkflow(temporal: Client, taskQueue: string, n: 
     latencies[i] = performance.now() - t;
   });
   const notes = [...errors].map(([msg, count]) => `${count} × ${msg}`);
+  return { wallMs, latencies, completed, notes };
+}
+
+/**
+ * The Temporal round trip alone: `bareWorkflow` (no activity) started on the floor worker's task
+ * queue and its result awaited, n times; `confirmed` counts the executions that completed.
+ */
+export async function benchBareWorkflow(temporal: Client, taskQueue: string, n: number, concurrency: number): Promise<PhaseResult> {
+  const run = randomBytes(4).toString('hex');
+  const { wallMs, latencies, completed, notes } = await timedLoop(n, concurrency, (i) =>
+    temporal.workflow.execute('bareWorkflow', { taskQueue, workflowId: `bare:${run}:${i}`, workflowExecutionTimeout: '2m' }),
+  );
   return { mode: 'workflow', concurrency, n, wallMs, latencies, confirmed: completed, finalConfirmed: completed, notes, chainIssues: [] };
 }
 
@@ -160,25 +171,15 @@ export async function benchOrchestrationFloor(
 ): Promise<PhaseResult> {
   const { seller, calls } = await signCalls(c, n);
   const fromBlock = await c.chain.getBlockNumber();
-  const latencies: number[] = new Array(n);
-  const errors = new Map<string, number>();
-  const wallMs = await runClosedLoop(n, concurrency, async (i) => {
-    const t = performance.now();
+  const { wallMs, latencies, notes } = await timedLoop(n, concurrency, (i) => {
     const id = `floor:${calls[i].from.toLowerCase()}:${calls[i].nonce}`;
-    try {
-      await temporal.workflow.execute('orchestrationFloorWorkflow', {
-        taskQueue,
-        workflowId: id,
-        args: [{ id, to: c.usdc, data: calls[i].data }],
-        workflowExecutionTimeout: '2m',
-      });
-    } catch (err) {
-      countErrors(errors, err);
-    }
-    latencies[i] = performance.now() - t;
+    return temporal.workflow.execute('orchestrationFloorWorkflow', {
+      taskQueue,
+      workflowId: id,
+      args: [{ id, to: c.usdc, data: calls[i].data }],
+      workflowExecutionTimeout: '2m',
+    });
   });
-  const notes: string[] = [];
-  for (const [msg, count] of errors) notes.push(`${count} × ${msg}`);
   const confirmed = await countOnChain(c, fromBlock, seller, calls, notes);
   return { mode: 'orchestration', concurrency, n, wallMs, latencies, confirmed, finalConfirmed: confirmed, notes, chainIssues: [] };
 }

@@ -50,9 +50,9 @@ export class Relayer {
    *   insert and `send` returns the recorded transaction. No other caller is ever told "none" from here.
    * Each saves a database read on every settlement's path. Every write of ours drops the entry.
    */
-  private readonly recent = new Map<string, { tx: RelayerTransaction | null; at: number }>();
+  private readonly recent = new UsedOnce<RelayerTransaction | null>();
   /** Gas estimates made by `simulate`, each taken by the `send` of the same id and call. */
-  private readonly estimates = new Map<string, { data: Hex; to: Address; gas: Promise<bigint>; at: number }>();
+  private readonly estimates = new UsedOnce<{ to: Address; data: Hex; gas: Promise<bigint> }>();
   readonly client: PublicClient;
   private readonly replaceAfterMs: number;
 
@@ -89,28 +89,13 @@ export class Relayer {
 
   /** The transaction recorded for this effect, if one was ever signed. */
   async find(id: string): Promise<RelayerTransaction | null> {
-    const signed = this.take(id, (tx) => tx !== null);
-    if (signed) return signed.tx;
+    const signed = this.recent.take(id, (tx) => tx !== null);
+    if (signed) return signed.value;
     // On every settlement's path: a plain row is cheaper than a managed entity (src/db/orm.ts).
     const tx = await findRow(this.db.em.fork(), RelayerTransaction, { id });
     // Not over an entry set while the read ran (a send of ours may have committed meanwhile).
-    if (!tx && !this.recent.has(id)) this.remember(id, null);
+    if (!tx && !this.recent.has(id)) this.recent.put(id, null);
     return tx;
-  }
-
-  /** The fresh entry of `id` if `wanted` accepts it, removed (an entry is used once). */
-  private take(id: string, wanted: (tx: RelayerTransaction | null) => boolean) {
-    const known = this.recent.get(id);
-    if (!known || !wanted(known.tx)) return undefined;
-    this.recent.delete(id);
-    return Date.now() - known.at < RECENT_MS ? known : undefined;
-  }
-
-  private remember(id: string, tx: RelayerTransaction | null): void {
-    this.recent.delete(id);
-    this.recent.set(id, { tx, at: Date.now() });
-    // Entries nobody looked up again (a rejected payment's absence) go, oldest first.
-    if (this.recent.size > RECENT_MAX) this.recent.delete(this.recent.keys().next().value!);
   }
 
   /**
@@ -121,21 +106,23 @@ export class Relayer {
    * no answer).
    */
   simulate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
-    const gas = this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
+    const gas = this.estimateGas(call);
     gas.catch(() => undefined); // a revert is `send`'s to report, if it ever sends
-    this.estimates.delete(id);
-    this.estimates.set(id, { ...call, gas, at: Date.now() });
-    if (this.estimates.size > RECENT_MAX) this.estimates.delete(this.estimates.keys().next().value!);
+    this.estimates.put(id, { ...call, gas });
     return gas;
   }
 
+  /**
+   * The fresh simulation of this very call, else a new estimate. A failed simulation is never reused:
+   * it may have been a node's passing trouble.
+   */
   private estimate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
-    const prepared = this.estimates.get(id);
-    this.estimates.delete(id);
-    const estimate = () => this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
-    const same = prepared && prepared.to === call.to && prepared.data === call.data && Date.now() - prepared.at < RECENT_MS;
-    // A failed simulation is never reused: it may have been a node's passing trouble.
-    return same ? prepared.gas.catch(estimate) : estimate();
+    const prepared = this.estimates.take(id, (p) => p.to === call.to && p.data === call.data);
+    return prepared ? prepared.value.gas.catch(() => this.estimateGas(call)) : this.estimateGas(call);
+  }
+
+  private estimateGas(call: { to: Address; data: Hex }): Promise<bigint> {
+    return this.client.estimateGas({ account: this.account.address, to: call.to, data: call.data });
   }
 
   /**
@@ -148,7 +135,7 @@ export class Relayer {
     call: { to: Address; data: Hex },
     opts: { record?: AlsoWrite<Hex> } = {},
   ): Promise<{ hash: Hex; reused: boolean }> {
-    const existing = this.take(id, (tx) => tx === null) ? null : await this.find(id);
+    const existing = this.recent.take(id, (tx) => tx === null) ? null : await this.find(id);
     if (existing) {
       this.estimates.delete(id);
       await this.rebroadcast(existing);
@@ -179,7 +166,7 @@ export class Relayer {
           // One commit: either the record exists (with the caller's own record of the effect, e.g. the
           // settlement row) or nothing was sent.
           await this.commit((em) => em.insert(RelayerTransaction, row), opts.record, hash);
-          this.remember(id, Object.assign(new RelayerTransaction(), row, { hashes: null }));
+          this.recent.put(id, Object.assign(new RelayerTransaction(), row, { hashes: null }));
         } catch (err) {
           // The nonce was not used: recompute it from the chain and the records next time, so a
           // failed write never leaves a gap that would stall every later transaction.
@@ -520,10 +507,41 @@ export class Relayer {
 /** A caller's own record of a relayer effect, written in the same DB transaction as ours. */
 export type AlsoWrite<T> = (em: EntityManager, value: T) => Promise<unknown>;
 
-/** How long what a relayer just learnt of a record serves the next lookup of it (see `recent`). */
+/**
+ * Values a relayer keeps for one later use (see `recent` and `estimates`): each is taken at most once,
+ * only within RECENT_MS of being put, and at most RECENT_MAX are kept (those nobody took, such as a
+ * rejected payment's absence, go oldest first).
+ */
+class UsedOnce<V> {
+  private readonly entries = new Map<string, { value: V; at: number }>();
+
+  put(id: string, value: V): void {
+    this.entries.delete(id); // re-inserted last, so the oldest stays first
+    this.entries.set(id, { value, at: Date.now() });
+    if (this.entries.size > RECENT_MAX) this.entries.delete(this.entries.keys().next().value!);
+  }
+
+  has(id: string): boolean {
+    return this.entries.has(id);
+  }
+
+  delete(id: string): void {
+    this.entries.delete(id);
+  }
+
+  /** The entry of `id` if `wanted` accepts it, removed; undefined as well when it was too old. */
+  take(id: string, wanted: (value: V) => boolean): { value: V } | undefined {
+    const entry = this.entries.get(id);
+    if (!entry || !wanted(entry.value)) return undefined;
+    this.entries.delete(id);
+    return Date.now() - entry.at < RECENT_MS ? entry : undefined;
+  }
+}
+
+/** How long a value a relayer kept for later serves (see UsedOnce). */
 const RECENT_MS = 5_000;
 
-/** At most this many such entries are kept. */
+/** At most this many such values are kept per store. */
 const RECENT_MAX = 1_024;
 
 /** How long one fee estimate serves new transactions: at most about one block. */
