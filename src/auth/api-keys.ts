@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { z } from 'zod';
 import { ApiKey } from '../db/entities';
-import { findRow } from '../db/orm';
+import { findRow } from '../db/rows';
 import { ApiError } from '../errors';
 import { digestsEqual, generateApiKey, hashApiKey, isPublicApiKey } from './api-key-format';
 

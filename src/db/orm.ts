@@ -1,6 +1,6 @@
 import { MikroORM as LibSqlORM } from '@mikro-orm/libsql';
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
-import type { EntityManager, EntityName, FilterQuery, MikroORM } from '@mikro-orm/core';
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
 import { ALL_ENTITIES } from './entities';
@@ -12,12 +12,6 @@ export type Database = MikroORM;
  * on hot paths: they skip the unit of work and cost a third to a half of findOne/upsert's CPU.
  */
 export const sqlEm = (em: EntityManager): SqlEntityManager => em as unknown as SqlEntityManager;
-
-/** One row as a plain object (not a managed entity: nothing to flush), or null; see sqlEm. */
-export async function findRow<T extends object>(em: EntityManager, entity: EntityName<T>, where: FilterQuery<T>): Promise<T | null> {
-  const row: T | undefined = await sqlEm(em).createQueryBuilder(entity).select('*').where(where).limit(1).execute('get');
-  return row ?? null;
-}
 
 /**
  * Opens the database: PostgreSQL when DATABASE_URL is set, else the embedded SQLite file.

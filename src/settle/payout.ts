@@ -1,5 +1,5 @@
 import { Organization } from '../db/entities';
-import { findRow } from '../db/orm';
+import { findRow } from '../db/rows';
 import type { ServiceDeps } from '../deps';
 import type { SettleRequest } from './run';
 import type { SettlementBase } from './types';

@@ -2,7 +2,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { AuthContext } from '../auth/key-mode';
 import type { ServiceDeps } from '../deps';
 import { Settlement } from '../db/entities';
-import { findRow } from '../db/orm';
+import { findRow } from '../db/rows';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { x402SearchAttributes } from '../temporal/search-attributes';

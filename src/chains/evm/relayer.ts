@@ -10,7 +10,7 @@ import {
 } from 'viem';
 import { UniqueConstraintViolationException, type EntityManager, type MikroORM } from '@mikro-orm/core';
 import { RelayerTransaction } from '../../db/entities';
-import { findRow, sqlEm } from '../../db/orm';
+import { findRow, inTransaction, insertRow, updateRows } from '../../db/rows';
 import type { EvmNetwork } from '../networks';
 import { publicClientFor } from './clients';
 
@@ -91,7 +91,7 @@ export class Relayer {
   async find(id: string): Promise<RelayerTransaction | null> {
     const signed = this.recent.take(id, (tx) => tx !== null);
     if (signed) return signed.value;
-    // On every settlement's path: a plain row is cheaper than a managed entity (src/db/orm.ts).
+    // On every settlement's path: a compiled statement and a plain row (src/db/rows.ts).
     const tx = await findRow(this.db.em.fork(), RelayerTransaction, { id });
     // Not over an entry set while the read ran (a send of ours may have committed meanwhile).
     if (!tx && !this.recent.has(id)) this.recent.put(id, null);
@@ -165,7 +165,7 @@ export class Relayer {
         try {
           // One commit: either the record exists (with the caller's own record of the effect, e.g. the
           // settlement row) or nothing was sent.
-          await this.commit((em) => em.insert(RelayerTransaction, row), opts.record, hash);
+          await this.commit((em) => insertRow(em, RelayerTransaction, row), opts.record, hash);
           this.recent.put(id, Object.assign(new RelayerTransaction(), row, { hashes: null }));
         } catch (err) {
           // The nonce was not used: recompute it from the chain and the records next time, so a
@@ -466,15 +466,14 @@ export class Relayer {
   private markMined(id: string, receipt: TransactionReceipt, onMined?: AlsoWrite<TransactionReceipt>) {
     const status = receipt.status === 'success' ? 'mined' : 'reverted';
     this.recent.delete(id);
-    const mark = (em: EntityManager) =>
-      sqlEm(em).createQueryBuilder(RelayerTransaction).update({ status, hash: receipt.transactionHash }).where({ id }).execute();
+    const mark = (em: EntityManager) => updateRows(em, RelayerTransaction, { id }, { status, hash: receipt.transactionHash });
     return this.commit(mark, onMined, receipt);
   }
 
   /** One write to our records, in one DB transaction with the caller's own write (`also`) when it has one. */
   private async commit<T>(write: (em: EntityManager) => Promise<unknown>, also: AlsoWrite<T> | undefined, value: T): Promise<void> {
     if (!also) return void (await write(this.db.em.fork()));
-    await this.db.em.fork().transactional(async (em) => {
+    await inTransaction(this.db, async (em) => {
       await write(em);
       await also(em, value);
     });

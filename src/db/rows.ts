@@ -1,0 +1,147 @@
+import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import { sqlEm } from './orm';
+
+/**
+ * The settlement path's reads and writes. The query builder writes each statement's SQL once per
+ * shape (entity, kind and fields), for the database it runs on, and every call runs that SQL with its
+ * own values through the connection, as the query builder's own `execute` does. Building and
+ * compiling a query costs 0.3-0.5 ms of CPU per call, three times what running it costs (measured in
+ * docs/decisions.md, "Statements compiled once").
+ */
+
+/** A value a compiled statement takes: the query builder binds these as they are. */
+type Value = string | number | boolean | Date | null;
+type Values = Record<string, Value>;
+/** Our entities are classes (src/db/entities.ts). */
+type Entity<T> = new () => T;
+type QB = ReturnType<ReturnType<typeof sqlEm>['createQueryBuilder']>;
+type Built = { getKnexQuery(): { toSQL(): { sql: string; bindings: readonly unknown[] } } };
+
+/** Where each bound parameter comes from: a field of the call's values, or the query builder's own constant (a limit). */
+type Slot = { field: string } | { constant: unknown };
+interface Statement {
+  sql: string;
+  slots: Slot[];
+}
+
+// Per platform (the SQL differs between SQLite and PostgreSQL; tests open both in one process).
+const compiled = new WeakMap<object, Map<string, Statement>>();
+
+/**
+ * The statement of this shape. Built once with a unique marker as each field's value, so the bound
+ * parameters show where each field goes; a field the query builder did not bind as given (a type
+ * that converts its value, a null in a where) refuses here rather than running something else.
+ */
+function statement(
+  em: EntityManager,
+  key: string,
+  fields: string[],
+  build: (qb: QB, marks: Values) => Built,
+  entity: Entity<object>,
+): Statement {
+  const platform = em.getPlatform();
+  let byKey = compiled.get(platform);
+  if (!byKey) compiled.set(platform, (byKey = new Map()));
+  const known = byKey.get(key);
+  if (known) return known;
+  const marks = fields.map((_, i) => `\u0000field${i}\u0000`);
+  const fieldOf = new Map(marks.map((m, i) => [m, fields[i]]));
+  const query = build(sqlEm(em).createQueryBuilder(entity), Object.fromEntries(fields.map((f, i) => [f, marks[i]])))
+    .getKnexQuery()
+    .toSQL();
+  const slots: Slot[] = query.bindings.map((b) => (typeof b === 'string' && fieldOf.has(b) ? { field: fieldOf.get(b)! } : { constant: b }));
+  const bound = slots.filter((s) => 'field' in s).length;
+  if (bound !== fields.length || slots.some((s) => 'constant' in s && typeof s.constant === 'string' && s.constant.startsWith('\u0000'))) {
+    throw new Error(`statement ${key}: the query builder did not bind every field as given`);
+  }
+  const made = { sql: query.sql, slots };
+  byKey.set(key, made);
+  return made;
+}
+
+/** Runs it in the entity manager's transaction, if it has one; database errors as the ORM names them (unique violations…). */
+async function run(em: EntityManager, s: Statement, values: Values, method: 'get' | 'run'): Promise<unknown> {
+  const params = s.slots.map((slot) => ('field' in slot ? values[slot.field] : slot.constant));
+  try {
+    return await em.getConnection().execute(s.sql, params, method, em.getTransactionContext());
+  } catch (err) {
+    throw em.getDriver().convertException(err as Error);
+  }
+}
+
+/** The fields that carry a value (an undefined one is left out, as the query builder leaves it out). */
+const present = (values: Record<string, unknown>) => Object.keys(values).filter((k) => values[k] !== undefined);
+const nameOf = (entity: Entity<object>) => entity.name;
+
+/** One row matching every field (equality) as a plain object (not a managed entity: nothing to flush), or null. */
+export async function findRow<T extends object>(
+  em: EntityManager,
+  entity: Entity<T>,
+  where: Partial<Record<keyof T, string | number>>,
+): Promise<T | null> {
+  const fields = present(where);
+  const s = statement(em, `get ${nameOf(entity)} ${fields}`, fields, (qb, marks) => qb.select('*').where(marks).limit(1), entity);
+  const row = await run(em, s, where as Values, 'get');
+  return row ? (em.getDriver().mapResult(row as T, em.getMetadata().get(nameOf(entity))) as T) : null;
+}
+
+/** Inserts one row; a duplicate key rejects with the ORM's UniqueConstraintViolationException. */
+export async function insertRow<T extends object>(em: EntityManager, entity: Entity<T>, row: Partial<T>): Promise<void> {
+  const fields = present(row);
+  const s = statement(em, `insert ${nameOf(entity)} ${fields}`, fields, (qb, marks) => qb.insert(marks), entity);
+  await run(em, s, row as Values, 'run');
+}
+
+/** Inserts one row, or sets `merge` (and nothing else) on the row with its id. */
+export async function upsertRow<T extends object>(
+  em: EntityManager,
+  entity: Entity<T>,
+  row: Partial<T> & { id: string },
+  merge: (keyof T & string)[],
+): Promise<void> {
+  const fields = present(row);
+  const s = statement(
+    em,
+    `upsert ${nameOf(entity)} ${fields} / ${merge}`,
+    fields,
+    (qb, marks) => qb.insert(marks).onConflict('id').merge(merge),
+    entity,
+  );
+  await run(em, s, row as Values, 'run');
+}
+
+/** Sets `set` on the rows matching `where` (equality on every field). */
+export async function updateRows<T extends object>(
+  em: EntityManager,
+  entity: Entity<T>,
+  where: Partial<T>,
+  set: Partial<T>,
+): Promise<void> {
+  const setFields = present(set);
+  const whereFields = present(where);
+  // Marks are per field name, so a field both set and matched would share one: refused by the count check.
+  const fields = [...setFields, ...whereFields];
+  const s = statement(
+    em,
+    `update ${nameOf(entity)} ${setFields} / ${whereFields}`,
+    fields,
+    (qb, marks) => qb.update(pick(marks, setFields)).where(pick(marks, whereFields)),
+    entity,
+  );
+  await run(em, s, { ...(set as Values), ...(where as Values) }, 'run');
+}
+
+const pick = (values: Values, keys: string[]): Values => Object.fromEntries(keys.map((k) => [k, values[k]]));
+
+/**
+ * Runs `fn` in one DB transaction, handing it an entity manager bound to it. The connection's own
+ * transaction: the entity manager's adds a flush and its events (~0.25 ms of CPU), for nothing here,
+ * where every write is one of the statements above.
+ */
+export function inTransaction<T>(db: MikroORM, fn: (em: EntityManager) => Promise<T>): Promise<T> {
+  const em = db.em.fork();
+  return em.getConnection().transactional(async (trx) => {
+    em.setTransactionContext(trx);
+    return fn(em);
+  });
+}
