@@ -1,4 +1,5 @@
 import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { rpcFetch } from './rpc-fetch';
 import { BaseError, http, HttpRequestError, TimeoutError, type HttpTransport, type HttpTransportConfig } from 'viem';
 
 const tracer = trace.getTracer('x402-rpc');
@@ -23,14 +24,14 @@ export function isRpcFailure(err: unknown): boolean {
 }
 
 /**
- * viem's `http` transport with one CLIENT span per JSON-RPC request (`eth_sendRawTransaction`, ...),
+ * viem's `http` transport (over node:http, rpc-fetch.ts) with one CLIENT span per JSON-RPC request (`eth_sendRawTransaction`, ...),
  * a child of whatever is active (an activity, an HTTP request). Its retries are inside the span.
  * Without a registered tracer provider the spans are no-ops. Only the URL's host and port are
  * recorded, and a failure only by its error name: RPC URLs often carry a provider key, and viem's
  * messages quote them. Calls without an answer are counted here too (countRpcFailures), after viem's retries.
  */
 export function tracedHttp(url: string, network: string, config: HttpTransportConfig): HttpTransport {
-  const base = http(url, config);
+  const base = http(url, { fetchFn: rpcFetch, ...config });
   const server = new URL(url);
   return ((params) => {
     const transport = base(params);
