@@ -3,6 +3,7 @@ import type { ServiceDeps } from '../deps';
 import { checkWithoutChain } from '../schemes/eip3009';
 import type { EvmNetwork } from '../chains/networks';
 import { InferenceCharge } from '../db/entities';
+import { insertRow } from '../db/rows';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { settlementRejection, type SettleOutcome } from '../settle/types';
 import type { Eip3009SettleInput } from '../schemes/eip3009/types';
@@ -83,7 +84,8 @@ export async function payForChat(
   // The ledger row is the claim: one chat per authorization, even under concurrent replays.
   const now = new Date();
   try {
-    await em.insert(InferenceCharge, {
+    // Before the settlement on every paid chat: a compiled statement (src/db/rows.ts).
+    await insertRow(em, InferenceCharge, {
       id: chargeId,
       settlementId,
       network: network.id,
