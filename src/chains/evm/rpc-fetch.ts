@@ -10,7 +10,12 @@ import * as https from 'node:https';
  * Not followed, unlike fetch: redirects (an RPC endpoint answers its POSTs itself). No compression is
  * asked for, so none is sent.
  */
-const agents = { 'http:': new http.Agent({ keepAlive: true }), 'https:': new https.Agent({ keepAlive: true }) };
+// An idle socket closes after 4 s (earlier if the server's Keep-Alive says so, which Node honours
+// only with a timeout set), as fetch's do: a socket the server already closed is rarely reused.
+const agents = {
+  'http:': new http.Agent({ keepAlive: true, timeout: 4_000 }),
+  'https:': new https.Agent({ keepAlive: true, timeout: 4_000 }),
+};
 
 /** viem's own default cap on a reply (`maxResponseBodySize`), enforced while reading instead of after. */
 export const MAX_RPC_REPLY_BYTES = 10 * 1024 * 1024;
@@ -31,21 +36,29 @@ export const rpcFetch = ((input: string | URL, init: RequestInit = {}): Promise<
         if (size > MAX_RPC_REPLY_BYTES) return req.destroy(new Error(`RPC reply over ${MAX_RPC_REPLY_BYTES} bytes`));
         chunks.push(chunk);
       });
-      res.on('error', reject);
+      res.on('error', (err) => {
+        signal?.removeEventListener('abort', onAbort);
+        reject(err);
+      });
       res.on('end', () => {
         signal?.removeEventListener('abort', onAbort);
-        const text = Buffer.concat(chunks).toString('utf8');
-        const status = res.statusCode ?? 0;
-        const headers = new Headers();
-        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
-        resolve({
-          ok: status >= 200 && status < 300,
-          status,
-          statusText: res.statusMessage ?? '',
-          headers,
-          body: null,
-          text: async () => text,
-        } as unknown as Response);
+        try {
+          const text = Buffer.concat(chunks).toString('utf8');
+          const status = res.statusCode ?? 0;
+          const headers = new Headers();
+          for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) headers.set(k, Array.isArray(v) ? v.join(', ') : v);
+          const reply = {
+            ok: status >= 200 && status < 300,
+            status,
+            statusText: res.statusMessage ?? '',
+            headers,
+            body: null,
+            text: async () => text,
+          };
+          resolve(reply as unknown as Response);
+        } catch (err) {
+          reject(err); // not thrown out of an event handler, where it would end the process
+        }
       });
     });
     // Rejects with the signal's own reason (viem's timeout tells its abort by the name AbortError).

@@ -31,7 +31,8 @@ export function isRpcFailure(err: unknown): boolean {
  * messages quote them. Calls without an answer are counted here too (countRpcFailures), after viem's retries.
  */
 export function tracedHttp(url: string, network: string, config: HttpTransportConfig): HttpTransport {
-  const base = http(url, { fetchFn: rpcFetch, ...config });
+  // rpcFetch enforces viem's reply cap while reading, so viem need not measure the text again.
+  const base = http(url, { fetchFn: rpcFetch, maxResponseBodySize: false, ...config });
   const server = new URL(url);
   return ((params) => {
     const transport = base(params);
