@@ -7,10 +7,7 @@ import { ALL_ENTITIES } from './entities';
 
 export type Database = MikroORM;
 
-/**
- * An entity manager as the SQL one it is (both drivers are SQL), for query-builder reads and writes
- * on hot paths: they skip the unit of work and cost a third to a half of findOne/upsert's CPU.
- */
+/** An entity manager as the SQL one it is (both drivers are SQL): its query builder writes src/db/rows.ts's statements. */
 export const sqlEm = (em: EntityManager): SqlEntityManager => em as unknown as SqlEntityManager;
 
 /**

@@ -51,8 +51,8 @@ function statement(
     .getKnexQuery()
     .toSQL();
   const slots: Slot[] = query.bindings.map((b) => (typeof b === 'string' && fieldOf.has(b) ? { field: fieldOf.get(b)! } : { constant: b }));
-  const bound = slots.filter((s) => 'field' in s).length;
-  if (bound !== fields.length || slots.some((s) => 'constant' in s && typeof s.constant === 'string' && s.constant.startsWith('\u0000'))) {
+  // A marker the builder converted is no longer found, so fewer fields are bound than given.
+  if (slots.filter((s) => 'field' in s).length !== fields.length) {
     throw new Error(`statement ${key}: the query builder did not bind every field as given`);
   }
   const made = { sql: query.sql, slots };
@@ -84,7 +84,6 @@ function equalities(where: Record<string, unknown>): Values {
 
 /** The fields that carry a value (an undefined one is left out, as the query builder leaves it out). */
 const present = (values: Record<string, unknown>) => Object.keys(values).filter((k) => values[k] !== undefined);
-const nameOf = (entity: Entity<object>) => entity.name;
 
 /** One row matching every field (equality) as a plain object (not a managed entity: nothing to flush), or null. */
 export async function findRow<T extends object>(
@@ -93,19 +92,19 @@ export async function findRow<T extends object>(
   where: Partial<Record<keyof T, string | number>>,
 ): Promise<T | null> {
   const fields = present(where);
-  const s = statement(em, `get ${nameOf(entity)} ${fields}`, fields, (qb, marks) => qb.select('*').where(marks).limit(1), entity);
+  const s = statement(em, `get ${entity.name} ${fields}`, fields, (qb, marks) => qb.select('*').where(marks).limit(1), entity);
   const row = await run(em, s, equalities(where), 'get');
-  return row ? (em.getDriver().mapResult(row as T, em.getMetadata().get(nameOf(entity))) as T) : null;
+  return row ? (em.getDriver().mapResult(row as T, em.getMetadata().get(entity.name)) as T) : null;
 }
 
 /** Inserts one row; a duplicate key rejects with the ORM's UniqueConstraintViolationException. */
 export async function insertRow<T extends object>(em: EntityManager, entity: Entity<T>, row: Partial<T>): Promise<void> {
   const fields = present(row);
-  const s = statement(em, `insert ${nameOf(entity)} ${fields}`, fields, (qb, marks) => qb.insert(marks), entity);
+  const s = statement(em, `insert ${entity.name} ${fields}`, fields, (qb, marks) => qb.insert(marks), entity);
   await run(em, s, row as Values, 'run');
 }
 
-/** Inserts one row, or sets `merge` (and nothing else) on the row with its id. */
+/** Inserts one row, or sets `merge` (and nothing else; a field the row leaves undefined is not merged) on the row with its id. */
 export async function upsertRow<T extends object>(
   em: EntityManager,
   entity: Entity<T>,
@@ -113,11 +112,12 @@ export async function upsertRow<T extends object>(
   merge: (keyof T & string)[],
 ): Promise<void> {
   const fields = present(row);
+  const merged = merge.filter((f) => fields.includes(f));
   const s = statement(
     em,
-    `upsert ${nameOf(entity)} ${fields} / ${merge}`,
+    `upsert ${entity.name} ${fields} / ${merged}`,
     fields,
-    (qb, marks) => qb.insert(marks).onConflict('id').merge(merge),
+    (qb, marks) => qb.insert(marks).onConflict('id').merge(merged),
     entity,
   );
   await run(em, s, row as Values, 'run');
@@ -135,7 +135,7 @@ export async function updateRows<T extends object>(
   const fields = [...setFields, ...whereFields]; // a field both set and matched is refused (named twice)
   const s = statement(
     em,
-    `update ${nameOf(entity)} ${setFields} / ${whereFields}`,
+    `update ${entity.name} ${setFields} / ${whereFields}`,
     fields,
     (qb, marks) => qb.update(pick(marks, setFields)).where(pick(marks, whereFields)),
     entity,

@@ -18,10 +18,7 @@ export function settlementRecords(db: MikroORM) {
    */
   const upsert = async (row: Partial<Settlement> & { id: string }, em: EntityManager = db.em.fork()) => {
     const now = new Date();
-    const fields = [
-      ...Object.keys(row).filter((k) => k !== 'id' && row[k as keyof Settlement] !== undefined),
-      'updatedAt',
-    ] as (keyof Settlement & string)[];
+    const fields = [...Object.keys(row).filter((k) => k !== 'id'), 'updatedAt'] as (keyof Settlement & string)[];
     await upsertRow(em, Settlement, { ...row, createdAt: now, updatedAt: now }, fields);
   };
   /** The record of `input` in `state`, with the fields every state carries. */

@@ -24,8 +24,8 @@ export function isRpcFailure(err: unknown): boolean {
 }
 
 /**
- * viem's `http` transport (over node:http, rpc-fetch.ts) with one CLIENT span per JSON-RPC request (`eth_sendRawTransaction`, ...),
- * a child of whatever is active (an activity, an HTTP request). Its retries are inside the span.
+ * viem's `http` transport (over node:http, rpc-fetch.ts) with one CLIENT span per JSON-RPC request
+ * (`eth_sendRawTransaction`, ...), a child of whatever is active (an activity, an HTTP request). Its retries are inside the span.
  * Without a registered tracer provider the spans are no-ops. Only the URL's host and port are
  * recorded, and a failure only by its error name: RPC URLs often carry a provider key, and viem's
  * messages quote them. Calls without an answer are counted here too (countRpcFailures), after viem's retries.
