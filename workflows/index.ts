@@ -1,5 +1,5 @@
 // Every workflow the worker registers. Deterministic code only: no I/O here (see activities/).
-export { settlementWorkflow } from './settlement';
+export { fastSettlementWorkflow, settlementWorkflow } from './settlement';
 // Type names of the per-scheme workflows the single skeleton replaced: registered so that runs started
 // before the change still find a worker (docs/decisions.md "One settlement skeleton": how they drain).
 export { settlementWorkflow as permit2SettlementWorkflow, settlementWorkflow as solanaSettlementWorkflow } from './settlement';

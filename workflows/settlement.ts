@@ -51,12 +51,30 @@ const { nudgeSettlementTransaction } = proxyActivities<SettlementActivities>({
 
 /**
  * The one settlement skeleton, for every scheme (EIP-3009, Permit2, Solana): verify, submit
- * (write-ahead), confirm. Its id is the payment's business key (`settle:<network>:<payer>:<nonce>`),
- * so every duplicate request attaches here. A payment rejected before broadcast ends the workflow
- * *failed* (a corrected retry of the same authorization may run again); once a transaction exists,
- * it always completes with the on-chain outcome.
+ * (write-ahead), confirm, in one local activity (`settlePayment`). Its id is the payment's business
+ * key (`settle:<network>:<payer>:<nonce>`), so every duplicate request attaches here. A payment
+ * rejected before broadcast ends the workflow *failed* (a corrected retry of the same authorization may
+ * run again); once a transaction exists, it always completes with the on-chain outcome.
+ *
+ * The API starts this type. It is `settlementWorkflow` without the `settlement-one-local-activity`
+ * patch, whose marker and `TemporalChangeVersion` upsert cost every settlement ~2 ms of worker and
+ * ~2 ms of Temporal CPU (docs/decisions.md "A workflow type without the patch"). An older worker
+ * does not know the type: its task fails and is retried until a worker that does takes it.
+ */
+export async function fastSettlementWorkflow(input: SettlementInput): Promise<SettleOutcome> {
+  return settle(input, true);
+}
+
+/**
+ * The skeleton's first type, still started as a child by top-up and media parents (changing their
+ * child's type would change their histories). Histories from before the one-local-activity path
+ * replay on three local activities.
  */
 export async function settlementWorkflow(input: SettlementInput): Promise<SettleOutcome> {
+  return settle(input, patched('settlement-one-local-activity'));
+}
+
+async function settle(input: SettlementInput, oneLocalActivity: boolean): Promise<SettleOutcome> {
   let current: StateOf<'settle'> = 'verifying';
   const move = x402States('settle');
   const state = (s: StateOf<'settle'>) => {
@@ -95,7 +113,7 @@ export async function settlementWorkflow(input: SettlementInput): Promise<Settle
   };
 
   let response: SettleResponse;
-  if (patched('settlement-one-local-activity')) {
+  if (oneLocalActivity) {
     // The fast path: one local activity; only a transaction not mined within its wait shows `submitted`.
     const attempt = await settlePayment(input);
     if (attempt.state === 'rejected') {

@@ -9,7 +9,7 @@ import { settlementRejection, type SettleOutcome } from '../settle/types';
 import type { Eip3009SettleInput } from '../schemes/eip3009/types';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { refundWorkflow } from '../../workflows/refund';
-import { settlementWorkflow } from '../../workflows/settlement';
+import { fastSettlementWorkflow } from '../../workflows/settlement';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import { exactEvmPayloadSchema, type PaymentRequirements, type SettleResponse } from '../x402/schemas';
 import { x402SearchAttributes } from '../temporal/search-attributes';
@@ -135,7 +135,7 @@ export async function payForChat(
     amount: requirements.maxAmountRequired,
     requestId: req.requestId,
   }).catch((err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'));
-  const handle = await startOrAttach(deps.temporal, settlementWorkflow, {
+  const handle = await startOrAttach(deps.temporal, fastSettlementWorkflow, {
     workflowId: settlementId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
@@ -147,7 +147,7 @@ export async function payForChat(
       organization: INFERENCE_ORGANIZATION_ID,
     }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, settlementWorkflow.name, req.requestId, settlementId),
+    onStart: observeWorkflowStart(deps, fastSettlementWorkflow.name, req.requestId, settlementId),
   });
 
   await guard;

@@ -71,7 +71,7 @@ export class Metrics {
     });
     this.workflowStarts = new Counter({
       name: 'x402_workflow_starts_total',
-      help: 'Workflow start requests by workflow type (settlementWorkflow, permitWorkflow): started a new execution, or attached to the existing one of the same business key',
+      help: 'Workflow start requests by workflow type (fastSettlementWorkflow, permitWorkflow): started a new execution, or attached to the existing one of the same business key',
       labelNames: ['workflow', 'result'],
       registers,
     });

@@ -9,7 +9,7 @@ import { x402SearchAttributes } from '../temporal/search-attributes';
 import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
 import type { Scheme, SettleRoute, VerifyReply } from '../schemes/scheme';
-import { settlementWorkflow } from '../../workflows/settlement';
+import { fastSettlementWorkflow } from '../../workflows/settlement';
 import { settlementRejection, type SettleOutcome, type SettlementInput } from './types';
 
 /**
@@ -105,13 +105,13 @@ export async function recordedSettlement(
  */
 export async function runSettlement(deps: ServiceDeps, req: SettleRequest, input: SettlementInput): Promise<SettleReply> {
   const { workflowId, network, payer } = input;
-  const handle = await startOrAttach(deps.temporal, settlementWorkflow, {
+  const handle = await startOrAttach(deps.temporal, fastSettlementWorkflow, {
     workflowId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
     args: [input],
     searchAttributes: x402SearchAttributes({ kind: 'settle', network, payer, state: 'verifying', organization: input.organizationId }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, settlementWorkflow.name, req.requestId, workflowId),
+    onStart: observeWorkflowStart(deps, fastSettlementWorkflow.name, req.requestId, workflowId),
   });
 
   try {

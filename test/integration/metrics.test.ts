@@ -121,8 +121,8 @@ describe('GET /metrics', () => {
     expect(delta('x402_settlements_total', { route: 'eip3009', network: 'unknown', outcome: 'invalid_network' })).toBe(1);
     expect(delta('x402_settlements_total', { route: 'eip3009', network: 'base-sepolia', outcome: 'pending' })).toBe(2);
     expect(text).not.toContain('my-own-chain');
-    expect(delta('x402_workflow_starts_total', { workflow: 'settlementWorkflow', result: 'started' })).toBe(1);
-    expect(delta('x402_workflow_starts_total', { workflow: 'settlementWorkflow', result: 'attached' })).toBe(1);
+    expect(delta('x402_workflow_starts_total', { workflow: 'fastSettlementWorkflow', result: 'started' })).toBe(1);
+    expect(delta('x402_workflow_starts_total', { workflow: 'fastSettlementWorkflow', result: 'attached' })).toBe(1);
     expect(delta('x402_settle_duration_seconds_count', { route: 'eip3009', network: 'base-sepolia', result: 'pending' })).toBe(2);
     expect(delta('x402_settle_duration_seconds_count', { route: 'unknown', network: 'unknown', result: 'failure' })).toBe(1);
     // Pending answers waited SETTLE_WAIT_MS (300 ms): nothing below the 0.25 s bucket.

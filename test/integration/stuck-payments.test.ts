@@ -108,11 +108,12 @@ describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
     // The minute's own run may signal too before the first mark is visible: one marker, one mark all the same.
     const signals = history.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'markStuck').length;
     expect(signals).toBeGreaterThanOrEqual(1);
-    // One marker per patch this run took: the settlement's fast path, then the stuck mark's.
+    // One marker per patch this run took: only the stuck mark's (the API's fastSettlementWorkflow has no
+    // patch of its own).
     const patches = history
       .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
       .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString()).id);
-    expect(patches).toEqual(['settlement-one-local-activity', 'x402-mark-stuck']);
+    expect(patches).toEqual(['x402-mark-stuck']);
     const stuckUpserts = history.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.X402Stuck);
     expect(stuckUpserts).toHaveLength(1);
 

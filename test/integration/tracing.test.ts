@@ -68,7 +68,8 @@ describe('tracing: one settle is one trace from the HTTP request to each RPC cal
       'the worker to export the workflow and its last RPC call',
       async () => {
         const spans = inTrace(receiver.spans);
-        return spans.some((s) => s.name === 'RunWorkflow:settlementWorkflow') && spans.some((s) => s.name === 'RunActivity:settlePayment')
+        return spans.some((s) => s.name === 'RunWorkflow:fastSettlementWorkflow') &&
+          spans.some((s) => s.name === 'RunActivity:settlePayment')
           ? spans
           : undefined;
       },
@@ -92,12 +93,12 @@ describe('tracing: one settle is one trace from the HTTP request to each RPC cal
       'http.request.method': 'POST',
       'http.response.status_code': 200,
     });
-    const start = one('StartWorkflow:settlementWorkflow', server);
+    const start = one('StartWorkflow:fastSettlementWorkflow', server);
     expect(start.service).toBe('x402-api');
     expect(ids(start)).toEqual([requestId, workflowId]);
 
     // The worker: the run under the start, the fast path's local activity start under the run, its execution under its start.
-    const run = one('RunWorkflow:settlementWorkflow', start);
+    const run = one('RunWorkflow:fastSettlementWorkflow', start);
     expect(run.service).toBe('x402-worker');
     expect(ids(run)).toEqual([requestId, workflowId]);
     const scheduled = one('StartActivity:settlePayment', run);
@@ -175,17 +176,17 @@ describe('tracing: one settle is one trace from the HTTP request to each RPC cal
     const start = memory
       .getFinishedSpans()
       .map(fromReadable)
-      .find((s) => s.name === 'StartWorkflow:settlementWorkflow' && s.parentSpanId === server.spanId)!;
+      .find((s) => s.name === 'StartWorkflow:fastSettlementWorkflow' && s.parentSpanId === server.spanId)!;
     expect(start.attributes[WORKFLOW_ID_ATTRIBUTE]).toBe(workflowId);
     const spans = await waitUntil(
       'the new worker to export the finished run',
       async () => {
         const inTrace = receiver.spans.filter((s) => s.traceId === server.traceId);
-        return inTrace.some((s) => s.name === 'RunWorkflow:settlementWorkflow') ? inTrace : undefined;
+        return inTrace.some((s) => s.name === 'RunWorkflow:fastSettlementWorkflow') ? inTrace : undefined;
       },
       { timeoutMs: 30_000, intervalMs: 100 },
     );
-    const runs = spans.filter((s) => s.name === 'RunWorkflow:settlementWorkflow');
+    const runs = spans.filter((s) => s.name === 'RunWorkflow:fastSettlementWorkflow');
     expect(runs).toHaveLength(1); // the killed worker's run never ended
     expect(runs[0].parentSpanId).toBe(start.spanId);
     // The new worker runs the fast path again (its first result never reached history): it finds the

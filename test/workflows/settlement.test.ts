@@ -1,7 +1,7 @@
 import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { temporal } from '@temporalio/proto';
-import { settlementWorkflow } from '../../workflows/settlement';
+import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
 import { SETTLEMENT_REJECTED, settlementRejection, type SettleOutcome } from '../../src/settle/types';
 import { X402State } from '../../src/temporal/search-attributes';
 import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
@@ -11,26 +11,40 @@ import { HASH, input, mocks, notMinedYet, rejected, settled, transient } from '.
  * The settlement skeleton against mocked steps: which activities run, how often, and what the
  * workflow answers for each branch (valid, rejected at verification or submission, transient
  * failures retried, a chain that stays down, a reverted transaction, a receipt slower than the fast
- * path's wait). New workflows take the fast path (`settlePayment`, one local activity per attempt);
- * the three-activity path of older histories is covered by test/workflows/replay.test.ts.
+ * path's wait). Both types the worker runs take the fast path (`settlePayment`, one local activity per
+ * attempt): the API's `fastSettlementWorkflow`, and `settlementWorkflow` (top-up and media children)
+ * behind its patch; the three-activity path of older histories is covered by
+ * test/workflows/replay.test.ts.
  */
 const { EventType } = temporal.api.enums.v1;
 
-/** The local activities the history shows (one marker each) and the X402State values upserted, in order. */
+/**
+ * The local activities the history shows (one marker each), the X402State values upserted in order,
+ * and the patch's own events: its marker and its `TemporalChangeVersion` upsert.
+ */
 async function historyOf(handle: WorkflowHandle) {
   const events = (await handle.fetchHistory()).events ?? [];
-  const localActivities = events.filter(
-    (e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
-  ).length;
-  const states = events
+  const markers = (name: string) =>
+    events.filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === name)
+      .length;
+  const upserts = events
     .filter((e) => e.eventType === EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
-    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.[X402State.name]?.data)
-    .filter((data) => data) // the patch's own upsert (TemporalChangeVersion)
+    .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {});
+  const states = upserts
+    .map((fields) => fields[X402State.name]?.data)
+    .filter((data) => data)
     .map((data) => JSON.parse(Buffer.from(data!).toString('utf8')) as string);
-  return { localActivities, states };
+  const patch = {
+    markers: markers('core_patch'),
+    changeVersionUpserts: upserts.filter((fields) => 'TemporalChangeVersion' in fields).length,
+  };
+  return { localActivities: markers('core_local_activity'), states, patch };
 }
 
-describe('settlementWorkflow (mocked activities)', () => {
+describe.each([
+  { workflow: fastSettlementWorkflow, patch: { markers: 0, changeVersionUpserts: 0 } },
+  { workflow: settlementWorkflow, patch: { markers: 1, changeVersionUpserts: 1 } },
+])('$workflow.name (mocked activities)', ({ workflow, patch }) => {
   let t: WorkflowTestEnv;
   let n = 0;
   beforeAll(async () => {
@@ -41,7 +55,7 @@ describe('settlementWorkflow (mocked activities)', () => {
   const run = (activities: object) =>
     t.withWorker(activities, async (taskQueue) => {
       const i = input(++n);
-      const handle = await t.env.client.workflow.start(settlementWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+      const handle = await t.env.client.workflow.start(workflow, { taskQueue, workflowId: i.workflowId, args: [i] });
       const result: { value?: SettleOutcome; error?: unknown } = await handle.result().then(
         (value) => ({ value }),
         (error: unknown) => ({ error }),
@@ -56,8 +70,9 @@ describe('settlementWorkflow (mocked activities)', () => {
     const out = await run(m.activities);
     expect(out).toMatchObject({ value: { response: settled, organizationId: 'org-1' }, state: 'settled' });
     expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 1, confirm: 1 });
-    // One marker, and one search-attribute upsert: the state goes from verifying straight to settled.
-    expect(out.history).toEqual({ localActivities: 1, states: ['settled'] });
+    // One local-activity marker, and one X402State upsert: the state goes from verifying straight to
+    // settled. Only the type behind the patch adds the patch's marker and TemporalChangeVersion upsert.
+    expect(out.history).toEqual({ localActivities: 1, states: ['settled'], patch });
   });
 
   test('rejected at verification: fails with SettlementRejected carrying the response; nothing is submitted', async () => {
@@ -124,6 +139,6 @@ describe('settlementWorkflow (mocked activities)', () => {
     expect(out).toMatchObject({ value: { response: settled, organizationId: 'org-1' }, state: 'settled' });
     // The fast path does not retry its short wait: confirmPayment takes over (and retries its own).
     expect(m.calls).toEqual({ ...none, settlePayment: 1, confirmPayment: 2, verify: 1, submit: 1, confirm: 3 });
-    expect(out.history).toEqual({ localActivities: 2, states: ['submitted', 'settled'] });
+    expect(out.history).toEqual({ localActivities: 2, states: ['submitted', 'settled'], patch });
   });
 });
