@@ -6,7 +6,7 @@ import { tokenAbi } from '../../src/chains/evm/abi';
 import { ApiKey } from '../../src/db/entities';
 import { SETTLEMENT_REJECTED } from '../../src/settle/types';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
-import { settlementWorkflow } from '../../workflows/settlement';
+import { fastSettlementWorkflow } from '../../workflows/settlement';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
@@ -149,7 +149,7 @@ describe.each(DB_KINDS)('POST /v1/settle rejections (%s)', (kind) => {
       started.workflowExecutionStartedEventAttributes!.input!.payloads![0] as Payload,
     );
     const forged = { ...input, network: 'base', workflowId: `settle:base:${a.from.toLowerCase()}:${a.nonce}` };
-    const run = h.temporal.workflow.execute(settlementWorkflow, {
+    const run = h.temporal.workflow.execute(fastSettlementWorkflow, {
       workflowId: forged.workflowId,
       taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
       args: [forged as never],
