@@ -9,20 +9,18 @@ import * as settlement from './settlement-workflow-mocks';
 import { startWorkflowTestEnv } from './workflow-env';
 
 /**
- * Records the pre-patch histories that test/workflows/replay.test.ts replays with today's workflows:
- * each one is a workflow run by the workflow code of the commit before a `patched(...)` change, on
- * mocked activities. Regenerate them all, or the ones named (needs git and the Temporal CLI, as the
- * workflows tests do):
+ * Records the histories that test/workflows/replay.test.ts replays with today's workflows: each one is
+ * a workflow run by the workflow code of an earlier commit, on mocked activities. Most stand for the
+ * histories before a `patched(...)` change (PRE_PATCH_HISTORIES). Regenerate them all, or the ones named
+ * (needs git and the Temporal CLI, as the workflows tests do):
  *
- *   npx tsx test/support/record-pre-patch-history.ts [topUpNeedsReview] [settlementThreeActivities]
+ *   npx tsx test/support/record-pre-patch-history.ts [topUpNeedsReview] [settlementThreeActivities] [settlementStuckAtStart]
  */
 const ROOT = join(__dirname, '..', '..');
 const HISTORIES = join(ROOT, 'test', 'fixtures', 'histories');
 
-export interface PrePatchHistory {
-  /** The patch whose older histories this one stands for. */
-  patch: string;
-  /** The parent of the commit that added the patch. */
+export interface RecordedHistory {
+  /** The commit whose workflows wrote it. */
   commit: string;
   /**
    * Binary protobuf (temporal.api.history.v1.History): the SDK's own JSON converters (historyToJSON and
@@ -35,6 +33,13 @@ export interface PrePatchHistory {
   activities: () => object;
   /** What the old code returned; the recorder refuses to write anything else. */
   outcome: unknown;
+  /** A signal sent with the start (signal-with-start), so the first workflow task carries it. */
+  signal?: string;
+}
+
+export interface PrePatchHistory extends RecordedHistory {
+  /** The patch whose older histories this one stands for; `commit` is the parent of the commit that added it. */
+  patch: string;
 }
 
 export const PRE_PATCH_HISTORIES = {
@@ -68,8 +73,28 @@ export const PRE_PATCH_HISTORIES = {
   },
 } satisfies Record<string, PrePatchHistory>;
 
+/** Histories of code since changed without a patch, which must replay all the same. */
+export const EARLIER_HISTORIES = {
+  /**
+   * A settlement whose first workflow task carried the stuck scan's `markStuck` (a worker that was down
+   * past STUCK_AFTER_SECONDS): its handler ran at `setHandler`, so the history's markers are
+   * `x402-mark-stuck`, then `settlement-one-local-activity`. Recorded from 9011bb2, before the API's
+   * type was split from `settlementWorkflow` (whose `patched()` call must stay after the handlers).
+   */
+  settlementStuckAtStart: {
+    commit: '9011bb2',
+    file: join(HISTORIES, 'settlement-stuck-at-start.binpb'),
+    workflowType: 'settlementWorkflow',
+    workflowId: 'settle:base-sepolia:stuck-at-start',
+    args: () => [{ ...settlement.input(2), workflowId: 'settle:base-sepolia:stuck-at-start' }],
+    activities: () => settlement.mocks().activities,
+    outcome: { response: settlement.settled, organizationId: 'org-1' },
+    signal: 'markStuck',
+  },
+} satisfies Record<string, RecordedHistory>;
+
 /** Runs `h` on the workflows of its commit (checked out to a temporary directory) and writes its history. */
-async function record(h: PrePatchHistory) {
+async function record(h: RecordedHistory) {
   const commit = execSync(`git rev-parse ${h.commit}`, { cwd: ROOT }).toString().trim();
   const old = mkdtempSync(join(tmpdir(), 'x402-pre-patch-'));
   try {
@@ -79,7 +104,10 @@ async function record(h: PrePatchHistory) {
     const t = await startWorkflowTestEnv({ workflowsPath: join(old, 'workflows') });
     try {
       const result = await t.withWorker(h.activities(), async (taskQueue) => {
-        const handle = await t.env.client.workflow.start(h.workflowType, { taskQueue, workflowId: h.workflowId, args: h.args() });
+        const options = { taskQueue, workflowId: h.workflowId, args: h.args() };
+        const handle = h.signal
+          ? await t.env.client.workflow.signalWithStart(h.workflowType, { ...options, signal: h.signal, signalArgs: [] })
+          : await t.env.client.workflow.start(h.workflowType, options);
         return { outcome: await handle.result(), history: await handle.fetchHistory() };
       });
       if (!isDeepStrictEqual(result.outcome, h.outcome)) throw new Error(`unexpected outcome ${JSON.stringify(result)}`);
@@ -94,9 +122,9 @@ async function record(h: PrePatchHistory) {
 }
 
 async function main(names: string[]) {
-  const all = PRE_PATCH_HISTORIES as Record<string, PrePatchHistory>;
+  const all: Record<string, RecordedHistory> = { ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES };
   for (const name of names.length ? names : Object.keys(all)) {
-    if (!all[name]) throw new Error(`no pre-patch history ${name}; known: ${Object.keys(all).join(', ')}`);
+    if (!all[name]) throw new Error(`no recorded history ${name}; known: ${Object.keys(all).join(', ')}`);
     await record(all[name]);
   }
 }

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { PRE_PATCH_HISTORIES } from '../support/record-pre-patch-history';
+import { EARLIER_HISTORIES, PRE_PATCH_HISTORIES, type RecordedHistory } from '../support/record-pre-patch-history';
 
 /**
  * Histories written by the code before a `patched(...)` change replay with today's workflows. Each
@@ -9,22 +9,34 @@ import { PRE_PATCH_HISTORIES } from '../support/record-pre-patch-history';
  * test/support/record-pre-patch-history.ts, which regenerates them):
  *  - a cross-chain top-up that ended in needs_review at once, before `operator-actions-v1` (since
  *    which needs_review waits for an operator);
- *  - a valid settlement run as three local activities, before `settlement-one-local-activity`.
+ *  - a valid settlement run as three local activities, before `settlement-one-local-activity`;
+ * and histories of code since changed without a patch (EARLIER_HISTORIES):
+ *  - a settlement whose first task carried the stuck scan's `markStuck`, before the API's type was split
+ *    from `settlementWorkflow`.
  */
 const { EventType } = temporal.api.enums.v1;
 
-describe.each(Object.entries(PRE_PATCH_HISTORIES))('replay of the pre-patch history %s', (_name, h) => {
-  const history = temporal.api.history.v1.History.decode(readFileSync(h.file));
+const decode = (h: RecordedHistory) => temporal.api.history.v1.History.decode(readFileSync(h.file));
+
+/** The ids of the patch markers a history holds, in order. */
+const patchMarkers = (history: temporal.api.history.v1.IHistory) =>
+  (history.events ?? [])
+    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
+    .map(
+      (e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString()).id as string,
+    );
+
+describe.each(Object.entries({ ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES }))('replay of the recorded history %s', (_name, h) => {
+  const history = decode(h);
   const events = history.events ?? [];
 
-  test(`the fixture is what ${h.commit} did: completed with its outcome, no ${h.patch} marker`, () => {
+  test(`the fixture is what ${h.commit} did: ${h.workflowType}, completed with its outcome`, () => {
     expect(events[0]!.workflowExecutionStartedEventAttributes!.workflowType?.name).toBe(h.workflowType);
     const last = events[events.length - 1]!;
     expect(last.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
     const result = last.workflowExecutionCompletedEventAttributes!.result!.payloads![0]!.data!;
     expect(JSON.parse(Buffer.from(result).toString('utf8'))).toEqual(h.outcome);
-    // Patch markers carry the patch id in their payload: none names this one.
-    expect(Buffer.from(temporal.api.history.v1.History.encode(history).finish()).includes(h.patch)).toBe(false);
+    if ('patch' in h) expect(patchMarkers(history)).not.toContain(h.patch);
   });
 
   test('replays with the current workflows without nondeterminism', async () => {
@@ -34,8 +46,15 @@ describe.each(Object.entries(PRE_PATCH_HISTORIES))('replay of the pre-patch hist
   });
 });
 
+test('the stuck-at-start settlement ran the stuck mark before its fast path', () => {
+  const history = decode(EARLIER_HISTORIES.settlementStuckAtStart);
+  expect(patchMarkers(history)).toEqual(['x402-mark-stuck', 'settlement-one-local-activity']);
+  const signals = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'markStuck');
+  expect(signals).toHaveLength(1);
+});
+
 test('the pre-patch settlement ran its three steps as three local activities', () => {
-  const history = temporal.api.history.v1.History.decode(readFileSync(PRE_PATCH_HISTORIES.settlementThreeActivities.file));
+  const history = decode(PRE_PATCH_HISTORIES.settlementThreeActivities);
   const markers = (history.events ?? []).filter(
     (e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
   );
