@@ -1,3 +1,4 @@
+import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
 import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
@@ -43,3 +44,13 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
     close: () => env.teardown(),
   };
 }
+
+/** What an operator's update got: `accepted <result>`, or the validator's or handler's refusal message. */
+export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> =>
+  p.then(
+    (v) => `accepted ${JSON.stringify(v)}`,
+    (err: unknown) => {
+      expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
+      return (err as WorkflowUpdateFailedError).cause?.message;
+    },
+  );

@@ -1,10 +1,10 @@
-import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { WorkflowUpdateStage } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { crossChainSettlementWorkflow } from '../../workflows/crosschain-settlement';
 import { abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
-import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+import { startWorkflowTestEnv, type WorkflowTestEnv, updateRefusal } from '../support/workflow-env';
 
 /**
  * Operator actions on a plain cross-chain settlement whose bridge leg waits in `needs_review`
@@ -92,14 +92,6 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
     }
     throw new Error('settlement never reached needs_review');
   };
-  const refusal = (p: Promise<unknown>) =>
-    p.then(
-      (v) => 'accepted ' + JSON.stringify(v),
-      (err: unknown) => {
-        expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
-        return (err as WorkflowUpdateFailedError).cause?.message;
-      },
-    );
 
   test('retry-mint: a retry that fails answers needs_review and waits; the next delivers; a second action while one runs is refused', async () => {
     let release!: () => void;
@@ -114,7 +106,7 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
     )(m.activities.awaitBridgeMint);
     await t.withWorker(m.activities, async (taskQueue) => {
       const handle = await startUntilReview(taskQueue);
-      expect(await refusal(handle.executeUpdate(retryMintUpdate, { args: [{ operator: ' ', reason: 'x' }] }))).toMatch(
+      expect(await updateRefusal(handle.executeUpdate(retryMintUpdate, { args: [{ operator: ' ', reason: 'x' }] }))).toMatch(
         /non-empty operator and reason/,
       );
       const first = await handle.executeUpdate(retryMintUpdate, { args: [who] });
@@ -124,7 +116,7 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
       const second = await handle.startUpdate(retryMintUpdate, { args: [who], waitForStage: WorkflowUpdateStage.ACCEPTED });
       for (let k = 0; k < 100 && (await handle.describe()).typedSearchAttributes.get(X402State) !== 'bridging'; k++)
         await new Promise((r) => setTimeout(r, 100));
-      expect(await refusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(
+      expect(await updateRefusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(
         `settlement ${handle.workflowId} is bridging: an operator action is taken only in needs_review`,
       );
       release();
@@ -149,7 +141,7 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
     });
     await t.withWorker(m.activities, async (taskQueue) => {
       const handle = await startUntilReview(taskQueue);
-      expect(await refusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(
+      expect(await updateRefusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(
         'no refund owed for x: its bridge leg is delivered',
       );
       expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');

@@ -1,9 +1,8 @@
-import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
 import { OPERATOR_ACTIONS_MEMO, rebroadcastUpdate, replaceUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { HASH, PAYER, input } from '../support/settlement-workflow-mocks';
-import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+import { startWorkflowTestEnv, type WorkflowTestEnv, updateRefusal } from '../support/workflow-env';
 
 /**
  * Operator nudges of a settlement whose transaction is out but not mined (rebroadcast / replace),
@@ -22,15 +21,6 @@ describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkf
       t = await startWorkflowTestEnv();
     }, 120_000);
     afterAll(() => t?.close());
-
-    const refusal = (p: Promise<unknown>) =>
-      p.then(
-        (v) => `accepted ${JSON.stringify(v)}`,
-        (err: unknown) => {
-          expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
-          return (err as WorkflowUpdateFailedError).cause?.message;
-        },
-      );
 
     test('submitted: refused without a reason, then rebroadcast and replace each run once with who and why; refused once settled', async () => {
       let release!: () => void;
@@ -55,7 +45,7 @@ describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkf
         for (let k = 0; k < 100 && (await handle.describe()).typedSearchAttributes.get(X402State) !== 'submitted'; k++)
           await new Promise((r) => setTimeout(r, 100));
 
-        expect(await refusal(handle.executeUpdate(rebroadcastUpdate, { args: [{ operator: 'carol', reason: '' }] }))).toMatch(
+        expect(await updateRefusal(handle.executeUpdate(rebroadcastUpdate, { args: [{ operator: 'carol', reason: '' }] }))).toMatch(
           /non-empty operator and reason/,
         );
         expect(nudges).toEqual([]);
@@ -99,7 +89,7 @@ describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkf
         const sol = await t.env.client.workflow.start(workflow, { taskQueue, workflowId: s.workflowId, args: [s] });
         for (let k = 0; k < 100 && (await sol.describe()).typedSearchAttributes.get(X402State) !== 'submitted'; k++)
           await new Promise((r) => setTimeout(r, 100));
-        expect(await refusal(sol.executeUpdate(rebroadcastUpdate, { args: [who] }))).toBe(
+        expect(await updateRefusal(sol.executeUpdate(rebroadcastUpdate, { args: [who] }))).toBe(
           'a Solana transaction is not re-sent by the relayer',
         );
         hold();

@@ -1,9 +1,9 @@
-import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
+import { WorkflowUpdateStage } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { topUpWorkflow } from '../../workflows/topup';
 import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate, retryDepositUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
-import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+import { startWorkflowTestEnv, type WorkflowTestEnv, updateRefusal } from '../support/workflow-env';
 import { input, mocks, REFUND, who } from '../support/topup-workflow-mocks';
 
 /**
@@ -29,14 +29,6 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
     }
     throw new Error(`top-up never reached ${state}`);
   };
-  const refusal = (p: Promise<unknown>) =>
-    p.then(
-      (v) => 'accepted ' + JSON.stringify(v),
-      (err: unknown) => {
-        expect(err).toBeInstanceOf(WorkflowUpdateFailedError);
-        return (err as WorkflowUpdateFailedError).cause?.message;
-      },
-    );
 
   test('needs_review waits; refund: the payer is refunded once, who and why recorded (row, memo, result); a repeat is refused', async () => {
     const m = mocks();
@@ -44,10 +36,10 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
       const handle = await startUntil(taskQueue, 'needs_review');
       expect((await handle.describe()).status.name).toBe('RUNNING');
       // Refused before history: no operator, blank reason, unknown argument shape.
-      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: '', reason: 'x' }] }))).toBe(
+      expect(await updateRefusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: '', reason: 'x' }] }))).toBe(
         'an operator action needs a non-empty operator and reason (at most 500 characters each)',
       );
-      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: 'bob', reason: '   ' }] }))).toMatch(
+      expect(await updateRefusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: 'bob', reason: '   ' }] }))).toMatch(
         /non-empty operator and reason/,
       );
       expect(m.calls.refundPayer).toBeUndefined();
@@ -91,10 +83,10 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
       // While the retry runs the top-up is bridging: both actions are refused.
       for (let k = 0; k < 100 && (await handle.describe()).typedSearchAttributes.get(X402State) !== 'bridging'; k++)
         await new Promise((r) => setTimeout(r, 100));
-      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [who] }))).toBe(
+      expect(await updateRefusal(handle.executeUpdate(refundTopUpUpdate, { args: [who] }))).toBe(
         `top-up ${handle.workflowId} is bridging: an operator action is taken only in needs_review`,
       );
-      expect(await refusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toMatch(/is bridging/);
+      expect(await updateRefusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toMatch(/is bridging/);
       release();
       expect(await update.result()).toEqual({
         state: 'deposited',
@@ -118,7 +110,7 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
     });
     await t.withWorker(m.activities, async (taskQueue) => {
       const handle = await startUntil(taskQueue, 'needs_review');
-      expect(await refusal(handle.executeUpdate(refundTopUpUpdate, { args: [who] }))).toBe(
+      expect(await updateRefusal(handle.executeUpdate(refundTopUpUpdate, { args: [who] }))).toBe(
         'no refund owed for x: the bridge paid it nothing',
       );
       expect(m.calls.refundPayer).toBe(1);
@@ -135,7 +127,7 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
     const m = mocks({ attestation: async () => ({ status: 'pending' }) });
     await t.withWorker(m.activities, async (taskQueue) => {
       const handle = await startUntil(taskQueue, 'bridging');
-      expect(await refusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toMatch(
+      expect(await updateRefusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toMatch(
         /is bridging: an operator action is taken only in needs_review/,
       );
       await handle.terminate('test done');
