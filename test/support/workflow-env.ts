@@ -54,3 +54,23 @@ export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> 
       return (err as WorkflowUpdateFailedError).cause?.message;
     },
   );
+
+/** A WorkflowTestEnv started before the enclosing describe's tests and closed after them. */
+export function useWorkflowTestEnv(): WorkflowTestEnv {
+  let t: WorkflowTestEnv | undefined;
+  beforeAll(async () => {
+    t = await startWorkflowTestEnv();
+  }, 120_000);
+  afterAll(() => t?.close());
+  const started = () => {
+    if (!t) throw new Error('the workflow test environment has not started');
+    return t;
+  };
+  return {
+    get env() {
+      return started().env;
+    },
+    withWorker: (activities, fn) => started().withWorker(activities, fn),
+    close: () => started().close(),
+  };
+}

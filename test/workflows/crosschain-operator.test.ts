@@ -4,7 +4,7 @@ import { crossChainSettlementWorkflow } from '../../workflows/crosschain-settlem
 import { abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
-import { startWorkflowTestEnv, type WorkflowTestEnv, updateRefusal } from '../support/workflow-env';
+import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
  * Operator actions on a plain cross-chain settlement whose bridge leg waits in `needs_review`
@@ -76,12 +76,8 @@ function mocks(opts: { deliver?: (mint: number) => boolean; refund?: () => Promi
 }
 
 describe('crossChainSettlementWorkflow operator actions (mocked activities)', () => {
-  let t: WorkflowTestEnv;
+  const t = useWorkflowTestEnv();
   let n = 0;
-  beforeAll(async () => {
-    t = await startWorkflowTestEnv();
-  }, 120_000);
-  afterAll(() => t?.close());
 
   const startUntilReview = async (taskQueue: string) => {
     const i = input(++n);

@@ -2,7 +2,7 @@ import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/sett
 import { OPERATOR_ACTIONS_MEMO, rebroadcastUpdate, replaceUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { HASH, PAYER, input } from '../support/settlement-workflow-mocks';
-import { startWorkflowTestEnv, type WorkflowTestEnv, updateRefusal } from '../support/workflow-env';
+import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
  * Operator nudges of a settlement whose transaction is out but not mined (rebroadcast / replace),
@@ -15,12 +15,8 @@ const who = { operator: 'carol', reason: 'stuck behind a low fee' };
 describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkflow }])(
   '$workflow.name operator nudges (mocked activities)',
   ({ workflow }) => {
-    let t: WorkflowTestEnv;
+    const t = useWorkflowTestEnv();
     let n = 0;
-    beforeAll(async () => {
-      t = await startWorkflowTestEnv();
-    }, 120_000);
-    afterAll(() => t?.close());
 
     test('submitted: refused without a reason, then rebroadcast and replace each run once with who and why; refused once settled', async () => {
       let release!: () => void;

@@ -4,7 +4,7 @@ import { temporal } from '@temporalio/proto';
 import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
 import { SETTLEMENT_REJECTED, settlementRejection, type SettleOutcome } from '../../src/settle/types';
 import { X402State } from '../../src/temporal/search-attributes';
-import { startWorkflowTestEnv, type WorkflowTestEnv } from '../support/workflow-env';
+import { useWorkflowTestEnv } from '../support/workflow-env';
 import { HASH, input, mocks, notMinedYet, rejected, settled, transient } from '../support/settlement-workflow-mocks';
 
 /**
@@ -45,12 +45,8 @@ describe.each([
   { workflow: fastSettlementWorkflow, patch: { markers: 0, changeVersionUpserts: 0 } },
   { workflow: settlementWorkflow, patch: { markers: 1, changeVersionUpserts: 1 } },
 ])('$workflow.name (mocked activities)', ({ workflow, patch }) => {
-  let t: WorkflowTestEnv;
+  const t = useWorkflowTestEnv();
   let n = 0;
-  beforeAll(async () => {
-    t = await startWorkflowTestEnv();
-  }, 120_000);
-  afterAll(() => t?.close());
 
   const run = (activities: object) =>
     t.withWorker(activities, async (taskQueue) => {

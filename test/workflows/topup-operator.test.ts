@@ -3,7 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { topUpWorkflow } from '../../workflows/topup';
 import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate, retryDepositUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
-import { startWorkflowTestEnv, type WorkflowTestEnv, updateRefusal } from '../support/workflow-env';
+import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
 import { input, mocks, REFUND, who } from '../support/topup-workflow-mocks';
 
 /**
@@ -12,12 +12,8 @@ import { input, mocks, REFUND, who } from '../support/topup-workflow-mocks';
  * second action while one is under way), and what each accepted action runs, exactly once.
  */
 describe('topUpWorkflow operator actions (mocked activities)', () => {
-  let t: WorkflowTestEnv;
+  const t = useWorkflowTestEnv();
   let n = 0;
-  beforeAll(async () => {
-    t = await startWorkflowTestEnv();
-  }, 120_000);
-  afterAll(() => t?.close());
 
   /** Starts a top-up and waits until it sits in `state` (by its search attribute). */
   const startUntil = async (taskQueue: string, state: string) => {
