@@ -11,6 +11,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request, startApi } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { patchIds } from '../support/history-events';
 
 /**
  * Operators find stuck payments (README "For operators"), on the real stack: a settlement held in
@@ -110,10 +111,7 @@ describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
     expect(signals).toBeGreaterThanOrEqual(1);
     // One marker per patch this run took: only the stuck mark's (the API's fastSettlementWorkflow has no
     // patch of its own).
-    const patches = history
-      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-      .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString()).id);
-    expect(patches).toEqual(['x402-mark-stuck']);
+    expect(patchIds(history)).toEqual(['x402-mark-stuck']);
     const stuckUpserts = history.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.X402Stuck);
     expect(stuckUpserts).toHaveLength(1);
 

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { markersNamed, patchIds } from '../support/history-events';
 import { EARLIER_HISTORIES, PRE_PATCH_HISTORIES, type RecordedHistory } from '../support/record-pre-patch-history';
 
 /**
@@ -18,14 +19,6 @@ const { EventType } = temporal.api.enums.v1;
 
 const decode = (h: RecordedHistory) => temporal.api.history.v1.History.decode(readFileSync(h.file));
 
-/** The ids of the patch markers a history holds, in order. */
-const patchMarkers = (history: temporal.api.history.v1.IHistory) =>
-  (history.events ?? [])
-    .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')
-    .map(
-      (e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!['patch-data'].payloads![0].data!).toString()).id as string,
-    );
-
 describe.each(Object.entries({ ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES }))('replay of the recorded history %s', (_name, h) => {
   const history = decode(h);
   const events = history.events ?? [];
@@ -36,7 +29,7 @@ describe.each(Object.entries({ ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES }))(
     expect(last.eventType).toBe(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED);
     const result = last.workflowExecutionCompletedEventAttributes!.result!.payloads![0]!.data!;
     expect(JSON.parse(Buffer.from(result).toString('utf8'))).toEqual(h.outcome);
-    if ('patch' in h) expect(patchMarkers(history)).not.toContain(h.patch);
+    if ('patch' in h) expect(patchIds(history.events ?? [])).not.toContain(h.patch);
   });
 
   test('replays with the current workflows without nondeterminism', async () => {
@@ -48,15 +41,12 @@ describe.each(Object.entries({ ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES }))(
 
 test('the stuck-at-start settlement ran the stuck mark before its fast path', () => {
   const history = decode(EARLIER_HISTORIES.settlementStuckAtStart);
-  expect(patchMarkers(history)).toEqual(['x402-mark-stuck', 'settlement-one-local-activity']);
+  expect(patchIds(history.events ?? [])).toEqual(['x402-mark-stuck', 'settlement-one-local-activity']);
   const signals = (history.events ?? []).filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'markStuck');
   expect(signals).toHaveLength(1);
 });
 
 test('the pre-patch settlement ran its three steps as three local activities', () => {
   const history = decode(PRE_PATCH_HISTORIES.settlementThreeActivities);
-  const markers = (history.events ?? []).filter(
-    (e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
-  );
-  expect(markers).toHaveLength(3);
+  expect(markersNamed(history.events ?? [], 'core_local_activity')).toHaveLength(3);
 });

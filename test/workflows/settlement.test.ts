@@ -4,6 +4,7 @@ import { temporal } from '@temporalio/proto';
 import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
 import { SETTLEMENT_REJECTED, settlementRejection, type SettleOutcome } from '../../src/settle/types';
 import { X402State } from '../../src/temporal/search-attributes';
+import { markersNamed } from '../support/history-events';
 import { useWorkflowTestEnv } from '../support/workflow-env';
 import { HASH, input, mocks, notMinedYet, rejected, settled, transient } from '../support/settlement-workflow-mocks';
 
@@ -24,9 +25,7 @@ const { EventType } = temporal.api.enums.v1;
  */
 async function historyOf(handle: WorkflowHandle) {
   const events = (await handle.fetchHistory()).events ?? [];
-  const markers = (name: string) =>
-    events.filter((e) => e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED && e.markerRecordedEventAttributes?.markerName === name)
-      .length;
+  const markers = (name: string) => markersNamed(events, name).length;
   const upserts = events
     .filter((e) => e.eventType === EventType.EVENT_TYPE_UPSERT_WORKFLOW_SEARCH_ATTRIBUTES)
     .map((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {});
