@@ -46,16 +46,25 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     const depositTxId = `${topupId}:deposit`;
     const em = () => h.tdb.db.em.fork();
 
-    // Mine block by block (the settlement, the relayer's approval) until the deposit is signed.
+    // Mine block by block (the settlement, then the relayer's approval) and stop once the approval
+    // is mined: the deposit is signed only after that receipt, so no block of ours can include it.
+    const approvalMined = async () => {
+      const approval = await em().findOne(RelayerTransaction, { id: `${topupId}:approve` });
+      return approval ? (await rpc(rpcUrl, 'eth_getTransactionReceipt', [approval.hash])) !== null : false;
+    };
     await waitUntil(
-      'the deposit to be signed',
+      'the approval to be mined',
       async () => {
-        if (await em().findOne(RelayerTransaction, { id: depositTxId })) return true;
+        if (await approvalMined()) return true;
         await rpc(rpcUrl, 'evm_mine', []);
         return false;
       },
       { timeoutMs: 60_000, intervalMs: 100 },
     );
+    await waitUntil('the deposit to be signed', async () => !!(await em().findOne(RelayerTransaction, { id: depositTxId })), {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
     expect(() => process.kill(killed, 0)).toThrow();
