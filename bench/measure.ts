@@ -25,6 +25,36 @@ export interface PhaseResult {
   cpu?: CpuSnapshot;
 }
 
+/**
+ * One row from its rounds (`--rounds`): counts, wall time, CPU and notes add up, latencies and
+ * workflow ids join, and the recount asks every round again.
+ */
+export function mergeRounds<R extends PhaseResult>(parts: R[]): R {
+  if (parts.length === 1) return parts[0];
+  const sum = (f: (r: R) => number) => parts.reduce((t, r) => t + f(r), 0);
+  const recounts = parts.map((r) => r.recount);
+  const cpu: Record<string, number> = {};
+  for (const r of parts) for (const [k, v] of Object.entries(r.cpu ?? {})) cpu[k] = (cpu[k] ?? 0) + v;
+  return {
+    ...parts[0],
+    n: sum((r) => r.n),
+    wallMs: sum((r) => r.wallMs),
+    latencies: parts.flatMap((r) => r.latencies),
+    confirmed: sum((r) => r.confirmed),
+    finalConfirmed: sum((r) => r.finalConfirmed),
+    recount: recounts.every(Boolean)
+      ? async () => {
+          const counts = await Promise.all(recounts.map((f) => f!()));
+          return { confirmed: counts.reduce((t, c) => t + c.confirmed, 0), issues: counts.flatMap((c) => c.issues) };
+        }
+      : undefined,
+    chainIssues: parts.flatMap((r) => r.chainIssues),
+    notes: parts.flatMap((r) => r.notes),
+    workflowIds: parts[0].workflowIds && parts.flatMap((r) => r.workflowIds ?? []),
+    cpu: parts.some((r) => r.cpu) ? cpu : undefined,
+  };
+}
+
 export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
 
 /** Nearest-rank percentile of an ascending array. */

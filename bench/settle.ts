@@ -8,7 +8,7 @@
  * and the API's and worker's memory.
  *
  *   npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000]
- *                           [--block-time S] [--logs] [--trace] [--dynamic-config KEY=JSON ...]
+ *                           [--block-time S] [--rounds R] [--logs] [--trace] [--dynamic-config KEY=JSON ...]
  *
  * Every settlement is checked on chain (events and balance deltas); failures = N - confirmed.
  * See bench/README.md.
@@ -35,7 +35,7 @@ import { dbEnv, startWorker } from '../test/support/services';
 import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { RelayerTransaction } from '../src/db/entities';
 import { benchBareWorkflow, benchFloor, benchOrchestrationFloor, type FloorChain } from './floor';
-import { percentile, runClosedLoop, sleep, type Mode, type PhaseResult } from './measure';
+import { mergeRounds, percentile, runClosedLoop, sleep, type Mode, type PhaseResult } from './measure';
 import { cpuDelta, cpuSnapshot, isAlive, processTree, rssBytes } from './proc';
 import { spawnApi, spawnFloorWorker, stopTree } from './processes';
 
@@ -59,6 +59,8 @@ interface Options {
   c1: boolean;
   /** --runtime dist|tsx: the service processes run compiled JavaScript (as the Docker image does) or through tsx. */
   runtime: 'dist' | 'tsx';
+  /** --rounds R: every row runs R times (N/R each), the rows taking turns. */
+  rounds: number;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -73,6 +75,7 @@ function parseArgs(argv: string[]): Options {
     lanes: 1,
     c1: true,
     runtime: 'dist',
+    rounds: 1,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
@@ -114,6 +117,9 @@ function parseArgs(argv: string[]): Options {
       case '--block-time':
         o.blockTime = Number(next());
         break;
+      case '--rounds':
+        o.rounds = Number(next());
+        break;
       case '--runtime': {
         const v = next();
         if (v !== 'dist' && v !== 'tsx') throw new Error(`--runtime must be dist or tsx, not ${v}`);
@@ -129,7 +135,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--rounds R] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -140,6 +146,8 @@ function parseArgs(argv: string[]): Options {
   if (!Number.isInteger(o.n) || o.n < 1) throw new Error('--n must be a positive integer');
   if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new Error('--concurrency must be a positive integer');
   if (!Number.isInteger(o.lanes) || o.lanes < 1) throw new Error('--lanes must be a positive integer');
+  if (!Number.isInteger(o.rounds) || o.rounds < 1 || o.n % o.rounds !== 0)
+    throw new Error('--rounds must be a positive integer that divides --n');
   if (o.blockTime !== undefined && !(o.blockTime > 0)) throw new Error('--block-time must be a positive number of seconds');
   return o;
 }
@@ -695,7 +703,7 @@ function printHeader(opts: Options): void {
         .join(' ')}`,
   );
   console.log(
-    `settings: N=${opts.n} per row, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
+    `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
       `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}, ` +
       `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}`,
   );
@@ -750,18 +758,18 @@ async function main(): Promise<void> {
     const floorChain: FloorChain = { chain, chainId: stack.base.chainId, usdc: stack.usdc, value: opts.value };
     const floorRelayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[1]);
 
-    const results: PhaseResult[] = [];
     const c = opts.concurrency;
-    let apiFirst: (PhaseResult & ApiExtras) | undefined;
+    const n = opts.n / opts.rounds; // per round
+    let apiFirst: (PhaseResult & ApiExtras) | undefined; // this round's first api row: its payments are repeated
     const api = async (conc: number) => {
-      const r = await benchApi(stack, svc, chain, opts, conc);
+      const r = await benchApi(stack, svc, chain, { ...opts, n }, conc);
       apiFirst ??= r;
       return r;
     };
     // [name, concurrency, run]; the concurrency-1 rows are left out with --no-c1.
-    const orch = (conc: number) => () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, opts.n, conc);
-    const floor = (conc: number) => () => benchFloor(floorChain, floorRelayer, opts.n, conc);
-    const bare = (conc: number) => () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, opts.n, conc);
+    const orch = (conc: number) => () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, n, conc);
+    const floor = (conc: number) => () => benchFloor(floorChain, floorRelayer, n, conc);
+    const bare = (conc: number) => () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, n, conc);
     const phases = (
       [
         ['api c=1', 1, () => api(1)],
@@ -776,14 +784,22 @@ async function main(): Promise<void> {
         [`floor c=${c}`, c, floor(c)],
       ] as const
     ).filter(([, conc]) => opts.c1 || conc !== 1);
-    for (const [name, , run] of phases) {
-      process.stderr.write(`running ${name}...\n`);
-      const before = cpuSnapshot(groups);
-      const r = await run();
-      r.cpu = cpuDelta(before, cpuSnapshot(groups));
-      process.stderr.write(`  ${name}: ${(r.wallMs / 1000).toFixed(2)} s, confirmed ${r.confirmed}/${r.n}\n`);
-      results.push(r);
+    // With --rounds R every row runs R times, N/R each, the rows taking turns: a drift of the
+    // machine's speed then touches every row alike instead of the rows that happened to run during it.
+    const parts = new Map<string, PhaseResult[]>(phases.map(([name]) => [name, []]));
+    for (let round = 1; round <= opts.rounds; round++) {
+      apiFirst = undefined;
+      for (const [name, , run] of phases) {
+        const label = opts.rounds > 1 ? `${name} (round ${round}/${opts.rounds})` : name;
+        process.stderr.write(`running ${label}...\n`);
+        const before = cpuSnapshot(groups);
+        const r = await run();
+        r.cpu = cpuDelta(before, cpuSnapshot(groups));
+        process.stderr.write(`  ${label}: ${(r.wallMs / 1000).toFixed(2)} s, confirmed ${r.confirmed}/${r.n}\n`);
+        parts.get(name)!.push(r);
+      }
     }
+    const results = [...parts.values()].map(mergeRounds);
     const rss = { api: rssBytes(svc.api.proc.child.pid!), worker: rssBytes(svc.worker.child.pid!) };
     await settleLateApiRows(svc.temporal, results);
     const relayerNotes = results.some((r) => r.mode === 'api' && r.finalConfirmed !== r.n)
