@@ -1,6 +1,7 @@
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { RelayerTransaction } from '../../src/db/entities';
+import { relayerTxId } from '../../src/temporal/workflow-ids';
 import { DB_KINDS } from '../support/db';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
@@ -43,13 +44,13 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     });
     expect(first.body.depositTx ?? null).toBeNull();
     const topupId: string = first.body.topupId;
-    const depositTxId = `${topupId}:deposit`;
+    const depositTxId = relayerTxId(topupId, 'deposit');
     const em = () => h.tdb.db.em.fork();
 
     // Mine block by block (the settlement, then the relayer's approval) and stop once the approval
     // is mined: the deposit is signed only after that receipt, so no block of ours can include it.
     const approvalMined = async () => {
-      const approval = await em().findOne(RelayerTransaction, { id: `${topupId}:approve` });
+      const approval = await em().findOne(RelayerTransaction, { id: relayerTxId(topupId, 'approve') });
       return approval ? (await rpc(rpcUrl, 'eth_getTransactionReceipt', [approval.hash])) !== null : false;
     };
     await waitUntil(
