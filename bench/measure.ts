@@ -1,6 +1,6 @@
 /** What one row of bench/settle.ts measured, and the helpers that measure it. */
 import { performance } from 'node:perf_hooks';
-import type { CpuSnapshot } from './proc';
+import type { CpuSpent } from './proc';
 
 export type Mode = 'api' | 'duplicate' | 'orchestration' | 'workflow' | 'floor';
 
@@ -22,7 +22,7 @@ export interface PhaseResult {
   /** api rows: workflow id of payment i (for --trace). */
   workflowIds?: string[];
   /** CPU ms each process group spent during the row. */
-  cpu?: CpuSnapshot;
+  cpu?: CpuSpent;
 }
 
 /**

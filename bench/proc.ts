@@ -47,6 +47,15 @@ function clockTicks(): number {
   return ticksPerSecond;
 }
 
+/** The oldest process of this command name (a server's parent process, e.g. `postgres`), if any. */
+export function oldestProcessNamed(name: string): number | undefined {
+  try {
+    return Number(execFileSync('pgrep', ['-o', '-x', name], { encoding: 'utf8' }).trim()) || undefined;
+  } catch {
+    return undefined; // none running, or no pgrep
+  }
+}
+
 /** User + system CPU time (ms) of one process so far; 0 when it is gone. */
 function cpuMsOf(pid: number): number {
   try {
@@ -59,19 +68,34 @@ function cpuMsOf(pid: number): number {
   }
 }
 
-/** CPU ms of the process trees of named groups (e.g. api, worker, temporal, anvil). */
-export type CpuSnapshot = Record<string, number>;
+/** CPU ms so far of each process (by pid) in the trees of named groups (e.g. api, worker, temporal, anvil). */
+export type CpuSnapshot = Record<string, Map<number, number>>;
+/** CPU ms each group spent between two snapshots. */
+export type CpuSpent = Record<string, number>;
 
-export function cpuSnapshot(groups: Record<string, number[]>): CpuSnapshot {
+/**
+ * The groups' CPU per process, and under `self` this process's own (not its children's): the load
+ * generator runs on the same cores as the stack it measures.
+ */
+export function cpuSnapshot(groups: Record<string, number[]>, self?: string): CpuSnapshot {
   const out: CpuSnapshot = {};
   for (const [name, roots] of Object.entries(groups)) {
-    out[name] = roots.flatMap(processTree).reduce((sum, pid) => sum + cpuMsOf(pid), 0);
+    out[name] = new Map(roots.flatMap(processTree).map((pid) => [pid, cpuMsOf(pid)]));
+  }
+  if (self) {
+    const { user, system } = process.cpuUsage();
+    out[self] = new Map([[process.pid, (user + system) / 1000]]);
   }
   return out;
 }
 
-export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSnapshot {
-  return Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - (before[k] ?? 0)]));
+/**
+ * What each group's processes spent in between, process by process: one that ended meanwhile (a
+ * database backend) takes its CPU with it, and must not make the sum fall.
+ */
+export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSpent {
+  const spent = (name: string) => [...after[name]].reduce((sum, [pid, ms]) => (ms > 0 ? sum + ms - (before[name]?.get(pid) ?? 0) : sum), 0);
+  return Object.fromEntries(Object.keys(after).map((name) => [name, spent(name)]));
 }
 
 /** Resident set size (bytes) of one process tree. */

@@ -36,7 +36,7 @@ import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { RelayerTransaction } from '../src/db/entities';
 import { benchBareWorkflow, benchFloor, benchOrchestrationFloor, type FloorChain } from './floor';
 import { mergeRounds, percentile, runClosedLoop, sleep, type Mode, type PhaseResult } from './measure';
-import { cpuDelta, cpuSnapshot, isAlive, processTree, rssBytes } from './proc';
+import { cpuDelta, cpuSnapshot, isAlive, oldestProcessNamed, processTree, rssBytes } from './proc';
 import { spawnApi, spawnFloorWorker, stopTree } from './processes';
 
 // ---------------------------------------------------------------------------------------------
@@ -672,18 +672,29 @@ function printTable(results: PhaseResult[]): void {
     for (const note of [...r.notes, ...r.chainIssues]) console.log(`  note (${r.mode}, c=${r.concurrency}): ${note}`);
 }
 
-/** CPU ms per settlement of each process group during each row (from /proc; the load generator excluded). */
+/** The bench process's own CPU in the table (the HTTP or Temporal client of each row, and its chain checks). */
+const LOAD_GENERATOR = 'load gen';
+
+/**
+ * CPU ms per settlement of each process group during each row (from /proc), their total, and the
+ * throughput that total allows on this machine's cores: a row near that bound is limited by CPU,
+ * so it gains only from CPU that some process stops spending.
+ */
 function printCpu(results: PhaseResult[], groups: string[]): void {
   console.log('\nCPU ms per settlement (user + system, from /proc, during the row; ÷ N)');
-  const rows: string[][] = [['mode', 'conc', ...groups, 'api+worker']];
+  const cores = os.availableParallelism?.() ?? os.cpus().length;
+  const rows: string[][] = [['mode', 'conc', ...groups, 'api+worker', 'all', `${cores} cores allow /s`]];
   for (const r of results) {
     if (!r.cpu) continue;
     const per = (k: string) => (r.cpu![k] ?? 0) / r.n;
+    const all = groups.reduce((t, g) => t + per(g), 0);
     rows.push([
       MODE_LABEL[r.mode],
       String(r.concurrency),
       ...groups.map((g) => per(g).toFixed(1)),
       (per('api') + per('worker')).toFixed(1),
+      all.toFixed(1),
+      all > 0 ? ((cores * 1000) / all).toFixed(0) : '-',
     ]);
   }
   printRows(rows);
@@ -753,6 +764,9 @@ async function main(): Promise<void> {
       anvil: [stack.base.pid, stack.optimism.pid],
     };
     for (const pid of Object.values(groups).flat()) children.push(...processTree(pid));
+    // PostgreSQL is not ours to start or stop, but its backends spend CPU on the same cores for every row.
+    const postgres = opts.db === 'postgres' ? oldestProcessNamed('postgres') : undefined;
+    if (postgres) groups.postgres = [postgres];
     console.log(`processes: ${children.join(' ')}`);
     const chain = createPublicClient({ transport: http(stack.base.rpcUrl) }) as PublicClient;
     const floorChain: FloorChain = { chain, chainId: stack.base.chainId, usdc: stack.usdc, value: opts.value };
@@ -792,9 +806,9 @@ async function main(): Promise<void> {
       for (const [name, , run] of phases) {
         const label = opts.rounds > 1 ? `${name} (round ${round}/${opts.rounds})` : name;
         process.stderr.write(`running ${label}...\n`);
-        const before = cpuSnapshot(groups);
+        const before = cpuSnapshot(groups, LOAD_GENERATOR);
         const r = await run();
-        r.cpu = cpuDelta(before, cpuSnapshot(groups));
+        r.cpu = cpuDelta(before, cpuSnapshot(groups, LOAD_GENERATOR));
         process.stderr.write(`  ${label}: ${(r.wallMs / 1000).toFixed(2)} s, confirmed ${r.confirmed}/${r.n}\n`);
         parts.get(name)!.push(r);
       }
@@ -809,7 +823,7 @@ async function main(): Promise<void> {
     printTable(results);
     for (const note of relayerNotes) console.log(`  relayer: ${note}`);
     if (opts.lanes > 1) console.log(`  relayer lanes: ${await laneUse(svc, stack.base.chainId)}`);
-    printCpu(results, Object.keys(groups));
+    printCpu(results, [...Object.keys(groups), LOAD_GENERATOR]);
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
     console.log(`\nRSS at the end of the rows: api ${mib(rss.api)}, worker ${mib(rss.worker)}`);
     if (opts.trace) for (const r of results) if (r.mode === 'api') await printTrace(svc.temporal, r);
