@@ -94,7 +94,11 @@ export function cpuSnapshot(groups: Record<string, number[]>, self?: string): Cp
  * database backend) takes its CPU with it, and must not make the sum fall.
  */
 export function cpuDelta(before: CpuSnapshot, after: CpuSnapshot): CpuSpent {
-  const spent = (name: string) => [...after[name]].reduce((sum, [pid, ms]) => (ms > 0 ? sum + ms - (before[name]?.get(pid) ?? 0) : sum), 0);
+  const spent = (name: string) => {
+    let sum = 0;
+    for (const [pid, ms] of after[name]) if (ms > 0) sum += ms - (before[name]?.get(pid) ?? 0); // 0: gone before it was read
+    return sum;
+  };
   return Object.fromEntries(Object.keys(after).map((name) => [name, spent(name)]));
 }
 

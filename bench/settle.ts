@@ -672,6 +672,9 @@ function printTable(results: PhaseResult[]): void {
     for (const note of [...r.notes, ...r.chainIssues]) console.log(`  note (${r.mode}, c=${r.concurrency}): ${note}`);
 }
 
+/** The cores this machine gives the stack (the header and the CPU table both state it). */
+const coreCount = () => os.availableParallelism?.() ?? os.cpus().length;
+
 /** The bench process's own CPU in the table (the HTTP or Temporal client of each row, and its chain checks). */
 const LOAD_GENERATOR = 'load gen';
 
@@ -682,7 +685,7 @@ const LOAD_GENERATOR = 'load gen';
  */
 function printCpu(results: PhaseResult[], groups: string[]): void {
   console.log('\nCPU ms per settlement (user + system, from /proc, during the row; ÷ N)');
-  const cores = os.availableParallelism?.() ?? os.cpus().length;
+  const cores = coreCount();
   const rows: string[][] = [['mode', 'conc', ...groups, 'api+worker', 'all', `${cores} cores allow /s`]];
   for (const r of results) {
     if (!r.cpu) continue;
@@ -706,7 +709,7 @@ function printHeader(opts: Options): void {
   console.log(`command: ${viaNpm ? `npm run bench:settle${args ? ` -- ${args}` : ''}` : `tsx bench/settle.ts ${args}`.trim()}`);
   const cpus = os.cpus();
   console.log(
-    `machine: ${os.availableParallelism?.() ?? cpus.length} cores (${cpus[0]?.model.trim() ?? 'unknown cpu'}), ` +
+    `machine: ${coreCount()} cores (${cpus[0]?.model.trim() ?? 'unknown cpu'}), ` +
       `${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ${os.platform()} ${os.release()} ${os.arch()}, node ${process.version}, ` +
       `loadavg ${os
         .loadavg()
