@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { EntityManager } from '@mikro-orm/core';
 import { z } from 'zod';
-import { ApiKey } from '../db/entities';
-import { findRow } from '../db/rows';
+import { ApiKey, Organization } from '../db/entities';
+import { findRowWith } from '../db/rows';
 import { ApiError } from '../errors';
 import { digestsEqual, generateApiKey, hashApiKey, isPublicApiKey } from './api-key-format';
 
@@ -123,13 +123,17 @@ export interface AuthenticatedKey {
   apiKeyId: string;
   organizationId: string;
   testNet: boolean;
+  /** The key's organization, read with it (null if it has none). */
+  organization: Organization | null;
 }
 
 /** Resolves a presented public key: malformed/unknown -> 401, revoked -> 403; records the use. */
 export async function authenticateApiKey(em: EntityManager, presented: string, now = new Date()): Promise<AuthenticatedKey> {
   if (!isPublicApiKey(presented)) throw new ApiError(401, 'malformed API key: expected a pk_ or pk_test_ public key');
   const hash = hashApiKey(presented);
-  const row = await findRow(em, ApiKey, { publicKeyHash: hash }); // every request: a plain row (src/db/orm.ts)
+  // Every request: plain rows (src/db/rows.ts), the organization read with the key (most routes need it).
+  const found = await findRowWith(em, ApiKey, { publicKeyHash: hash }, Organization, 'organizationId');
+  const row = found?.row;
   // The lookup is by hash already; the constant-time compare keeps the check independent of how the
   // database compares strings.
   if (!row || !digestsEqual(hash, row.publicKeyHash)) throw new ApiError(401, 'unknown API key');
@@ -137,7 +141,7 @@ export async function authenticateApiKey(em: EntityManager, presented: string, n
   if (row.expiresAt && new Date(row.expiresAt) <= now) throw new ApiError(403, 'API key expired');
   // Bookkeeping must never fail the request it describes (e.g. a busy database).
   await recordApiKeyUse(em, row, now).catch(() => undefined);
-  return { apiKeyId: row.id, organizationId: row.organizationId, testNet: row.testNet };
+  return { apiKeyId: row.id, organizationId: row.organizationId, testNet: row.testNet, organization: found.other };
 }
 
 /** Writes last_used_at at most once per second per key (the first use always), without touching updated_at. */

@@ -1,3 +1,4 @@
+import type { Organization } from '../db/entities';
 import { ApiError } from '../errors';
 
 /** Who is calling, as established by the HTTP layer's auth middleware. */
@@ -8,6 +9,8 @@ export interface AuthContext {
   /** Mode of the API key (test keys settle testnets only). Undefined for sessions. */
   testNet?: boolean;
   address?: string;
+  /** The organization's row as read at authentication (API keys), so a request reads it once; see callerOrganization. */
+  organization?: Organization | null;
 }
 
 /**

@@ -3,6 +3,8 @@ import { UniqueConstraintViolationException, type EntityManager } from '@mikro-o
 import { checksumAddress, zeroAddress, type Address } from 'viem';
 import { z } from 'zod';
 import { Organization } from '../db/entities';
+import { findRow } from '../db/rows';
+import type { AuthContext } from './key-mode';
 import { ApiError } from '../errors';
 import { isSolanaAddress } from '../chains/solana/base58';
 
@@ -105,6 +107,11 @@ export async function ensureOrganizationForOwner(em: EntityManager, ownerAddress
     if (!(err instanceof UniqueConstraintViolationException)) throw err;
     return em.findOneOrFail(Organization, { ownerAddress: owner }, { disableIdentityMap: true });
   }
+}
+
+/** The caller's organization: the row read at authentication (API keys), else read now (sessions). */
+export async function callerOrganization(em: EntityManager, auth: AuthContext): Promise<Organization | null> {
+  return auth.organization !== undefined ? auth.organization : findRow(em, Organization, { id: auth.organizationId });
 }
 
 export async function getOrganization(em: EntityManager, id: string): Promise<Organization> {

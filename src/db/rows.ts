@@ -1,4 +1,4 @@
-import type { EntityManager, MikroORM } from '@mikro-orm/core';
+import type { EntityManager, EntityMetadata, MikroORM } from '@mikro-orm/core';
 import { sqlEm } from './orm';
 
 /**
@@ -15,7 +15,8 @@ type Values = Record<string, Value>;
 /** Our entities are classes (src/db/entities.ts). */
 type Entity<T> = new () => T;
 type QB = ReturnType<ReturnType<typeof sqlEm>['createQueryBuilder']>;
-type Built = { getKnexQuery(): { toSQL(): { sql: string; bindings: readonly unknown[] } } };
+type Sql = { sql: string; bindings: readonly unknown[] };
+type Built = { getKnexQuery(): { toSQL(): Sql } };
 
 /** Where each bound parameter comes from: a field of the call's values, or the query builder's own constant (a limit). */
 type Slot = { field: string } | { constant: unknown };
@@ -32,13 +33,7 @@ const compiled = new WeakMap<object, Map<string, Statement>>();
  * parameters show where each field goes; a field named twice, or one the query builder did not bind
  * as given (a type that converts its value), refuses here rather than running something else.
  */
-function statement(
-  em: EntityManager,
-  key: string,
-  fields: string[],
-  build: (qb: QB, marks: Values) => Built,
-  entity: Entity<object>,
-): Statement {
+function statement(em: EntityManager, key: string, fields: string[], build: (marks: Values) => Sql): Statement {
   const platform = em.getPlatform();
   let byKey = compiled.get(platform);
   if (!byKey) compiled.set(platform, (byKey = new Map()));
@@ -47,9 +42,7 @@ function statement(
   if (new Set(fields).size !== fields.length) throw new Error(`statement ${key}: a field is named twice`);
   const marks = fields.map((_, i) => `\u0000field${i}\u0000`);
   const fieldOf = new Map(marks.map((m, i) => [m, fields[i]]));
-  const query = build(sqlEm(em).createQueryBuilder(entity), Object.fromEntries(fields.map((f, i) => [f, marks[i]])))
-    .getKnexQuery()
-    .toSQL();
+  const query = build(Object.fromEntries(fields.map((f, i) => [f, marks[i]])));
   const slots: Slot[] = query.bindings.map((b) => (typeof b === 'string' && fieldOf.has(b) ? { field: fieldOf.get(b)! } : { constant: b }));
   // A marker the builder converted is no longer found, so fewer fields are bound than given.
   if (slots.filter((s) => 'field' in s).length !== fields.length) {
@@ -59,6 +52,12 @@ function statement(
   byKey.set(key, made);
   return made;
 }
+
+/** A statement written by the query builder of `entity`. */
+const built =
+  (em: EntityManager, entity: Entity<object>, build: (qb: QB, marks: Values) => Built) =>
+  (marks: Values): Sql =>
+    build(sqlEm(em).createQueryBuilder(entity), marks).getKnexQuery().toSQL();
 
 /** Runs it in the entity manager's transaction, if it has one; database errors as the ORM names them (unique violations…). */
 async function run(em: EntityManager, s: Statement, values: Values, method: 'get' | 'run'): Promise<unknown> {
@@ -92,15 +91,63 @@ export async function findRow<T extends object>(
   where: Partial<Record<keyof T, string | number>>,
 ): Promise<T | null> {
   const fields = present(where);
-  const s = statement(em, `get ${entity.name} ${fields}`, fields, (qb, marks) => qb.select('*').where(marks).limit(1), entity);
+  const s = statement(
+    em,
+    `get ${entity.name} ${fields}`,
+    fields,
+    built(em, entity, (qb, marks) => qb.select('*').where(marks).limit(1)),
+  );
   const row = await run(em, s, equalities(where), 'get');
   return row ? (em.getDriver().mapResult(row as T, em.getMetadata().get(entity.name)) as T) : null;
 }
 
+/**
+ * findRow's row together with the row of `other` whose id its field `via` holds (null when there is
+ * none), read in one statement: two lookups that always go together cost one round trip.
+ */
+export async function findRowWith<T extends object, O extends object>(
+  em: EntityManager,
+  entity: Entity<T>,
+  where: Partial<Record<keyof T, string | number>>,
+  other: Entity<O>,
+  via: keyof T & string,
+): Promise<{ row: T; other: O | null } | null> {
+  const fields = present(where);
+  const [own, joined] = [em.getMetadata().get(entity.name), em.getMetadata().get(other.name)];
+  const column = (meta: EntityMetadata, prop: string) => meta.properties[prop].fieldNames[0];
+  const s = statement(em, `get ${entity.name} ${fields} with ${other.name} by ${via}`, fields, (marks) =>
+    sqlEm(em)
+      .getKnex()
+      .select(['a.*', ...joined.props.map((p) => `b.${p.fieldNames[0]} as ${JOINED}${p.fieldNames[0]}`)])
+      .from({ a: own.tableName })
+      .leftJoin({ b: joined.tableName }, `b.${column(joined, joined.primaryKeys[0])}`, `a.${column(own, via)}`)
+      .where(Object.fromEntries(fields.map((f) => [`a.${column(own, f)}`, marks[f]])))
+      .limit(1)
+      .toSQL(),
+  );
+  const found = (await run(em, s, equalities(where), 'get')) as Record<string, unknown> | undefined;
+  if (!found) return null;
+  const [a, b]: Record<string, unknown>[] = [{}, {}];
+  for (const [k, v] of Object.entries(found)) {
+    if (k.startsWith(JOINED)) b[k.slice(JOINED.length)] = v;
+    else a[k] = v;
+  }
+  const driver = em.getDriver();
+  const otherId = b[column(joined, joined.primaryKeys[0])];
+  return { row: driver.mapResult(a as T, own) as T, other: otherId == null ? null : (driver.mapResult(b as O, joined) as O) };
+}
+/** The prefix of the joined row's columns in findRowWith's result (ours have no such name). */
+const JOINED = 'joined__';
+
 /** Inserts one row; a duplicate key rejects with the ORM's UniqueConstraintViolationException. */
 export async function insertRow<T extends object>(em: EntityManager, entity: Entity<T>, row: Partial<T>): Promise<void> {
   const fields = present(row);
-  const s = statement(em, `insert ${entity.name} ${fields}`, fields, (qb, marks) => qb.insert(marks), entity);
+  const s = statement(
+    em,
+    `insert ${entity.name} ${fields}`,
+    fields,
+    built(em, entity, (qb, marks) => qb.insert(marks)),
+  );
   await run(em, s, row as Values, 'run');
 }
 
@@ -117,8 +164,7 @@ export async function upsertRow<T extends object>(
     em,
     `upsert ${entity.name} ${fields} / ${merged}`,
     fields,
-    (qb, marks) => qb.insert(marks).onConflict('id').merge(merged),
-    entity,
+    built(em, entity, (qb, marks) => qb.insert(marks).onConflict('id').merge(merged)),
   );
   await run(em, s, row as Values, 'run');
 }
@@ -137,8 +183,7 @@ export async function updateRows<T extends object>(
     em,
     `update ${entity.name} ${setFields} / ${whereFields}`,
     fields,
-    (qb, marks) => qb.update(pick(marks, setFields)).where(pick(marks, whereFields)),
-    entity,
+    built(em, entity, (qb, marks) => qb.update(pick(marks, setFields)).where(pick(marks, whereFields))),
   );
   await run(em, s, { ...(set as Values), ...equalities(where) }, 'run');
 }

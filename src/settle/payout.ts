@@ -1,5 +1,5 @@
-import { Organization } from '../db/entities';
-import { findRow } from '../db/rows';
+import { callerOrganization } from '../auth/organizations';
+import type { Organization } from '../db/entities';
 import type { ServiceDeps } from '../deps';
 import type { SettleRequest } from './run';
 import type { SettlementBase } from './types';
@@ -13,7 +13,7 @@ export async function payoutFor(
   testnet: boolean,
   creditedRecipient: string | undefined,
 ): Promise<{ org: Organization; payout: string } | undefined> {
-  const org = await findRow(req.em, Organization, { id: req.auth.organizationId });
+  const org = await callerOrganization(req.em, req.auth);
   const payout = creditedRecipient ?? (testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
   return org && payout ? { org, payout } : undefined;
 }

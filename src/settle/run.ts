@@ -55,13 +55,10 @@ export function skeletonRoute<P, I extends SettlementInput & P>(scheme: Scheme<P
     async settle(deps, req) {
       const parsed = scheme.parse(deps, req.auth, req.body);
       if (!parsed.ok) return settleFailure(parsed.refused, parsed.network, parsed.payer, parsed.message);
-      // A repeat of a settled payment is answered from its record, whatever the input's reads say; those
-      // (the organization) run meanwhile, so a first request waits for one read, not two in a row.
-      const reading = scheme.input(deps, req, parsed.payment);
-      reading.catch(() => undefined); // awaited below unless the record answers
+      // A repeat of a settled payment is answered from its record, whatever the input would say now.
       const recorded = await recordedSettlement(req, scheme.businessKey(parsed.payment), parsed.network);
       if (recorded) return recorded;
-      const input = await reading;
+      const input = await scheme.input(deps, req, parsed.payment);
       if ('refused' in input) return settleFailure(input.refused, input.network, input.payer, input.message);
       return runSettlement(deps, req, input);
     },

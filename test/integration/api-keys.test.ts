@@ -240,7 +240,9 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
     const t0 = Date.now();
     const ok = await bearer('/test/api-key', k.api_key);
     expect(ok.status).toBe(200);
-    expect(ok.body).toEqual({ organizationId, method: 'api_key', apiKeyId: k.id, testNet: true });
+    // The key's organization is read with it, once per request.
+    const organization = expect.objectContaining({ id: organizationId, platformFeeBps: 0 });
+    expect(ok.body).toEqual({ organizationId, method: 'api_key', apiKeyId: k.id, testNet: true, organization });
     const lower = await request('GET', `${base}/test/api-key`, { headers: { authorization: `bearer ${k.api_key}` } });
     expect(lower.status).toBe(200);
 

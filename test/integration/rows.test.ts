@@ -1,7 +1,7 @@
 import { UniqueConstraintViolationException } from '@mikro-orm/core';
-import { ApiKey, RelayerTransaction } from '../../src/db/entities';
+import { ApiKey, Organization, RelayerTransaction } from '../../src/db/entities';
 import { sqlEm } from '../../src/db/orm';
-import { findRow, inTransaction, insertRow, updateRows, upsertRow } from '../../src/db/rows';
+import { findRow, findRowWith, inTransaction, insertRow, updateRows, upsertRow } from '../../src/db/rows';
 import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
 
 /**
@@ -57,6 +57,37 @@ describe.each(DB_KINDS)('compiled statements (%s)', (kind) => {
     expect(compiled).toMatchObject({ testNet: true, revokedAt: null, name: "key a with 'quotes' and ? marks" });
     expect(new Date(compiled!.expiresAt!).toISOString()).toBe('2027-01-01T00:00:00.000Z');
     expect(await findRow(tdb.db.em.fork(), ApiKey, { publicKeyHash: 'none' })).toBeNull();
+  });
+
+  it('reads a row with the row it names in one statement, each as findRow reads it', async () => {
+    const org = {
+      id: 'org-with',
+      ownerAddress: '0x00000000000000000000000000000000000000aa',
+      name: "the 'org'",
+      payoutWalletTest: '0x00000000000000000000000000000000000000bb',
+      payoutWalletLive: null,
+      payoutWalletSolanaTest: null,
+      payoutWalletSolanaLive: null,
+      platformFeeBps: 25,
+      createdAt: at,
+      updatedAt: at,
+    };
+    await insertRow(tdb.db.em.fork(), Organization, org);
+    await insertRow(tdb.db.em.fork(), ApiKey, key('w', { organizationId: 'org-with' }));
+    await insertRow(tdb.db.em.fork(), ApiKey, key('orphan', { organizationId: 'org-none' }));
+    const em = tdb.db.em.fork();
+
+    const found = await findRowWith(em, ApiKey, { publicKeyHash: 'hash-w' }, Organization, 'organizationId');
+    expect(found).toEqual({
+      row: await findRow(em, ApiKey, { publicKeyHash: 'hash-w' }),
+      other: await findRow(em, Organization, { id: 'org-with' }),
+    });
+    expect(found!.other).toMatchObject({ name: "the 'org'", platformFeeBps: 25, payoutWalletLive: null });
+    expect(found!.row).toMatchObject({ id: 'w', organizationId: 'org-with', testNet: true });
+
+    const orphan = await findRowWith(em, ApiKey, { publicKeyHash: 'hash-orphan' }, Organization, 'organizationId');
+    expect(orphan).toEqual({ row: await findRow(em, ApiKey, { publicKeyHash: 'hash-orphan' }), other: null });
+    expect(await findRowWith(em, ApiKey, { publicKeyHash: 'none' }, Organization, 'organizationId')).toBeNull();
   });
 
   it('upserts only the merged fields, and updates by equality', async () => {

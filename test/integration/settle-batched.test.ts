@@ -455,7 +455,7 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
   });
 
   test('GET /v1/batched-sample when the handler fails (its database table is gone): 500 {error, message}, nothing internal', async () => {
-    // The key is still valid (api_keys answers); the organization read of the record fails for real.
+    // The key is still valid (api_keys answers); the organization read with it fails for real.
     const sql = (q: string) => h.tdb.db.em.fork().getConnection().execute(q);
     await sql('alter table organizations rename to organizations_away');
     try {

@@ -6,7 +6,8 @@ import { ApiError } from '../../errors';
 import { authenticateApiKey } from '../../auth/api-keys';
 import { findActiveSession } from '../../auth/sessions';
 import { readSessionCookie, SESSION_COOKIE } from '../../auth/session-cookie';
-import { Organization, type Session } from '../../db/entities';
+import type { Session } from '../../db/entities';
+import { callerOrganization } from '../../auth/organizations';
 
 /**
  * Authentication middleware. Errors are thrown as ApiError so the error handler answers in the
@@ -57,7 +58,13 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
     if (!match) throw new ApiError(401, 'malformed Authorization header: expected Bearer <pk_ key>');
     const em = ctx.state.em ?? deps.db.em.fork();
     const key = await authenticateApiKey(em, match[1]);
-    ctx.state.auth = { organizationId: key.organizationId, method: 'api_key', apiKeyId: key.apiKeyId, testNet: key.testNet };
+    ctx.state.auth = {
+      organizationId: key.organizationId,
+      method: 'api_key',
+      apiKeyId: key.apiKeyId,
+      testNet: key.testNet,
+      organization: key.organization,
+    };
     await deps.rateLimits?.consumeCaller(`key:${key.apiKeyId}`);
     await next();
   };
@@ -72,7 +79,7 @@ export function requireOperator(deps: ServiceDeps): Middleware<HttpState> {
   const operators = new Set(deps.config.OPERATOR_ADDRESSES.map((a) => a.toLowerCase()));
   return async (ctx, next) => {
     const em = ctx.state.em ?? deps.db.em.fork();
-    const org = await em.findOne(Organization, { id: ctx.state.auth!.organizationId });
+    const org = await callerOrganization(em, ctx.state.auth!);
     if (!org || !operators.has(org.ownerAddress.toLowerCase())) {
       throw new ApiError(403, "operators only: this organization's owner is not in OPERATOR_ADDRESSES");
     }

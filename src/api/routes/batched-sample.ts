@@ -15,15 +15,13 @@ export function registerBatchedSampleRoutes(router: Router<HttpState>, deps: Ser
   router.get('/v1/batched-sample', async (ctx) => {
     try {
       await auth(ctx, async () => undefined);
-    } catch (err) {
-      if (!(err instanceof ApiError)) throw err;
-      ctx.status = err.status;
-      ctx.body = { error: err.status === 401 ? `organization required: ${err.message}` : err.message };
-      return;
-    }
-    try {
       ctx.body = { success: true, data: await gatewayStatusRecord(deps, ctx.state.em, ctx.state.auth!) };
     } catch (err) {
+      if (err instanceof ApiError) {
+        ctx.status = err.status;
+        ctx.body = { error: err.status === 401 ? `organization required: ${err.message}` : err.message };
+        return;
+      }
       ctx.state.log?.error({ err }, 'batched-sample failed');
       ctx.status = 500;
       ctx.body = { error: 'Internal server error', message: 'could not build the gateway status record' };

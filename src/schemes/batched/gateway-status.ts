@@ -1,6 +1,6 @@
 import type { ServiceDeps } from '../../deps';
 import type { AuthContext } from '../../auth/key-mode';
-import { Organization } from '../../db/entities';
+import { callerOrganization } from '../../auth/organizations';
 import type { EntityManager } from '@mikro-orm/core';
 import { gatewaySupported } from './gateway-client';
 import { networkStatus } from './gateway-networks';
@@ -12,7 +12,7 @@ export const GATEWAY_STATUS_MESSAGE = 'Batched nanopayments are settled through 
  * `gatewaySupported` asks the testnet gateway for test keys and the mainnet gateway for live keys.
  */
 export async function gatewayStatusRecord(deps: ServiceDeps, em: EntityManager, auth: AuthContext, now = new Date()) {
-  const org = await em.findOne(Organization, { id: auth.organizationId });
+  const org = await callerOrganization(em, auth);
   const testnet = auth.testNet !== false;
   const supported = await gatewaySupported(deps.config, testnet).catch((err: Error) => {
     deps.logger.warn({ err: err.message }, 'batched-sample: upstream supported kinds unavailable');

@@ -6,7 +6,8 @@ import { assertKeyModeAllows } from '../../auth/key-mode';
 import { isSolanaNetworkId, type SolanaNetworkId } from '../../chains/networks';
 import { base58Encode } from '../../chains/solana/base58';
 import { solanaNetworks } from '../../chains/solana/context';
-import { Organization, SolanaTransaction } from '../../db/entities';
+import { SolanaTransaction } from '../../db/entities';
+import { callerOrganization } from '../../auth/organizations';
 import { ZERO_ADDRESS } from '../../settle/payout';
 import { relayerTxId, solanaSettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentPayloadEnvelopeSchema, type SettleResponse } from '../../x402/schemas';
@@ -102,7 +103,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
 
   /** payTo must be the organization's Solana payout wallet of the key's mode, when it has one. */
   async input(_deps, req, p) {
-    const org = await req.em.findOne(Organization, { id: req.auth.organizationId });
+    const org = await callerOrganization(req.em, req.auth);
     const wallet = p.network === 'solana-devnet' ? org?.payoutWalletSolanaTest : org?.payoutWalletSolanaLive;
     if (wallet && wallet !== p.payTo) {
       return {
