@@ -24,7 +24,7 @@ import {
   DEVNET_USDC_ADDRESS,
 } from '../src/chains/devnet-addresses';
 import { facilitatorAbi } from '../src/chains/evm/abi';
-import { getContract } from './contracts';
+import { compileContracts, getContract } from './contracts';
 import { ensureFacilitatorCode } from './upgrade-facilitator';
 import { deployBridge } from './deploy-bridge';
 
@@ -145,6 +145,9 @@ async function rpc(client: Client, method: string, params: unknown[]): Promise<u
  * for something else, because the contracts would then not be at `devnetAddresses()`.
  */
 export async function deployDevnet(options: DeployDevnetOptions): Promise<DevnetDeployment> {
+  // Before any request: solc-js compiles synchronously (over 10 s on a slow machine without the cached
+  // artifacts), and a deploy to another chain running beside this one would see its requests time out.
+  compileContracts();
   const { rpcUrl, chainId, relayers, buyers, feeOwner } = options;
   const chain = defineChain({
     id: chainId,
