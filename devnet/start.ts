@@ -29,6 +29,7 @@ import { tokenAbi } from '../src/chains/evm/abi';
 import { openDatabase } from '../src/db/orm';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startAnvil, rpc, type Anvil } from './anvil';
+import { compileContracts } from './contracts';
 import { deployDevnet, devnetAddresses } from './deploy';
 import { startDevnetBridgeAttester } from './bridge-attester';
 import { DEMO_BUYERS, DEMO_BUYER_USDC } from './demo-accounts';
@@ -228,6 +229,7 @@ async function startChain(network: EvmNetwork, port: number): Promise<Anvil> {
 }
 
 async function deployContracts(network: EvmNetwork, anvil: Anvil, relayer: Address, topupRelayer: Address): Promise<void> {
+  compileContracts(); // before any request: see deployDevnet (chains are deployed side by side)
   const started = Date.now();
   const { facilitator } = devnetAddresses();
   const code = await rpc<string>(anvil.rpcUrl, 'eth_getCode', [facilitator, 'latest']);

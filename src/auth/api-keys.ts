@@ -123,8 +123,8 @@ export interface AuthenticatedKey {
   apiKeyId: string;
   organizationId: string;
   testNet: boolean;
-  /** The key's organization, read with it (null if it has none). */
-  organization: Organization | null;
+  /** The key's organization, read with it (null if it has none), and when. */
+  organizationRead: { row: Organization | null; at: number };
 }
 
 /** Resolves a presented public key: malformed/unknown -> 401, revoked -> 403; records the use. */
@@ -141,7 +141,12 @@ export async function authenticateApiKey(em: EntityManager, presented: string, n
   if (row.expiresAt && new Date(row.expiresAt) <= now) throw new ApiError(403, 'API key expired');
   // Bookkeeping must never fail the request it describes (e.g. a busy database).
   await recordApiKeyUse(em, row, now).catch(() => undefined);
-  return { apiKeyId: row.id, organizationId: row.organizationId, testNet: row.testNet, organization: found.other };
+  return {
+    apiKeyId: row.id,
+    organizationId: row.organizationId,
+    testNet: row.testNet,
+    organizationRead: { row: found.other, at: now.getTime() },
+  };
 }
 
 /** Writes last_used_at at most once per second per key (the first use always), without touching updated_at. */

@@ -9,8 +9,8 @@ export interface AuthContext {
   /** Mode of the API key (test keys settle testnets only). Undefined for sessions. */
   testNet?: boolean;
   address?: string;
-  /** The organization's row as read at authentication (API keys), so a request reads it once; see callerOrganization. */
-  organization?: Organization | null;
+  /** The organization's row as read with the API key, and when (ms): see callerOrganization. */
+  organizationRead?: { row: Organization | null; at: number };
 }
 
 /**

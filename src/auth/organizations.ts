@@ -109,10 +109,17 @@ export async function ensureOrganizationForOwner(em: EntityManager, ownerAddress
   }
 }
 
-/** The caller's organization: the row read at authentication (API keys), else read now (sessions). */
-export async function callerOrganization(em: EntityManager, auth: AuthContext): Promise<Organization | null> {
-  return auth.organization !== undefined ? auth.organization : findRow(em, Organization, { id: auth.organizationId });
+/**
+ * The caller's organization: the row read with the API key while it is fresh, else read now
+ * (sessions; a request whose body took long to arrive must not pay a payout wallet changed meanwhile).
+ */
+export async function callerOrganization(em: EntityManager, auth: AuthContext, now = Date.now()): Promise<Organization | null> {
+  const read = auth.organizationRead;
+  if (read && now - read.at < ORGANIZATION_FRESH_MS) return read.row;
+  return findRow(em, Organization, { id: auth.organizationId });
 }
+/** How long the organization read with the key stands for it: a body arrives in milliseconds. */
+export const ORGANIZATION_FRESH_MS = 1000;
 
 export async function getOrganization(em: EntityManager, id: string): Promise<Organization> {
   const org = await em.findOne(Organization, { id });

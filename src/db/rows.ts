@@ -115,16 +115,20 @@ export async function findRowWith<T extends object, O extends object>(
   const fields = present(where);
   const [own, joined] = [em.getMetadata().get(entity.name), em.getMetadata().get(other.name)];
   const column = (meta: EntityMetadata, prop: string) => meta.properties[prop].fieldNames[0];
-  const s = statement(em, `get ${entity.name} ${fields} with ${other.name} by ${via}`, fields, (marks) =>
-    sqlEm(em)
+  const s = statement(em, `get ${entity.name} ${fields} with ${other.name} by ${via}`, fields, (marks) => {
+    // Plain columns only (a relation or an embeddable would need the ORM's own joins); prefixes kept apart.
+    if (joined.props.some((p) => p.fieldNames?.length !== 1) || own.props.some((p) => p.fieldNames?.[0]?.startsWith(JOINED))) {
+      throw new Error(`statement ${entity.name} with ${other.name}: not plain columns`);
+    }
+    return sqlEm(em)
       .getKnex()
       .select(['a.*', ...joined.props.map((p) => `b.${p.fieldNames[0]} as ${JOINED}${p.fieldNames[0]}`)])
       .from({ a: own.tableName })
       .leftJoin({ b: joined.tableName }, `b.${column(joined, joined.primaryKeys[0])}`, `a.${column(own, via)}`)
       .where(Object.fromEntries(fields.map((f) => [`a.${column(own, f)}`, marks[f]])))
       .limit(1)
-      .toSQL(),
-  );
+      .toSQL();
+  });
   const found = (await run(em, s, equalities(where), 'get')) as Record<string, unknown> | undefined;
   if (!found) return null;
   const [a, b]: Record<string, unknown>[] = [{}, {}];

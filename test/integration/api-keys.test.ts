@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Middleware } from 'koa';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { ApiKey } from '../../src/db/entities';
+import { ApiKey, Organization } from '../../src/db/entities';
+import { callerOrganization, ORGANIZATION_FRESH_MS } from '../../src/auth/organizations';
 import type { HttpState } from '../../src/http/context';
 import { assertKeyModeAllows } from '../../src/auth/key-mode';
 import { requireApiKey } from '../../src/api/middleware/auth';
@@ -241,8 +242,8 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
     const ok = await bearer('/test/api-key', k.api_key);
     expect(ok.status).toBe(200);
     // The key's organization is read with it, once per request.
-    const organization = expect.objectContaining({ id: organizationId, platformFeeBps: 0 });
-    expect(ok.body).toEqual({ organizationId, method: 'api_key', apiKeyId: k.id, testNet: true, organization });
+    const organizationRead = { row: expect.objectContaining({ id: organizationId, platformFeeBps: 0 }), at: expect.any(Number) };
+    expect(ok.body).toEqual({ organizationId, method: 'api_key', apiKeyId: k.id, testNet: true, organizationRead });
     const lower = await request('GET', `${base}/test/api-key`, { headers: { authorization: `bearer ${k.api_key}` } });
     expect(lower.status).toBe(200);
 
@@ -257,6 +258,17 @@ describe.each(DB_KINDS)('API keys (%s)', (kind) => {
     expect((await request('DELETE', `${base}/v1/api_keys/${k.id}`, { cookie })).status).toBe(200);
     const revoked = await bearer('/test/api-key', k.api_key);
     expect(revoked).toMatchObject({ status: 403, body: apiError(403, 'API key revoked') });
+  });
+
+  test('the organization read with the key stands for it while fresh; later it is read again', async () => {
+    const current = await em().findOneOrFail(Organization, { id: organizationId });
+    const stale = { ...current, payoutWalletTest: '0x00000000000000000000000000000000000000aa' };
+    const auth = { organizationId, method: 'api_key' as const, organizationRead: { row: stale, at: 1_000_000 } };
+    expect(await callerOrganization(em(), auth, 1_000_000 + ORGANIZATION_FRESH_MS - 1)).toBe(stale);
+    const reread = await callerOrganization(em(), auth, 1_000_000 + ORGANIZATION_FRESH_MS);
+    expect(reread).toMatchObject({ id: organizationId, payoutWalletTest: current.payoutWalletTest ?? null });
+    // A session carries no row: read now.
+    expect(await callerOrganization(em(), { organizationId, method: 'session' })).toMatchObject({ id: organizationId });
   });
 
   test('last_used_at advances on later use (throttled to once a second)', async () => {

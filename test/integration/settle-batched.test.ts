@@ -454,8 +454,8 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     expect(Object.keys(anonymous.body)).toEqual(['error']);
   });
 
-  test('GET /v1/batched-sample when the handler fails (its database table is gone): 500 {error, message}, nothing internal', async () => {
-    // The key is still valid (api_keys answers); the organization read with it fails for real.
+  test('GET /v1/batched-sample when the database fails (a table is gone): 500 {error, message}, nothing internal', async () => {
+    // The key's organization is read with it: that read fails for real, during authentication.
     const sql = (q: string) => h.tdb.db.em.fork().getConnection().execute(q);
     await sql('alter table organizations rename to organizations_away');
     try {

@@ -63,7 +63,7 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
       method: 'api_key',
       apiKeyId: key.apiKeyId,
       testNet: key.testNet,
-      organization: key.organization,
+      organizationRead: key.organizationRead,
     };
     await deps.rateLimits?.consumeCaller(`key:${key.apiKeyId}`);
     await next();

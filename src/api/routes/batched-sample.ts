@@ -18,6 +18,7 @@ export function registerBatchedSampleRoutes(router: Router<HttpState>, deps: Ser
       ctx.body = { success: true, data: await gatewayStatusRecord(deps, ctx.state.em, ctx.state.auth!) };
     } catch (err) {
       if (err instanceof ApiError) {
+        ctx.set(err.headers); // Retry-After on a 429
         ctx.status = err.status;
         ctx.body = { error: err.status === 401 ? `organization required: ${err.message}` : err.message };
         return;
