@@ -115,6 +115,7 @@ export async function findRowWith<T extends object, O extends object>(
   const fields = present(where);
   const [own, joined] = [em.getMetadata().get(entity.name), em.getMetadata().get(other.name)];
   const column = (meta: EntityMetadata, prop: string) => meta.properties[prop].fieldNames[0];
+  const otherKey = column(joined, joined.primaryKeys[0]);
   const s = statement(em, `get ${entity.name} ${fields} with ${other.name} by ${via}`, fields, (marks) => {
     // Plain columns only (a relation or an embeddable would need the ORM's own joins); prefixes kept apart.
     if (joined.props.some((p) => p.fieldNames?.length !== 1) || own.props.some((p) => p.fieldNames?.[0]?.startsWith(JOINED))) {
@@ -124,7 +125,7 @@ export async function findRowWith<T extends object, O extends object>(
       .getKnex()
       .select(['a.*', ...joined.props.map((p) => `b.${p.fieldNames[0]} as ${JOINED}${p.fieldNames[0]}`)])
       .from({ a: own.tableName })
-      .leftJoin({ b: joined.tableName }, `b.${column(joined, joined.primaryKeys[0])}`, `a.${column(own, via)}`)
+      .leftJoin({ b: joined.tableName }, `b.${otherKey}`, `a.${column(own, via)}`)
       .where(Object.fromEntries(fields.map((f) => [`a.${column(own, f)}`, marks[f]])))
       .limit(1)
       .toSQL();
@@ -137,8 +138,7 @@ export async function findRowWith<T extends object, O extends object>(
     else a[k] = v;
   }
   const driver = em.getDriver();
-  const otherId = b[column(joined, joined.primaryKeys[0])];
-  return { row: driver.mapResult(a as T, own) as T, other: otherId == null ? null : (driver.mapResult(b as O, joined) as O) };
+  return { row: driver.mapResult(a as T, own) as T, other: b[otherKey] == null ? null : (driver.mapResult(b as O, joined) as O) };
 }
 /** The prefix of the joined row's columns in findRowWith's result (ours have no such name). */
 const JOINED = 'joined__';

@@ -58,13 +58,7 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
     if (!match) throw new ApiError(401, 'malformed Authorization header: expected Bearer <pk_ key>');
     const em = ctx.state.em ?? deps.db.em.fork();
     const key = await authenticateApiKey(em, match[1]);
-    ctx.state.auth = {
-      organizationId: key.organizationId,
-      method: 'api_key',
-      apiKeyId: key.apiKeyId,
-      testNet: key.testNet,
-      organizationRead: key.organizationRead,
-    };
+    ctx.state.auth = { method: 'api_key', ...key };
     await deps.rateLimits?.consumeCaller(`key:${key.apiKeyId}`);
     await next();
   };
