@@ -20,6 +20,24 @@ export default tseslint.config(
     },
   },
   {
+    // Workflow modules are loaded once and shared by every workflow in the worker's V8 context
+    // (src/temporal/workflow-bundle.ts, `preloadModules`): module-level state would leak between them.
+    files: ['workflows/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: ':matches(Program, Program > ExportNamedDeclaration) > VariableDeclaration[kind!="const"]',
+          message: 'no module-level let/var in workflows/: modules are shared by all workflows',
+        },
+        {
+          selector: ':matches(Program, Program > ExportNamedDeclaration) > VariableDeclaration > VariableDeclarator > NewExpression.init',
+          message: 'no module-level objects built with `new` in workflows/: modules are shared by all workflows',
+        },
+      ],
+    },
+  },
+  {
     files: ['**/*.js', '**/*.cjs'],
     rules: { '@typescript-eslint/no-require-imports': 'off' },
   },

@@ -50,6 +50,7 @@ import { dbEnv, startWorker } from '../test/support/services';
 import { solanaRpcCall, svmPaymentTransaction, toBase64 } from '../test/support/solana';
 import { sleep } from './measure';
 import { spawnApi, stopTree } from './processes';
+import { workflowBundleOptions } from '../src/temporal/workflow-bundle';
 
 interface Options {
   n: number;
@@ -138,7 +139,7 @@ async function main(): Promise<void> {
       });
       await chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     }
-    const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../workflows'), logger: new DefaultLogger('WARN') });
+    const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
     const bundlePath = join(tmp, 'workflow-bundle.js');
     writeFileSync(bundlePath, code);
 

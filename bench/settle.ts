@@ -38,6 +38,7 @@ import { benchBareWorkflow, benchFloor, benchOrchestrationFloor, type FloorChain
 import { mergeRounds, percentile, runClosedLoop, sleep, type Mode, type PhaseResult } from './measure';
 import { cpuDelta, cpuSnapshot, isAlive, oldestProcessNamed, processTree, rssBytes } from './proc';
 import { spawnApi, spawnFloorWorker, stopTree } from './processes';
+import { WORKFLOWS_PATH, workflowBundleOptions } from '../src/temporal/workflow-bundle';
 
 // ---------------------------------------------------------------------------------------------
 // Options
@@ -213,11 +214,11 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   if (opts.blockTime) await rpc(base.rpcUrl, 'evm_setIntervalMining', [opts.blockTime]);
 
   const bundle = async (workflowsPath: string, file: string) => {
-    const { code } = await bundleWorkflowCode({ workflowsPath, logger: new DefaultLogger('WARN') });
+    const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(workflowsPath), logger: new DefaultLogger('WARN') });
     writeFileSync(join(tmpDir, file), code);
     return join(tmpDir, file);
   };
-  const workflowBundlePath = await bundle(require.resolve('../workflows'), 'workflow-bundle.js');
+  const workflowBundlePath = await bundle(WORKFLOWS_PATH, 'workflow-bundle.js');
   const floorBundlePath = await bundle(require.resolve('./orchestration-floor/workflow'), 'floor-bundle.js');
   await compiled;
 

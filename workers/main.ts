@@ -14,6 +14,7 @@ import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { workerTuning } from '../src/temporal/worker-tuning';
+import { workerWorkflowOptions } from '../src/temporal/workflow-bundle';
 import { solanaNetworks } from '../src/chains/solana/context';
 import { startTracing, tracing, workerTracing } from '../src/observability/tracing';
 import { countRpcFailures } from '../src/chains/evm/rpc-spans';
@@ -94,8 +95,7 @@ async function main() {
   // A prebuilt bundle (tests, bench) has the workflow interceptors it was bundled with: traced
   // workers bundle their own, so that workflow spans are never silently missing.
   if (traced && bundlePath) log.warn('tracing is on: WORKFLOW_BUNDLE_PATH ignored, bundling workflows with the tracing interceptors');
-  const workflowCode =
-    bundlePath && !traced ? { workflowBundle: { codePath: bundlePath } } : { workflowsPath: require.resolve('../workflows') };
+  const workflowCode = bundlePath && !traced ? { workflowBundle: { codePath: bundlePath } } : workerWorkflowOptions();
   const worker = await Worker.create({
     connection,
     namespace: config.TEMPORAL_NAMESPACE,

@@ -15,6 +15,7 @@ import { startSolanaDevnet } from '../../devnet/solana-rpc';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
 import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
+import { workflowBundleOptions } from '../../src/temporal/workflow-bundle';
 
 /**
  * Starts the real stack once for the whole run: a Temporal dev server (in memory), four anvil chains
@@ -72,7 +73,7 @@ export default async function globalSetup(): Promise<void> {
   const infoPath = stackInfoPath();
   const workflowBundlePath = join(dirname(infoPath), `test-workflow-bundle-${process.pid}.js`);
   mkdirSync(dirname(infoPath), { recursive: true });
-  const { code } = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows'), logger: new DefaultLogger('WARN') });
+  const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
   writeFileSync(workflowBundlePath, code);
 
   const info: StackInfo = {

@@ -4,6 +4,7 @@ import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundle
 import { randomUUID } from 'node:crypto';
 import { ensureTemporalCli } from '../../temporal/cli';
 import { X402_SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
+import { workflowBundleOptions } from '../../src/temporal/workflow-bundle';
 
 /**
  * Workflow tests with mocked activities (Temporal's samples-typescript pattern): a local Temporal dev
@@ -31,7 +32,7 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
     server: { executable: { type: 'existing-path', path }, searchAttributes: [...X402_SEARCH_ATTRIBUTES], ui: false },
   });
   const bundle: WorkflowBundleWithSourceMap = await bundleWorkflowCode({
-    workflowsPath: opts.workflowsPath ?? require.resolve('../../workflows'),
+    ...workflowBundleOptions(opts.workflowsPath),
     logger: new DefaultLogger('WARN'),
   });
   return {

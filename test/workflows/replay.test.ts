@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
+import { workerWorkflowOptions } from '../../src/temporal/workflow-bundle';
 import { markersNamed, patchIds } from '../support/history-events';
 import { EARLIER_HISTORIES, PRE_PATCH_HISTORIES, type RecordedHistory } from '../support/record-pre-patch-history';
 
@@ -33,9 +34,7 @@ describe.each(Object.entries({ ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES }))(
   });
 
   test('replays with the current workflows without nondeterminism', async () => {
-    await expect(
-      Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history, h.workflowId),
-    ).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory(workerWorkflowOptions(), history, h.workflowId)).resolves.toBeUndefined();
   });
 });
 
