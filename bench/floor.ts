@@ -17,6 +17,7 @@ import { waitForReceipt } from '../test/support/evm';
 import { mutex, runClosedLoop, type PhaseResult } from './measure';
 
 export interface FloorChain {
+  network: 'base-sepolia' | 'optimism-sepolia';
   chain: PublicClient;
   chainId: number;
   usdc: Address;
@@ -176,7 +177,7 @@ export async function benchOrchestrationFloor(
     return temporal.workflow.execute('orchestrationFloorWorkflow', {
       taskQueue,
       workflowId: id,
-      args: [{ id, to: c.usdc, data: calls[i].data }],
+      args: [{ network: c.network, id, to: c.usdc, data: calls[i].data }],
       workflowExecutionTimeout: '2m',
     });
   });

@@ -21,7 +21,7 @@ import { performance } from 'node:perf_hooks';
 import { Client, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, type LocalAccount } from 'viem/accounts';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
@@ -62,6 +62,8 @@ interface Options {
   runtime: 'dist' | 'tsx';
   /** --rounds R: every row runs R times (N/R each), the rows taking turns. */
   rounds: number;
+  /** --warmup W: W payments through every row's path on the second chain before the rows, not counted. */
+  warmup: number;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -77,6 +79,7 @@ function parseArgs(argv: string[]): Options {
     c1: true,
     runtime: 'dist',
     rounds: 1,
+    warmup: 0,
   };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
@@ -121,6 +124,9 @@ function parseArgs(argv: string[]): Options {
       case '--rounds':
         o.rounds = Number(next());
         break;
+      case '--warmup':
+        o.warmup = Number(next());
+        break;
       case '--runtime': {
         const v = next();
         if (v !== 'dist' && v !== 'tsx') throw new Error(`--runtime must be dist or tsx, not ${v}`);
@@ -136,7 +142,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--rounds R] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--rounds R] [--warmup W] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -149,6 +155,7 @@ function parseArgs(argv: string[]): Options {
   if (!Number.isInteger(o.lanes) || o.lanes < 1) throw new Error('--lanes must be a positive integer');
   if (!Number.isInteger(o.rounds) || o.rounds < 1 || o.n % o.rounds !== 0)
     throw new Error('--rounds must be a positive integer that divides --n');
+  if (!Number.isInteger(o.warmup) || o.warmup < 0) throw new Error('--warmup must be a non-negative integer');
   if (o.blockTime !== undefined && !(o.blockTime > 0)) throw new Error('--block-time must be a positive number of seconds');
   return o;
 }
@@ -163,6 +170,8 @@ interface Stack {
   optimism: Anvil;
   usdc: Address;
   facilitator: Address;
+  /** The contracts on the second chain (optimism-sepolia), where --warmup runs. */
+  optimismContracts: { usdc: Address; facilitator: Address };
   workflowBundlePath: string;
   floorBundlePath: string;
   /** The worker's relayer keys: test relayer #1 alone, or --lanes fresh keys. */
@@ -205,7 +214,7 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
   const laneKeys = opts.lanes > 1 ? Array.from({ length: opts.lanes }, () => generatePrivateKey()) : [TEST_ACCOUNTS.relayerKeys[0] as Hex];
   const relayers = [...TEST_ACCOUNTS.relayers.map((a) => a.address), ...laneKeys.map((k) => privateKeyToAccount(k).address)];
-  const [deployed] = await Promise.all([
+  const [deployed, deployedOptimism] = await Promise.all([
     deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
     deployDevnet({ rpcUrl: optimism.rpcUrl, chainId: optimism.chainId, relayers, buyers }),
   ]);
@@ -228,6 +237,7 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
     optimism,
     usdc: deployed.usdc,
     facilitator: deployed.facilitator,
+    optimismContracts: { usdc: deployedOptimism.usdc, facilitator: deployedOptimism.facilitator },
     workflowBundlePath,
     floorBundlePath,
     laneKeys,
@@ -316,13 +326,13 @@ interface ApiExtras {
 }
 
 async function benchApi(
-  stack: Stack,
+  target: FloorChain & { facilitator: Address },
   svc: Service,
-  chain: PublicClient,
   opts: Options,
   concurrency: number,
 ): Promise<PhaseResult & ApiExtras> {
   const { n, value } = opts;
+  const { chain } = target;
   // A fresh payout wallet per phase: its balance delta is exactly this phase's settlements.
   const payout = privateKeyToAccount(generatePrivateKey()).address;
   const patched = await request('PATCH', `${svc.api.baseUrl}/v1/organization`, {
@@ -338,10 +348,10 @@ async function benchApi(
     Array.from({ length: n }, (_, i) =>
       exactPayment({
         buyer: buyers[i % buyers.length],
-        network: 'base-sepolia',
-        chainId: stack.base.chainId,
-        usdc: stack.usdc,
-        facilitator: stack.facilitator,
+        network: target.network,
+        chainId: target.chainId,
+        usdc: target.usdc,
+        facilitator: target.facilitator,
         value,
         validBefore: now + 300n, // within maxTimeoutSeconds (300): longer windows are refused
       }),
@@ -376,7 +386,7 @@ async function benchApi(
   const notes: string[] = [];
   for (const [label, count] of answers) if (label !== 'ok') notes.push(`${count} × HTTP ${label}`);
   const count = async (): Promise<{ confirmed: number; issues: string[] }> => {
-    const logs = await chain.getLogs({ address: stack.facilitator, fromBlock, toBlock: 'latest' });
+    const logs = await chain.getLogs({ address: target.facilitator, fromBlock, toBlock: 'latest' });
     const seen = new Set<string>();
     let duplicates = 0;
     for (const l of parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'Settled' })) {
@@ -386,7 +396,7 @@ async function benchApi(
       if (seen.has(k)) duplicates++;
       seen.add(k);
     }
-    const balance = await chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [payout] });
+    const balance = await chain.readContract({ address: target.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [payout] });
     const issues: string[] = [];
     if (duplicates) issues.push(`${duplicates} duplicate Settled events`);
     if (balance !== BigInt(seen.size) * value) issues.push(`payout balance ${balance} != ${seen.size} × ${value}`);
@@ -394,7 +404,7 @@ async function benchApi(
   };
   const { confirmed, issues } = await count();
   const workflowIds = bodies.map((b) =>
-    settleWorkflowId('base-sepolia', b.paymentPayload.payload.authorization.from, b.paymentPayload.payload.authorization.nonce),
+    settleWorkflowId(target.network, b.paymentPayload.payload.authorization.from, b.paymentPayload.payload.authorization.nonce),
   );
   return {
     mode: 'api',
@@ -561,6 +571,42 @@ async function relayerDiagnosis(svc: Service, chain: PublicClient, chainId: numb
   ];
 }
 
+/**
+ * --warmup W: W payments through the api, the orchestration floor, the bare workflow and the floor at
+ * the high concurrency, on the second chain (optimism-sepolia), before the rows and not counted. The
+ * API and workers are then processes that V8 has compiled (a deployed service runs for hours), while
+ * the rows' chain holds no more transactions than without it (anvil slows down as its chain grows).
+ * Temporal's and our database still grow by the warm-up's workflows and rows, for every row alike.
+ */
+async function warmUp(stack: Stack, svc: Service, opts: Options, floorRelayer: LocalAccount): Promise<void> {
+  const chain = createPublicClient({ transport: http(stack.optimism.rpcUrl) }) as PublicClient;
+  const target = {
+    network: 'optimism-sepolia',
+    chain,
+    chainId: stack.optimism.chainId,
+    value: opts.value,
+    ...stack.optimismContracts,
+  } as const;
+  const c = opts.concurrency;
+  const w = opts.warmup;
+  const t = performance.now();
+  const runs: [string, () => Promise<PhaseResult>][] = [
+    ['api', () => benchApi(target, svc, { ...opts, n: w }, c)],
+    ['orchestration floor', () => benchOrchestrationFloor(target, svc.temporal, svc.floorTaskQueue, w, c)],
+    ['bare workflow', () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, w, c)],
+    ['floor', () => benchFloor(target, floorRelayer, w, c)],
+  ];
+  const outcomes: string[] = [];
+  for (const [name, run] of runs) {
+    process.stderr.write(`warming up: ${name} c=${c}, ${w} on ${target.network}...\n`);
+    const r = await run();
+    outcomes.push(`${name} ${r.confirmed}/${w}${r.notes.length ? ` (${r.notes.join('; ')})` : ''}`);
+  }
+  console.log(
+    `warm-up on ${target.network}, c=${c}, not counted: ${outcomes.join(', ')}; ${((performance.now() - t) / 1000).toFixed(1)} s`,
+  );
+}
+
 // ---------------------------------------------------------------------------------------------
 // --trace: where the time of one POST /v1/settle goes, from the workflows' Temporal histories
 
@@ -720,7 +766,8 @@ function printHeader(opts: Options): void {
   console.log(
     `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
       `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}, ` +
-      `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}`,
+      `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}` +
+      (opts.warmup ? `, warm-up ${opts.warmup} per path on optimism-sepolia` : ''),
   );
 }
 
@@ -773,14 +820,23 @@ async function main(): Promise<void> {
     if (postgres) groups.postgres = [postgres];
     console.log(`processes: ${children.join(' ')}`);
     const chain = createPublicClient({ transport: http(stack.base.rpcUrl) }) as PublicClient;
-    const floorChain: FloorChain = { chain, chainId: stack.base.chainId, usdc: stack.usdc, value: opts.value };
+    const target = {
+      network: 'base-sepolia',
+      chain,
+      chainId: stack.base.chainId,
+      usdc: stack.usdc,
+      facilitator: stack.facilitator,
+      value: opts.value,
+    } as const;
+    const floorChain: FloorChain = target;
     const floorRelayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[1]);
 
     const c = opts.concurrency;
+    if (opts.warmup) await warmUp(stack, svc, opts, floorRelayer);
     const n = opts.n / opts.rounds; // per round
     let apiFirst: (PhaseResult & ApiExtras) | undefined; // this round's first api row: its payments are repeated
     const api = async (conc: number) => {
-      const r = await benchApi(stack, svc, chain, { ...opts, n }, conc);
+      const r = await benchApi(target, svc, { ...opts, n }, conc);
       apiFirst ??= r;
       return r;
     };

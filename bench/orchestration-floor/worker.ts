@@ -14,12 +14,16 @@ import { createFloorActivities } from './activities';
 
 async function main() {
   const config = loadConfig();
-  const network = buildNetworkTable(config.env).get('base-sepolia');
-  if (!network?.enabled) throw new Error('base-sepolia is not configured');
+  const table = buildNetworkTable(config.env);
   const db = await openDatabase(config);
-  const relayer = new Relayer(network, privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`), db, {
-    replaceAfterMs: config.RELAYER_REPLACE_AFTER_MS,
-  });
+  const account = privateKeyToAccount(config.RELAYER_PRIVATE_KEY as `0x${string}`);
+  // base-sepolia for the rows; optimism-sepolia for the bench's --warmup, which leaves the rows' chain as it was.
+  const relayers = new Map<string, Relayer>();
+  for (const id of ['base-sepolia', 'optimism-sepolia'] as const) {
+    const network = table.get(id);
+    if (!network?.enabled) throw new Error(`${id} is not configured`);
+    relayers.set(id, new Relayer(network, account, db, { replaceAfterMs: config.RELAYER_REPLACE_AFTER_MS }));
+  }
   const connection = await NativeConnection.connect({ address: config.TEMPORAL_ADDRESS });
   const worker = await Worker.create({
     connection,
@@ -27,7 +31,7 @@ async function main() {
     taskQueue: config.TEMPORAL_TASK_QUEUE,
     workflowBundle: { codePath: process.env.FLOOR_WORKFLOW_BUNDLE_PATH! },
     ...workerTuning(config.WORKER_TASK_SLOTS),
-    activities: createFloorActivities(relayer, config.RECEIPT_WAIT_MS),
+    activities: createFloorActivities(relayers, config.RECEIPT_WAIT_MS),
   });
   console.log('worker ready');
   await worker.run();

@@ -1,5 +1,5 @@
 import { proxyLocalActivities } from '@temporalio/workflow';
-import type { FloorActivities } from './activities';
+import type { FloorActivities, FloorInput } from './activities';
 
 // Retried until the outcome is known, like the settlement's submit: the activity is idempotent.
 const { transferWithAuthorization } = proxyLocalActivities<FloorActivities>({
@@ -12,7 +12,7 @@ const { transferWithAuthorization } = proxyLocalActivities<FloorActivities>({
  * workflow, one local activity that sends the buyer's `transferWithAuthorization` through the
  * write-ahead relayer and waits for its receipt, and the transaction hash as the result.
  */
-export async function orchestrationFloorWorkflow(input: { id: string; to: string; data: string }): Promise<string> {
+export async function orchestrationFloorWorkflow(input: FloorInput): Promise<string> {
   return transferWithAuthorization(input);
 }
 
