@@ -4,7 +4,7 @@ import { numberToHex, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
-import { Relayer } from '../../src/chains/evm/relayer';
+import { Relayer, SYNC_SEND_TIMEOUT_MS } from '../../src/chains/evm/relayer';
 import { RelayerTransaction } from '../../src/db/entities';
 import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
 
@@ -192,6 +192,8 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   let proxy: Server;
   const calls = new Map<string, number>();
   const counted = (method: string) => calls.get(method) ?? 0;
+  /** Answer `eth_sendRawTransactionSync` as a node without EIP-7966 does (geth's words). */
+  let withoutSync = false;
 
   beforeAll(async () => {
     tdb = await openTestDatabase(kind);
@@ -199,8 +201,12 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       let body = '';
       req.on('data', (d) => (body += d));
       req.on('end', async () => {
-        const parsed = JSON.parse(body) as { method: string } | { method: string }[];
+        const parsed = JSON.parse(body) as { id: number; method: string } | { id: number; method: string }[];
         for (const { method } of [parsed].flat()) calls.set(method, counted(method) + 1);
+        if (withoutSync && !Array.isArray(parsed) && parsed.method === 'eth_sendRawTransactionSync') {
+          const error = { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' };
+          return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }));
+        }
         const upstream = await fetch(anvil.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
         res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
       });
@@ -212,6 +218,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     await tdb?.close();
   });
   afterEach(async () => {
+    withoutSync = false;
     await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
     await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
   });
@@ -291,5 +298,61 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(receipt?.transactionHash).toBe(hash);
     expect(receipt?.status).toBe('success');
     expect((await record(`${kind}-drop`)).status).toBe('mined');
+  });
+
+  test('where the node mines at once, the broadcast answers with the receipt and the wait asks for none', async () => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    calls.clear();
+
+    const { hash } = await relayer.send(`${kind}-sync`, { to: to(), data: '0x' });
+    const receipt = await relayer.waitForReceipt((await relayer.find(`${kind}-sync`))!, 20_000);
+
+    expect(receipt?.transactionHash).toBe(hash);
+    expect(receipt?.status).toBe('success');
+    expect((await record(`${kind}-sync`)).status).toBe('mined');
+    expect(counted('eth_sendRawTransactionSync')).toBe(1);
+    expect(counted('eth_sendRawTransaction')).toBe(0);
+    expect(counted('eth_getTransactionReceipt')).toBe(0);
+  });
+
+  test('a node that does not mine holds a synchronous broadcast only until its bound; the sends after it are plain', async () => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
+    let started = Date.now();
+    const a = await relayer.send(`${kind}-held-a`, { to: to(), data: '0x' });
+    const heldMs = Date.now() - started;
+    expect(heldMs).toBeGreaterThanOrEqual(SYNC_SEND_TIMEOUT_MS);
+    expect(heldMs).toBeLessThan(SYNC_SEND_TIMEOUT_MS + 2_000);
+    // Sent again plainly after the bound: the node holds it once, unmined.
+    expect(await relayer.client.getTransactionCount({ address: relayer.address, blockTag: 'pending' })).toBe(1);
+
+    calls.clear();
+    started = Date.now();
+    const b = await relayer.send(`${kind}-held-b`, { to: to(), data: '0x' });
+    expect(Date.now() - started).toBeLessThan(500);
+    expect(counted('eth_sendRawTransactionSync')).toBe(0);
+    expect(counted('eth_sendRawTransaction')).toBe(1);
+
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    const receipts = await Promise.all(
+      [`${kind}-held-a`, `${kind}-held-b`].map(async (id) => relayer.waitForReceipt(await record(id), 20_000)),
+    );
+    expect(receipts.map((r) => r?.transactionHash)).toEqual([a.hash, b.hash]);
+    expect(receipts.map((r) => r?.status)).toEqual(['success', 'success']);
+  });
+
+  test('a node without eth_sendRawTransactionSync: the transaction is sent plainly, and the method is not asked again', async () => {
+    withoutSync = true;
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    calls.clear();
+
+    for (let i = 0; i < 3; i++) {
+      const { hash } = await relayer.send(`${kind}-plain-${i}`, { to: to(), data: '0x' });
+      const receipt = await relayer.waitForReceipt(await record(`${kind}-plain-${i}`), 20_000);
+      expect(receipt?.transactionHash).toBe(hash);
+      expect(receipt?.status).toBe('success');
+    }
+    expect(counted('eth_sendRawTransactionSync')).toBe(1);
+    expect(counted('eth_sendRawTransaction')).toBe(3);
   });
 });

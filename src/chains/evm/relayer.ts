@@ -1,5 +1,9 @@
 import {
+  BaseError,
   keccak256,
+  MethodNotFoundRpcError,
+  MethodNotSupportedRpcError,
+  TimeoutError,
   parseTransaction,
   type Address,
   type Hex,
@@ -53,7 +57,13 @@ export class Relayer {
   private readonly recent = new UsedOnce<RelayerTransaction | null>();
   /** Gas estimates made by `simulate`, each taken by the `send` of the same id and call. */
   private readonly estimates = new UsedOnce<{ to: Address; data: Hex; gas: Promise<bigint> }>();
+  /** Receipts a synchronous broadcast answered with (see `broadcast`), each taken by the wait for that id. */
+  private readonly mined = new UsedOnce<TransactionReceipt>();
+  /** False once the node answered that it has no `eth_sendRawTransactionSync`. */
+  private syncSends = true;
   readonly client: PublicClient;
+  /** The same node, for the synchronous broadcast, whose wait holds the send lock: bounded by SYNC_SEND_TIMEOUT_MS. */
+  private readonly syncClient: PublicClient;
   private readonly replaceAfterMs: number;
 
   constructor(
@@ -63,6 +73,8 @@ export class Relayer {
     opts: { replaceAfterMs?: number } = {},
   ) {
     this.client = publicClientFor(network);
+    // Not retried on a timeout: the node may hold the transaction by then (the plain re-send below knows "already known").
+    this.syncClient = publicClientFor(network, { timeoutMs: SYNC_SEND_TIMEOUT_MS, retryCount: 0 });
     this.replaceAfterMs = opts.replaceAfterMs ?? 20_000;
   }
 
@@ -180,7 +192,8 @@ export class Relayer {
           }
           throw err;
         }
-        await this.client.sendRawTransaction({ serializedTransaction: rawTx });
+        const receipt = await this.broadcast({ rawTx, hash });
+        if (receipt) this.mined.put(id, receipt);
         return { hash, reused: false };
       }
     });
@@ -202,6 +215,12 @@ export class Relayer {
     onPoll?: () => void,
     onMined?: AlsoWrite<TransactionReceipt>,
   ): Promise<TransactionReceipt | null> {
+    const known = this.mined.take(tx.id, (r) => Relayer.hashesOf(tx).includes(r.transactionHash));
+    if (known) {
+      await this.markMined(tx.id, known.value, onMined);
+      tx.hash = known.value.transactionHash;
+      return known.value;
+    }
     const started = Date.now();
     const deadline = started + timeoutMs;
     const perBlock = this.receiptWaitMs >= PER_BLOCK_FROM_MS;
@@ -222,7 +241,7 @@ export class Relayer {
       if (head === null || head > seen) {
         const receipt = await this.receiptOfAny(current);
         if (receipt) {
-          this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
+          this.noteReceiptWait(Date.now() - started);
           await this.markMined(current.id, receipt, onMined);
           tx.hash = receipt.transactionHash;
           return receipt;
@@ -448,7 +467,52 @@ export class Relayer {
     return pending.length;
   }
 
-  private async rebroadcast(tx: RelayerTransaction): Promise<void> {
+  /** Recent receipt waits, a moving average capped at 4 × MAX_POLL_MS: where polling starts, and whether to broadcast synchronously. */
+  private noteReceiptWait(ms: number): void {
+    this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(ms, MAX_POLL_MS * 4)) / 5;
+  }
+
+  /**
+   * A new transaction's first broadcast, under the send lock. Where receipts come within
+   * SYNC_SEND_UNDER_MS (the node mines at once, as anvil's automine does), it asks
+   * `eth_sendRawTransactionSync` (EIP-7966), whose answer is the receipt: the receipt polls after it
+   * are spared. The lock is held while the node mines, so the call is bounded by SYNC_SEND_TIMEOUT_MS
+   * on our side (anvil refuses EIP-7966's own timeout parameter); past it the same bytes are sent
+   * plainly (the node may not have them) and the receipt is waited for as after a plain send, which
+   * from then on it is until receipts come quickly again. A node without the method is asked plainly
+   * from then on. Any other error is the plain send's.
+   */
+  private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
+    if (!this.syncSends || this.receiptWaitMs >= SYNC_SEND_UNDER_MS) {
+      await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
+      return undefined;
+    }
+    const started = Date.now();
+    try {
+      const receipt = await this.syncClient.sendRawTransactionSync({ serializedTransaction: tx.rawTx as Hex, throwOnReceiptRevert: false });
+      this.noteReceiptWait(Date.now() - started);
+      return receipt;
+    } catch (err) {
+      const found = (test: (e: unknown) => boolean) => err instanceof BaseError && err.walk(test) !== null;
+      if (found((e) => e instanceof TimeoutError)) {
+        this.noteReceiptWait(SYNC_SEND_TIMEOUT_MS);
+        await this.rebroadcast(tx);
+        return undefined;
+      }
+      const unsupported = found(
+        (e) =>
+          e instanceof MethodNotFoundRpcError ||
+          e instanceof MethodNotSupportedRpcError ||
+          (e instanceof BaseError && /not supported|unsupported|does not exist|not available|method not found/i.test(e.details)),
+      );
+      if (!unsupported) throw err;
+      this.syncSends = false;
+      await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
+      return undefined;
+    }
+  }
+
+  private async rebroadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<void> {
     try {
       await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
     } catch (err) {
@@ -536,6 +600,12 @@ class UsedOnce<V> {
     return Date.now() - entry.at < RECENT_MS ? entry : undefined;
   }
 }
+
+/** Recent receipt waits under this (ms) mean the node mines at once: new transactions are broadcast synchronously. */
+const SYNC_SEND_UNDER_MS = 50;
+
+/** How long a synchronous broadcast may hold the send lock (ms) before the plain path takes over. */
+export const SYNC_SEND_TIMEOUT_MS = 1_000;
 
 /** How long a value a relayer kept for later serves (see UsedOnce). */
 const RECENT_MS = 5_000;
