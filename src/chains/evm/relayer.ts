@@ -44,8 +44,12 @@ export class Relayer {
   private queue: Promise<unknown> = Promise.resolve();
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
-  /** Whether any receipt wait was seen yet: until then the pace of the chain is unknown. */
-  private paceKnown = false;
+  /**
+   * How long after their broadcast our transactions have recently been found mined (ms, moving
+   * average; undefined until one was): whether the node mines at once (see `broadcast`). Unlike the
+   * receipt waits, a wait that starts late (behind the send lock) cannot make a chain with blocks look quick.
+   */
+  private minedAfterMs: number | undefined;
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
   private headPoll: { at: number; head: Promise<bigint> } | undefined;
   /**
@@ -243,7 +247,8 @@ export class Relayer {
       if (head === null || head > seen) {
         const receipt = await this.receiptOfAny(current);
         if (receipt) {
-          this.noteReceiptWait(Date.now() - started);
+          this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
+          this.noteMinedAfter(Date.now() - new Date(current.updatedAt).getTime());
           await this.markMined(current.id, receipt, onMined);
           tx.hash = receipt.transactionHash;
           return receipt;
@@ -469,38 +474,37 @@ export class Relayer {
     return pending.length;
   }
 
-  /** Recent receipt waits, a moving average capped at 4 × MAX_POLL_MS: where polling starts, and whether to broadcast synchronously. */
-  private noteReceiptWait(ms: number): void {
-    this.paceKnown = true;
-    this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(ms, MAX_POLL_MS * 4)) / 5;
+  private noteMinedAfter(ms: number): void {
+    const capped = Math.min(Math.max(ms, 0), SYNC_SEND_TIMEOUT_MS);
+    this.minedAfterMs = this.minedAfterMs === undefined ? capped : (this.minedAfterMs * 4 + capped) / 5;
   }
 
   /**
-   * A new transaction's first broadcast, under the send lock. Where receipts have come within
-   * SYNC_SEND_UNDER_MS (the node mines at once, as anvil's automine does), it asks
-   * `eth_sendRawTransactionSync` (EIP-7966), whose answer is the receipt: the receipt polls after it
-   * are spared. The lock is held while the node mines, so the call is bounded by SYNC_SEND_TIMEOUT_MS
-   * on our side (anvil refuses EIP-7966's own timeout parameter); past it the same bytes are sent
-   * plainly (the node may not have them) and the receipt is waited for as after a plain send, which
-   * from then on it is until receipts come quickly again. The first transaction of a relayer is sent
-   * plainly: on a chain with blocks, a synchronous one would hold the lock, and every send queued
-   * behind it, for up to a block (1 s blocks, 64 clients: p95 2.3 → 3.5 s). A node without the method
+   * A new transaction's first broadcast, under the send lock. Where our transactions have recently
+   * been mined within SYNC_SEND_UNDER_MS of their broadcast (the node mines at once, as anvil's
+   * automine does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is the receipt: the
+   * receipt polls after it are spared. The lock is held while the node mines, so the call is bounded by
+   * SYNC_SEND_TIMEOUT_MS on our side (anvil refuses EIP-7966's own timeout parameter); past it the same
+   * bytes are sent plainly (the node may not have them), the receipt is waited for as after a plain
+   * send, and so are the sends after it until transactions are mined at once again. Until the pace is
+   * known (a relayer's first transaction) it sends plainly: on a chain with blocks a synchronous send
+   * would hold the lock, and every send queued behind it, for up to a block. A node without the method
    * is asked plainly from then on. Any other error is the plain send's.
    */
   private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
-    if (!this.syncSends || !this.paceKnown || this.receiptWaitMs >= SYNC_SEND_UNDER_MS) {
+    if (!this.syncSends || this.minedAfterMs === undefined || this.minedAfterMs >= SYNC_SEND_UNDER_MS) {
       await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
       return undefined;
     }
     const started = Date.now();
     try {
       const receipt = await this.syncClient.sendRawTransactionSync({ serializedTransaction: tx.rawTx as Hex, throwOnReceiptRevert: false });
-      this.noteReceiptWait(Date.now() - started);
+      this.noteMinedAfter(Date.now() - started);
       return receipt;
     } catch (err) {
       const found = (test: (e: unknown) => boolean) => err instanceof BaseError && err.walk(test) !== null;
       if (found((e) => e instanceof TimeoutError)) {
-        this.noteReceiptWait(SYNC_SEND_TIMEOUT_MS);
+        this.noteMinedAfter(SYNC_SEND_TIMEOUT_MS);
         await this.rebroadcast(tx);
         return undefined;
       }
