@@ -300,14 +300,20 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect((await record(`${kind}-drop`)).status).toBe('mined');
   });
 
-  /** A relayer that has seen one receipt come at once (its first transaction is always sent plainly). */
+  /**
+   * A relayer that has learnt that the node mines at once. Its first transaction goes plainly; the
+   * next go synchronously once its transactions are mined within the threshold of signing on average
+   * (the first already, unless the machine is slow).
+   */
   const paced = async (prefix: string, opts = { replaceAfterMs: REPLACE_AFTER_MS }) => {
     const relayer = new Relayer(counting(), await funded(), tdb.db, opts);
     calls.clear();
-    await relayer.send(`${prefix}-first`, { to: to(), data: '0x' });
-    expect((await relayer.waitForReceipt(await record(`${prefix}-first`), 20_000))?.status).toBe('success');
-    expect(counted('eth_sendRawTransactionSync')).toBe(0);
-    expect(counted('eth_sendRawTransaction')).toBe(1);
+    for (let i = 0; counted('eth_sendRawTransactionSync') === 0; i++) {
+      expect(i).toBeLessThan(10);
+      await relayer.send(`${prefix}-pace-${i}`, { to: to(), data: '0x' });
+      expect((await relayer.waitForReceipt(await record(`${prefix}-pace-${i}`), 20_000))?.status).toBe('success');
+      if (i === 0) expect([counted('eth_sendRawTransactionSync'), counted('eth_sendRawTransaction')]).toEqual([0, 1]);
+    }
     calls.clear();
     return relayer;
   };
@@ -334,8 +340,11 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     const heldMs = Date.now() - started;
     expect(heldMs).toBeGreaterThanOrEqual(SYNC_SEND_TIMEOUT_MS);
     expect(heldMs).toBeLessThan(SYNC_SEND_TIMEOUT_MS + 2_000);
-    // Sent again plainly after the bound: the node holds it once, unmined.
-    expect(await relayer.client.getTransactionCount({ address: relayer.address, blockTag: 'pending' })).toBe(2);
+    // Sent again plainly after the bound ("already known": the node holds it once, unmined).
+    expect(counted('eth_sendRawTransactionSync')).toBe(1);
+    expect(counted('eth_sendRawTransaction')).toBe(1);
+    const mined = await relayer.client.getTransactionCount({ address: relayer.address, blockTag: 'latest' });
+    expect(await relayer.client.getTransactionCount({ address: relayer.address, blockTag: 'pending' })).toBe(mined + 1);
 
     calls.clear();
     started = Date.now();
@@ -354,6 +363,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
 
   test('a node without eth_sendRawTransactionSync: the transaction is sent plainly, and the method is not asked again', async () => {
     withoutSync = true;
+    // Learning the pace ends with the one synchronous ask, refused and sent plainly (checked below).
     const relayer = await paced(`${kind}-plain`);
 
     for (let i = 0; i < 3; i++) {
@@ -362,7 +372,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       expect(receipt?.transactionHash).toBe(hash);
       expect(receipt?.status).toBe('success');
     }
-    expect(counted('eth_sendRawTransactionSync')).toBe(1);
+    expect(counted('eth_sendRawTransactionSync')).toBe(0);
     expect(counted('eth_sendRawTransaction')).toBe(3);
   });
 });

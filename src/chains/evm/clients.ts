@@ -17,20 +17,30 @@ export function viemChain(network: EvmNetwork): Chain {
 const cache = new Map<string, PublicClient>();
 
 /**
- * One public client per network (and call bound), over a `fallback` transport of the network's RPC
- * URLs. Each call is bounded (`timeoutMs`) and retried by viem (`retryCount`) before the activity's
- * own retry, and is a span of the active trace (rpc-spans.ts).
+ * One public client per network, over a `fallback` transport of the network's RPC URLs. Each call
+ * is bounded (timeout) and retried by viem a couple of times before the activity's own retry, and
+ * is a span of the active trace (rpc-spans.ts).
  */
-export function publicClientFor(network: EvmNetwork, { timeoutMs = 10_000, retryCount = 2 } = {}): PublicClient {
-  const key = `${network.id}|${network.rpcUrls.join(',')}|${timeoutMs}|${retryCount}`;
+export function publicClientFor(network: EvmNetwork): PublicClient {
+  const key = `${network.id}|${network.rpcUrls.join(',')}`;
   let client = cache.get(key);
   if (!client) {
     const transport = fallback(
-      network.rpcUrls.map((url) => tracedHttp(url, network.id, { timeout: timeoutMs, retryCount, retryDelay: 50 })),
+      network.rpcUrls.map((url) => tracedHttp(url, network.id, { timeout: 10_000, retryCount: 2, retryDelay: 50 })),
       { rank: false },
     );
     client = createPublicClient({ chain: viemChain(network), transport, pollingInterval: 50 }) as PublicClient;
     cache.set(key, client);
   }
   return client;
+}
+
+/**
+ * A client for a call that must be asked once, of one node, within `timeoutMs`: the network's first
+ * RPC URL, no retry and no fallback to another URL (which would ask again, and may answer "already
+ * known" for what the first node took). The relayer's synchronous broadcast, which holds its send lock.
+ */
+export function oneShotClientFor(network: EvmNetwork, timeoutMs: number): PublicClient {
+  const transport = tracedHttp(network.rpcUrls[0], network.id, { timeout: timeoutMs, retryCount: 0 });
+  return createPublicClient({ chain: viemChain(network), transport }) as PublicClient;
 }

@@ -16,7 +16,7 @@ import { UniqueConstraintViolationException, type EntityManager, type MikroORM }
 import { RelayerTransaction } from '../../db/entities';
 import { findRow, inTransaction, insertRow, updateRows } from '../../db/rows';
 import type { EvmNetwork } from '../networks';
-import { publicClientFor } from './clients';
+import { oneShotClientFor, publicClientFor } from './clients';
 
 /**
  * The relayer of one worker process on one network. It owns its key (no other process signs with
@@ -45,9 +45,9 @@ export class Relayer {
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
   /**
-   * How long after their broadcast our transactions have recently been found mined (ms, moving
-   * average; undefined until one was): whether the node mines at once (see `broadcast`). Unlike the
-   * receipt waits, a wait that starts late (behind the send lock) cannot make a chain with blocks look quick.
+   * How long after signing our transactions have recently been found mined (ms, moving average;
+   * undefined until one was): whether the node mines at once (see `broadcast`). Unlike the receipt
+   * waits, a wait that starts late (behind the send lock) cannot make a chain with blocks look quick.
    */
   private minedAfterMs: number | undefined;
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
@@ -68,7 +68,7 @@ export class Relayer {
   /** False once the node answered that it has no `eth_sendRawTransactionSync`. */
   private syncSends = true;
   readonly client: PublicClient;
-  /** The same node, for the synchronous broadcast, whose wait holds the send lock: bounded by SYNC_SEND_TIMEOUT_MS. */
+  /** The first node, for the synchronous broadcast, which holds the send lock: asked once, bounded by SYNC_SEND_TIMEOUT_MS. */
   private readonly syncClient: PublicClient;
   private readonly replaceAfterMs: number;
 
@@ -79,8 +79,7 @@ export class Relayer {
     opts: { replaceAfterMs?: number } = {},
   ) {
     this.client = publicClientFor(network);
-    // Not retried on a timeout: the node may hold the transaction by then (the plain re-send below knows "already known").
-    this.syncClient = publicClientFor(network, { timeoutMs: SYNC_SEND_TIMEOUT_MS, retryCount: 0 });
+    this.syncClient = oneShotClientFor(network, SYNC_SEND_TIMEOUT_MS);
     this.replaceAfterMs = opts.replaceAfterMs ?? 20_000;
   }
 
@@ -475,21 +474,23 @@ export class Relayer {
   }
 
   private noteMinedAfter(ms: number): void {
+    if (!Number.isFinite(ms)) return; // an unreadable time says nothing of the pace
     const capped = Math.min(Math.max(ms, 0), SYNC_SEND_TIMEOUT_MS);
     this.minedAfterMs = this.minedAfterMs === undefined ? capped : (this.minedAfterMs * 4 + capped) / 5;
   }
 
   /**
    * A new transaction's first broadcast, under the send lock. Where our transactions have recently
-   * been mined within SYNC_SEND_UNDER_MS of their broadcast (the node mines at once, as anvil's
-   * automine does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is the receipt: the
-   * receipt polls after it are spared. The lock is held while the node mines, so the call is bounded by
-   * SYNC_SEND_TIMEOUT_MS on our side (anvil refuses EIP-7966's own timeout parameter); past it the same
-   * bytes are sent plainly (the node may not have them), the receipt is waited for as after a plain
-   * send, and so are the sends after it until transactions are mined at once again. Until the pace is
-   * known (a relayer's first transaction) it sends plainly: on a chain with blocks a synchronous send
-   * would hold the lock, and every send queued behind it, for up to a block. A node without the method
-   * is asked plainly from then on. Any other error is the plain send's.
+   * been mined within SYNC_SEND_UNDER_MS of signing (the node mines at once, as anvil's automine
+   * does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is the receipt: the receipt
+   * polls after it are spared. The lock is held while the node mines, so the call goes to one node,
+   * once, bounded by SYNC_SEND_TIMEOUT_MS on our side (anvil refuses EIP-7966's own timeout
+   * parameter). Until the pace is known (a relayer's first transaction) it sends plainly: on a chain
+   * with blocks a synchronous send would hold the lock, and every send queued behind it, for up to a
+   * block. Whatever the synchronous call did not settle goes the plain way (`rebroadcast`: retried,
+   * "already known" taken as sent, a refusal thrown); after a timeout (ours, or the node's EIP-7966
+   * code 4) so do the sends after it until transactions are mined at once again, and a node without
+   * the method is not asked again.
    */
   private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
     if (!this.syncSends || this.minedAfterMs === undefined || this.minedAfterMs >= SYNC_SEND_UNDER_MS) {
@@ -503,20 +504,17 @@ export class Relayer {
       return receipt;
     } catch (err) {
       const found = (test: (e: unknown) => boolean) => err instanceof BaseError && err.walk(test) !== null;
-      if (found((e) => e instanceof TimeoutError)) {
-        this.noteMinedAfter(SYNC_SEND_TIMEOUT_MS);
-        await this.rebroadcast(tx);
-        return undefined;
-      }
+      if (found((e) => e instanceof TimeoutError || (e as { code?: unknown }).code === 4)) this.noteMinedAfter(SYNC_SEND_TIMEOUT_MS);
       const unsupported = found(
         (e) =>
           e instanceof MethodNotFoundRpcError ||
           e instanceof MethodNotSupportedRpcError ||
-          (e instanceof BaseError && /not supported|unsupported|does not exist|not available|method not found/i.test(e.details)),
+          (e instanceof BaseError &&
+            /method/i.test(e.details) &&
+            /not found|not supported|unsupported|does not exist|not available/i.test(e.details)),
       );
-      if (!unsupported) throw err;
-      this.syncSends = false;
-      await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
+      if (unsupported) this.syncSends = false;
+      await this.rebroadcast(tx);
       return undefined;
     }
   }
@@ -610,7 +608,7 @@ class UsedOnce<V> {
   }
 }
 
-/** Recent receipt waits under this (ms) mean the node mines at once: new transactions are broadcast synchronously. */
+/** Transactions mined within this (ms) of signing, on a moving average, mean the node mines at once: new ones are broadcast synchronously. */
 const SYNC_SEND_UNDER_MS = 50;
 
 /** How long a synchronous broadcast may hold the send lock (ms) before the plain path takes over. */
