@@ -325,12 +325,16 @@ interface ApiExtras {
   replay: { bodies: Awaited<ReturnType<typeof exactPayment>>[]; transactions: (string | undefined)[] };
 }
 
-async function benchApi(
-  target: FloorChain & { facilitator: Address },
-  svc: Service,
-  opts: Options,
-  concurrency: number,
-): Promise<PhaseResult & ApiExtras> {
+/** A chain the payments settle on: base-sepolia for the rows, optimism-sepolia for --warmup. */
+type ChainTarget = FloorChain & { facilitator: Address };
+
+function chainTarget(stack: Stack, network: FloorChain['network'], value: bigint): ChainTarget {
+  const [anvil, contracts] = network === 'base-sepolia' ? [stack.base, stack] : [stack.optimism, stack.optimismContracts];
+  const chain = createPublicClient({ transport: http(anvil.rpcUrl) }) as PublicClient;
+  return { network, chain, chainId: anvil.chainId, usdc: contracts.usdc, facilitator: contracts.facilitator, value };
+}
+
+async function benchApi(target: ChainTarget, svc: Service, opts: Options, concurrency: number): Promise<PhaseResult & ApiExtras> {
   const { n, value } = opts;
   const { chain } = target;
   // A fresh payout wallet per phase: its balance delta is exactly this phase's settlements.
@@ -579,14 +583,7 @@ async function relayerDiagnosis(svc: Service, chain: PublicClient, chainId: numb
  * Temporal's and our database still grow by the warm-up's workflows and rows, for every row alike.
  */
 async function warmUp(stack: Stack, svc: Service, opts: Options, floorRelayer: LocalAccount): Promise<void> {
-  const chain = createPublicClient({ transport: http(stack.optimism.rpcUrl) }) as PublicClient;
-  const target = {
-    network: 'optimism-sepolia',
-    chain,
-    chainId: stack.optimism.chainId,
-    value: opts.value,
-    ...stack.optimismContracts,
-  } as const;
+  const target = chainTarget(stack, 'optimism-sepolia', opts.value);
   const c = opts.concurrency;
   const w = opts.warmup;
   const t = performance.now();
@@ -819,16 +816,8 @@ async function main(): Promise<void> {
     const postgres = opts.db === 'postgres' ? oldestProcessNamed('postgres') : undefined;
     if (postgres) groups.postgres = [postgres];
     console.log(`processes: ${children.join(' ')}`);
-    const chain = createPublicClient({ transport: http(stack.base.rpcUrl) }) as PublicClient;
-    const target = {
-      network: 'base-sepolia',
-      chain,
-      chainId: stack.base.chainId,
-      usdc: stack.usdc,
-      facilitator: stack.facilitator,
-      value: opts.value,
-    } as const;
-    const floorChain: FloorChain = target;
+    const target = chainTarget(stack, 'base-sepolia', opts.value);
+    const { chain } = target;
     const floorRelayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[1]);
 
     const c = opts.concurrency;
@@ -841,8 +830,8 @@ async function main(): Promise<void> {
       return r;
     };
     // [name, concurrency, run]; the concurrency-1 rows are left out with --no-c1.
-    const orch = (conc: number) => () => benchOrchestrationFloor(floorChain, svc.temporal, svc.floorTaskQueue, n, conc);
-    const floor = (conc: number) => () => benchFloor(floorChain, floorRelayer, n, conc);
+    const orch = (conc: number) => () => benchOrchestrationFloor(target, svc.temporal, svc.floorTaskQueue, n, conc);
+    const floor = (conc: number) => () => benchFloor(target, floorRelayer, n, conc);
     const bare = (conc: number) => () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, n, conc);
     const phases = (
       [
