@@ -18,10 +18,11 @@ FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
 # Heap flags (docs/decisions.md "Heap flags in the image"): without them V8 sizes the heap from the
 # host's RAM and collects lazily, and the worker ended `npm run bench:settle -- --n 100` at ~345 MiB
-# RSS, half of it garbage. A 1 GiB old space (V8 then grows the heap less eagerly) and 8 MiB
-# semi-spaces: ~280 MiB, with no CPU cost the bench could tell from its noise. The SDK sizes its
-# workflow cache from this limit (~500 workflows). bench:settle runs the compiled service with this line.
-ENV NODE_OPTIONS="--max-old-space-size=1024 --max-semi-space-size=8"
+# RSS, half of it garbage. A 1 GiB old space (V8 then grows the heap less eagerly) and 4 MiB
+# semi-spaces: ~250 MiB, 64 settlements in flight included, with no CPU cost the bench could tell from
+# its noise. The SDK sizes its workflow cache from this limit (~500 workflows). bench:settle runs the
+# compiled service with this line.
+ENV NODE_OPTIONS="--max-old-space-size=1024 --max-semi-space-size=4"
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force
