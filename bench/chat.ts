@@ -9,10 +9,12 @@
  *   - settle only: POST /v1/settle of the same kind of payment, the settlement share of the paid TTFB.
  *
  * It starts the same real stack as the tests (Temporal dev server, anvil with our contracts, the
- * provider doubles, a worker process, the API over HTTP, SQLite). Every paid reply is checked
+ * provider doubles, a worker process, SQLite) and the API as a process of its own, as deployed: the
+ * doubles run in this process, and an API sharing their event loop would hold up the provider's
+ * side of every request while it waits on its own synchronous SQLite commits. Every paid reply is checked
  * (content equals the direct reply, [DONE] last) and the buyer's balance delta is checked at the end.
  *
- *   npm run bench:chat -- [--n 30] [--first-byte-delay 20] [--token-delay 2]
+ *   npm run bench:chat -- [--n 100] [--first-byte-delay 20] [--token-delay 2]
  *
  * The latency directives go to the double in the message, so direct and paid calls get the same.
  */
@@ -26,6 +28,8 @@ import { startSettleHarness } from '../test/support/settle-harness';
 import { readStackInfo } from '../test/support/stack-info';
 import { exactPayment } from '../test/support/payments';
 import { doubleReply, DEFAULT_TEMPLATES } from '../devnet/inference-provider';
+import { request } from '../test/support/http';
+import { spawnApi, stopTree } from './processes';
 
 interface Options {
   n: number;
@@ -34,7 +38,7 @@ interface Options {
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 30, firstByteDelay: 20, tokenDelay: 2 };
+  const o: Options = { n: 100, firstByteDelay: 20, tokenDelay: 2 };
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i]!.split('=', 2);
     const value = () => Number(inline ?? argv[++i]);
@@ -42,7 +46,7 @@ function parseArgs(argv: string[]): Options {
     else if (flag === '--first-byte-delay') o.firstByteDelay = value();
     else if (flag === '--token-delay') o.tokenDelay = value();
     else if (flag === '-h' || flag === '--help') {
-      console.log('usage: npm run bench:chat -- [--n 30] [--first-byte-delay 20] [--token-delay 2]');
+      console.log('usage: npm run bench:chat -- [--n 100] [--first-byte-delay 20] [--token-delay 2]');
       process.exit(0);
     } else throw new Error(`unknown argument ${argv[i]} (try --help)`);
   }
@@ -90,13 +94,16 @@ async function main(): Promise<void> {
   process.stderr.write('[bench] starting the stack (Temporal, anvil, contracts, provider doubles, worker, API) ...\n');
   await globalSetup();
   const stack = readStackInfo();
-  const h = await startSettleHarness('sqlite', {
-    relayerIndex: 0,
-    env: { INFERENCE_PROVIDERS: stack.inference.providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl },
+  const inference = { INFERENCE_PROVIDERS: stack.inference.providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl };
+  // The harness gives the worker, the database and a seller's API key; the rows use the API process.
+  const h = await startSettleHarness('sqlite', { relayerIndex: 0, env: inference });
+  const api = await spawnApi({ ...h.env, ...inference, LOG_LEVEL: 'warn' }, false).catch(async (err) => {
+    await h.close();
+    throw err;
   });
   try {
     const doubleUrl = JSON.parse(stack.inference.providers)[0].baseUrl as string;
-    const chatUrl = `${h.api.baseUrl}/v1/inference/chat`;
+    const chatUrl = `${api.baseUrl}/v1/inference/chat`;
     const buyer = TEST_ACCOUNTS.buyers[0]!;
     const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
     const chain = defineChain({
@@ -181,7 +188,10 @@ async function main(): Promise<void> {
       // The settlement alone, as a seller gets it from POST /v1/settle: the share of the paid TTFB.
       const sellerPayment = await h.pay(buyer, { value: price });
       t = performance.now();
-      const settled = await h.settle(sellerPayment);
+      const settled = await request('POST', `${api.baseUrl}/v1/settle`, {
+        json: sellerPayment,
+        headers: { authorization: `Bearer ${h.apiKey}` },
+      });
       const settleMs = performance.now() - t;
       if (settled.status !== 200) problems.push(`settle: status ${settled.status} ${JSON.stringify(settled.body)}`);
       record('settle only', { ttfb: settleMs, total: settleMs });
@@ -222,6 +232,7 @@ async function main(): Promise<void> {
     process.stdout.write(`${lines.join('\n')}\n`);
     if (problems.length) process.exitCode = 1;
   } finally {
+    await stopTree(api.proc);
     await h.close();
     await globalTeardown();
   }
