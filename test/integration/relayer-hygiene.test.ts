@@ -1,8 +1,9 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { numberToHex, type Address, type Hex, type PublicClient } from 'viem';
+import { numberToHex, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
 import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
 import { Relayer, SYNC_SEND_TIMEOUT_MS } from '../../src/chains/evm/relayer';
 import { RelayerTransaction } from '../../src/db/entities';
@@ -194,6 +195,10 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   const counted = (method: string) => calls.get(method) ?? 0;
   /** Answer `eth_sendRawTransactionSync` as a node without EIP-7966 does (geth's words). */
   let withoutSync = false;
+  /** While set, every `eth_sendRawTransaction` waits for it before it reaches the node (a slow node). */
+  let holdSends: Promise<void> | undefined;
+  /** The nonces of the `eth_sendRawTransaction` calls that reached the node, in the order they did. */
+  const sentNonces: number[] = [];
 
   beforeAll(async () => {
     tdb = await openTestDatabase(kind);
@@ -203,6 +208,10 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       req.on('end', async () => {
         const parsed = JSON.parse(body) as { id: number; method: string } | { id: number; method: string }[];
         for (const { method } of [parsed].flat()) calls.set(method, counted(method) + 1);
+        if (!Array.isArray(parsed) && parsed.method === 'eth_sendRawTransaction') {
+          await holdSends;
+          sentNonces.push(parseTransaction((parsed as unknown as { params: [Hex] }).params[0]).nonce!);
+        }
         if (withoutSync && !Array.isArray(parsed) && parsed.method === 'eth_sendRawTransactionSync') {
           const error = { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' };
           return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }));
@@ -219,6 +228,8 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   });
   afterEach(async () => {
     withoutSync = false;
+    holdSends = undefined;
+    sentNonces.length = 0;
     await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
     await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
   });
@@ -359,6 +370,37 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     );
     expect(receipts.map((r) => r?.transactionHash)).toEqual([a.hash, b.hash]);
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success']);
+  });
+
+  test('a slow broadcast holds up only the broadcasts after it: the next transactions are signed and recorded meanwhile, and all go out in nonce order', async () => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
+    let release!: () => void;
+    holdSends = new Promise((r) => (release = r));
+    calls.clear();
+
+    const ids = [0, 1, 2].map((i) => `${kind}-order-${i}`);
+    const sends = ids.map((id) => relayer.send(id, { to: to(), data: '0x' }));
+    // Recorded (write-ahead) while the first broadcast is still held; the other two wait behind it.
+    const recorded = await waitUntil(
+      'three recorded transactions while the first broadcast is held',
+      async () => {
+        const rows = await Promise.all(ids.map((id) => tdb.db.em.fork().findOne(RelayerTransaction, { id })));
+        const all = rows.every((r) => r?.status === 'signed') && counted('eth_sendRawTransaction') > 0;
+        return all ? rows.map((r) => r!.nonce) : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+    expect(counted('eth_sendRawTransaction')).toBe(1);
+    expect(sentNonces).toEqual([]);
+
+    release();
+    const sent = await Promise.all(sends);
+    const first = Math.min(...recorded);
+    expect([...recorded].sort((a, b) => a - b)).toEqual([first, first + 1, first + 2]);
+    expect(sentNonces).toEqual([first, first + 1, first + 2]);
+    const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
+    expect(receipts.map((r) => r?.transactionHash)).toEqual(sent.map((s) => s.hash));
+    expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
   });
 
   test('a node without eth_sendRawTransactionSync: the transaction is sent plainly, and the method is not asked again', async () => {

@@ -42,6 +42,8 @@ export class Relayer {
   private nextNonce: number | undefined;
   private feeCache: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
   private queue: Promise<unknown> = Promise.resolve();
+  /** New transactions' broadcasts, one at a time in nonce order, after the send lock (see `send`). */
+  private broadcasts: Promise<unknown> = Promise.resolve();
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
   /**
@@ -68,7 +70,7 @@ export class Relayer {
   /** False once the node answered that it has no `eth_sendRawTransactionSync`. */
   private syncSends = true;
   readonly client: PublicClient;
-  /** The first node, for the synchronous broadcast, which holds the send lock: asked once, bounded by SYNC_SEND_TIMEOUT_MS. */
+  /** The first node, for the synchronous broadcast, which holds up the later ones: asked once, bounded by SYNC_SEND_TIMEOUT_MS. */
   private readonly syncClient: PublicClient;
   private readonly replaceAfterMs: number;
 
@@ -159,10 +161,11 @@ export class Relayer {
       return { hash: existing.hash as Hex, reused: true };
     }
     const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees()]);
-    // Nonce allocation, signing, recording and broadcasting run one at a time per relayer so that the
-    // node sees this signer's transactions in nonce order (anvil can stall on gaps). A concurrent
-    // retry of the same activity that recorded first is found by the record's unique id below.
-    return this.serialized(async () => {
+    // Nonce allocation, signing and recording run one at a time per relayer; the broadcasts follow in
+    // the same order, so the node sees this signer's transactions in nonce order (anvil can stall on
+    // gaps). A concurrent retry of the same activity that recorded first is found by the record's
+    // unique id below.
+    const signed = await this.serialized(async () => {
       for (let attempt = 0; ; attempt++) {
         const nonce = await this.allocateNonce();
         const rawTx = await this.account.signTransaction({
@@ -191,17 +194,21 @@ export class Relayer {
           if (err instanceof UniqueConstraintViolationException) {
             // Another worker recorded this very effect meanwhile: use its transaction.
             const winner = await this.find(id);
-            if (winner) return { hash: winner.hash as Hex, reused: true };
+            if (winner) return { hash: winner.hash as Hex, reused: true, out: undefined };
             // Someone else holds this nonce (another process with the same key): take the next one.
             if (attempt < 5) continue;
           }
           throw err;
         }
-        const receipt = await this.broadcast({ rawTx, hash });
-        if (receipt) this.mined.put(id, receipt);
-        return { hash, reused: false };
+        // Queued here, in nonce order, but sent after the lock: the next transaction is signed and
+        // recorded while this one goes out (under load the broadcast was most of the time in the lock).
+        return { hash, reused: false, out: this.inNonceOrder(() => this.broadcast({ rawTx, hash })) };
       }
     });
+    if (!signed.out) return { hash: signed.hash, reused: signed.reused };
+    const receipt = await signed.out;
+    if (receipt) this.mined.put(id, receipt);
+    return { hash: signed.hash, reused: false };
   }
 
   /**
@@ -480,17 +487,17 @@ export class Relayer {
   }
 
   /**
-   * A new transaction's first broadcast, under the send lock. Where our transactions have recently
-   * been mined within SYNC_SEND_UNDER_MS of signing (the node mines at once, as anvil's automine
-   * does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is the receipt: the receipt
-   * polls after it are spared. The lock is held while the node mines, so the call goes to one node,
-   * once, bounded by SYNC_SEND_TIMEOUT_MS on our side (anvil refuses EIP-7966's own timeout
-   * parameter). Until the pace is known (a relayer's first transaction) it sends plainly: on a chain
-   * with blocks a synchronous send would hold the lock, and every send queued behind it, for up to a
-   * block. Whatever the synchronous call did not settle goes the plain way (`rebroadcast`: retried,
-   * "already known" taken as sent, a refusal thrown); after a timeout (ours, or the node's EIP-7966
-   * code 4) so do the sends after it until transactions are mined at once again, and a node without
-   * the method is not asked again.
+   * A new transaction's first broadcast, after the ones signed before it (`inNonceOrder`). Where our
+   * transactions have recently been mined within SYNC_SEND_UNDER_MS of signing (the node mines at
+   * once, as anvil's automine does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is
+   * the receipt: the receipt polls after it are spared. The later broadcasts wait while the node
+   * mines, so the call goes to one node, once, bounded by SYNC_SEND_TIMEOUT_MS on our side (anvil
+   * refuses EIP-7966's own timeout parameter). Until the pace is known (a relayer's first transaction)
+   * it sends plainly: on a chain with blocks a synchronous send would hold every broadcast queued
+   * behind it for up to a block. Whatever the synchronous call did not settle goes the plain way
+   * (`rebroadcast`: retried, "already known" taken as sent, a refusal thrown); after a timeout (ours,
+   * or the node's EIP-7966 code 4) so do the sends after it until transactions are mined at once
+   * again, and a node without the method is not asked again.
    */
   private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
     if (!this.syncSends || this.minedAfterMs === undefined || this.minedAfterMs >= SYNC_SEND_UNDER_MS) {
@@ -572,6 +579,13 @@ export class Relayer {
     this.queue = run.catch(() => undefined);
     return run;
   }
+
+  /** Runs after every broadcast queued before it (called under the send lock, so in nonce order). */
+  private inNonceOrder<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.broadcasts.then(fn, fn);
+    this.broadcasts = run.catch(() => undefined);
+    return run;
+  }
 }
 
 /** A caller's own record of a relayer effect, written in the same DB transaction as ours. */
@@ -611,7 +625,7 @@ class UsedOnce<V> {
 /** Transactions mined within this (ms) of signing, on a moving average, mean the node mines at once: new ones are broadcast synchronously. */
 const SYNC_SEND_UNDER_MS = 50;
 
-/** How long a synchronous broadcast may hold the send lock (ms) before the plain path takes over. */
+/** How long a synchronous broadcast may hold up the later ones (ms) before the plain path takes over. */
 export const SYNC_SEND_TIMEOUT_MS = 1_000;
 
 /** How long a value a relayer kept for later serves (see UsedOnce). */
