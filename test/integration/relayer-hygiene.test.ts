@@ -197,6 +197,9 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   let withoutSync = false;
   /** While set, every `eth_sendRawTransaction` waits for it before it reaches the node (a slow node). */
   let holdSends: Promise<void> | undefined;
+  let releaseSends = () => {};
+  /** The nonce whose `eth_sendRawTransaction` the node refuses (as for a balance it no longer has). */
+  let refuseNonce: number | undefined;
   /** The nonces of the `eth_sendRawTransaction` calls that reached the node, in the order they did. */
   const sentNonces: number[] = [];
 
@@ -210,7 +213,12 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
         for (const { method } of [parsed].flat()) calls.set(method, counted(method) + 1);
         if (!Array.isArray(parsed) && parsed.method === 'eth_sendRawTransaction') {
           await holdSends;
-          sentNonces.push(parseTransaction((parsed as unknown as { params: [Hex] }).params[0]).nonce!);
+          const nonce = parseTransaction((parsed as unknown as { params: [Hex] }).params[0]).nonce!;
+          if (nonce === refuseNonce) {
+            const error = { code: -32003, message: 'insufficient funds for gas * price + value' };
+            return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }));
+          }
+          sentNonces.push(nonce);
         }
         if (withoutSync && !Array.isArray(parsed) && parsed.method === 'eth_sendRawTransactionSync') {
           const error = { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' };
@@ -228,7 +236,9 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   });
   afterEach(async () => {
     withoutSync = false;
+    releaseSends(); // a test that failed while holding them must not leave requests hanging
     holdSends = undefined;
+    refuseNonce = undefined;
     sentNonces.length = 0;
     await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
     await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
@@ -374,8 +384,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
 
   test('a slow broadcast holds up only the broadcasts after it: the next transactions are signed and recorded meanwhile, and all go out in nonce order', async () => {
     const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
-    let release!: () => void;
-    holdSends = new Promise((r) => (release = r));
+    holdSends = new Promise((r) => (releaseSends = r));
     calls.clear();
 
     const ids = [0, 1, 2].map((i) => `${kind}-order-${i}`);
@@ -393,13 +402,53 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(counted('eth_sendRawTransaction')).toBe(1);
     expect(sentNonces).toEqual([]);
 
-    release();
+    releaseSends();
     const sent = await Promise.all(sends);
     const first = Math.min(...recorded);
     expect([...recorded].sort((a, b) => a - b)).toEqual([first, first + 1, first + 2]);
     expect(sentNonces).toEqual([first, first + 1, first + 2]);
     const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
     expect(receipts.map((r) => r?.transactionHash)).toEqual(sent.map((s) => s.hash));
+    expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
+  });
+
+  test('a refused broadcast fails only its own send: the ones queued behind it still go out, in nonce order', async () => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
+    holdSends = new Promise((r) => (releaseSends = r));
+    const ids = [0, 1, 2].map((i) => `${kind}-refused-${i}`);
+    const sends = ids.map((id) =>
+      relayer.send(id, { to: to(), data: '0x' }).then(
+        (s) => s.hash,
+        (err: unknown) => err,
+      ),
+    );
+    const nonces = await waitUntil(
+      'three recorded transactions while the first broadcast is held',
+      async () => {
+        const rows = await Promise.all(ids.map((id) => tdb.db.em.fork().findOne(RelayerTransaction, { id })));
+        return rows.every((r) => r?.status === 'signed') && counted('eth_sendRawTransaction') > 0 ? rows.map((r) => r!.nonce) : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+    const first = Math.min(...nonces);
+    const refused = ids[nonces.indexOf(first + 1)]!;
+    refuseNonce = first + 1;
+    releaseSends();
+    const results = await Promise.all(sends);
+
+    // The refusal reaches the send it belongs to; the broadcast queued behind it still went out.
+    ids.forEach((id, i) => {
+      if (id === refused) expect(String(results[i])).toMatch(/insufficient funds/i);
+      else expect(results[i]).toMatch(/^0x[0-9a-f]{64}$/);
+    });
+    expect(sentNonces).toEqual([first, first + 2]);
+
+    // Its retry (the activity's) re-sends the recorded bytes; then all three are mined.
+    refuseNonce = undefined;
+    const retried = await relayer.send(refused, { to: to(), data: '0x' });
+    expect(retried).toEqual({ hash: (await record(refused)).hash, reused: true });
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
   });
 

@@ -38,7 +38,7 @@ export function publicClientFor(network: EvmNetwork): PublicClient {
 /**
  * A client for a call that must be asked once, of one node, within `timeoutMs`: the network's first
  * RPC URL, no retry and no fallback to another URL (which would ask again, and may answer "already
- * known" for what the first node took). The relayer's synchronous broadcast, which holds its send lock.
+ * known" for what the first node took). The relayer's synchronous broadcast, which holds up its later ones.
  */
 export function oneShotClientFor(network: EvmNetwork, timeoutMs: number): PublicClient {
   const transport = tracedHttp(network.rpcUrls[0], network.id, { timeout: timeoutMs, retryCount: 0 });

@@ -47,11 +47,14 @@ export class Relayer {
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
   /**
-   * How long after signing our transactions have recently been found mined (ms, moving average;
-   * undefined until one was): whether the node mines at once (see `broadcast`). Unlike the receipt
-   * waits, a wait that starts late (behind the send lock) cannot make a chain with blocks look quick.
+   * How long after their broadcast our transactions have recently been found mined (ms, moving
+   * average; undefined until one was): whether the node mines at once (see `broadcast`). Unlike the
+   * receipt waits, a wait that starts late (behind other waits) cannot make a chain with blocks look
+   * quick, and the queue of broadcasts before it does not make a quick node look slow.
    */
   private minedAfterMs: number | undefined;
+  /** When each new transaction's first broadcast started, taken by its receipt wait (for `minedAfterMs`). */
+  private readonly broadcastAt = new UsedOnce<number>();
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
   private headPoll: { at: number; head: Promise<bigint> } | undefined;
   /**
@@ -202,7 +205,11 @@ export class Relayer {
         }
         // Queued here, in nonce order, but sent after the lock: the next transaction is signed and
         // recorded while this one goes out (under load the broadcast was most of the time in the lock).
-        return { hash, reused: false, out: this.inNonceOrder(() => this.broadcast({ rawTx, hash })) };
+        const out = this.inNonceOrder(() => {
+          this.broadcastAt.put(id, Date.now());
+          return this.broadcast({ rawTx, hash });
+        });
+        return { hash, reused: false, out };
       }
     });
     if (!signed.out) return { hash: signed.hash, reused: signed.reused };
@@ -229,6 +236,7 @@ export class Relayer {
   ): Promise<TransactionReceipt | null> {
     const known = this.mined.take(tx.id, (r) => Relayer.hashesOf(tx).includes(r.transactionHash));
     if (known) {
+      this.broadcastAt.delete(tx.id); // the synchronous broadcast timed this one itself
       await this.markMined(tx.id, known.value, onMined);
       tx.hash = known.value.transactionHash;
       return known.value;
@@ -254,7 +262,8 @@ export class Relayer {
         const receipt = await this.receiptOfAny(current);
         if (receipt) {
           this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
-          this.noteMinedAfter(Date.now() - new Date(current.updatedAt).getTime());
+          const sentAt = this.broadcastAt.take(current.id, () => true)?.value ?? new Date(current.updatedAt).getTime();
+          this.noteMinedAfter(Date.now() - sentAt);
           await this.markMined(current.id, receipt, onMined);
           tx.hash = receipt.transactionHash;
           return receipt;
@@ -339,7 +348,8 @@ export class Relayer {
 
   /**
    * One repair step for an effect that has waited `replaceAfterMs`: fill gaps below it, then re-send,
-   * replace or re-nonce it. Serialized with sends, so nonces stay in order. Returns the fresh record.
+   * replace or re-nonce it. Serialized with new transactions' signing, so no nonce is taken twice.
+   * Returns the fresh record.
    */
   private repair(id: string): Promise<RelayerTransaction> {
     return this.serialized(async () => {
@@ -501,7 +511,8 @@ export class Relayer {
    */
   private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
     if (!this.syncSends || this.minedAfterMs === undefined || this.minedAfterMs >= SYNC_SEND_UNDER_MS) {
-      await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
+      // As a re-send: a retry or a repair may have sent these bytes while they waited their turn.
+      await this.rebroadcast(tx);
       return undefined;
     }
     const started = Date.now();
