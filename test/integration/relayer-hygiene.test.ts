@@ -382,6 +382,18 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success']);
   });
 
+  /** The nonces of `ids`' records, once all are signed and a broadcast has reached the (holding) proxy. */
+  const recordedWhileHeld = (ids: string[]) =>
+    waitUntil(
+      `${ids.length} recorded transactions while the first broadcast is held`,
+      async () => {
+        const rows = await Promise.all(ids.map((id) => tdb.db.em.fork().findOne(RelayerTransaction, { id })));
+        const all = rows.every((r) => r?.status === 'signed') && counted('eth_sendRawTransaction') > 0;
+        return all ? rows.map((r) => r!.nonce) : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+
   test('a slow broadcast holds up only the broadcasts after it: the next transactions are signed and recorded meanwhile, and all go out in nonce order', async () => {
     const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
     holdSends = new Promise((r) => (releaseSends = r));
@@ -390,15 +402,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     const ids = [0, 1, 2].map((i) => `${kind}-order-${i}`);
     const sends = ids.map((id) => relayer.send(id, { to: to(), data: '0x' }));
     // Recorded (write-ahead) while the first broadcast is still held; the other two wait behind it.
-    const recorded = await waitUntil(
-      'three recorded transactions while the first broadcast is held',
-      async () => {
-        const rows = await Promise.all(ids.map((id) => tdb.db.em.fork().findOne(RelayerTransaction, { id })));
-        const all = rows.every((r) => r?.status === 'signed') && counted('eth_sendRawTransaction') > 0;
-        return all ? rows.map((r) => r!.nonce) : undefined;
-      },
-      { timeoutMs: 10_000, intervalMs: 20 },
-    );
+    const recorded = await recordedWhileHeld(ids);
     expect(counted('eth_sendRawTransaction')).toBe(1);
     expect(sentNonces).toEqual([]);
 
@@ -422,14 +426,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
         (err: unknown) => err,
       ),
     );
-    const nonces = await waitUntil(
-      'three recorded transactions while the first broadcast is held',
-      async () => {
-        const rows = await Promise.all(ids.map((id) => tdb.db.em.fork().findOne(RelayerTransaction, { id })));
-        return rows.every((r) => r?.status === 'signed') && counted('eth_sendRawTransaction') > 0 ? rows.map((r) => r!.nonce) : undefined;
-      },
-      { timeoutMs: 10_000, intervalMs: 20 },
-    );
+    const nonces = await recordedWhileHeld(ids);
     const first = Math.min(...nonces);
     const refused = ids[nonces.indexOf(first + 1)]!;
     refuseNonce = first + 1;

@@ -41,9 +41,10 @@ import { oneShotClientFor, publicClientFor } from './clients';
 export class Relayer {
   private nextNonce: number | undefined;
   private feeCache: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
-  private queue: Promise<unknown> = Promise.resolve();
-  /** New transactions' broadcasts, one at a time in nonce order, after the send lock (see `send`). */
-  private broadcasts: Promise<unknown> = Promise.resolve();
+  /** The send lock: nonce allocation, signing and recording, one at a time (see `send`). */
+  private readonly serialized = oneAtATime();
+  /** New transactions' broadcasts, one at a time; queued under the send lock, so in nonce order. */
+  private readonly inNonceOrder = oneAtATime();
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
   /**
@@ -584,19 +585,16 @@ export class Relayer {
     }
     return this.nextNonce++;
   }
+}
 
-  private serialized<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(fn, fn);
-    this.queue = run.catch(() => undefined);
+/** Runs each function given after every one given before it has settled, whatever its outcome. */
+function oneAtATime(): <T>(fn: () => Promise<T>) => Promise<T> {
+  let tail: Promise<unknown> = Promise.resolve();
+  return (fn) => {
+    const run = tail.then(fn, fn);
+    tail = run.catch(() => undefined);
     return run;
-  }
-
-  /** Runs after every broadcast queued before it (called under the send lock, so in nonce order). */
-  private inNonceOrder<T>(fn: () => Promise<T>): Promise<T> {
-    const run = this.broadcasts.then(fn, fn);
-    this.broadcasts = run.catch(() => undefined);
-    return run;
-  }
+  };
 }
 
 /** A caller's own record of a relayer effect, written in the same DB transaction as ours. */
