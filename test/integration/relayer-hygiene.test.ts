@@ -202,6 +202,8 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   let refuseNonce: number | undefined;
   /** The nonces of the `eth_sendRawTransaction` calls that reached the node, in the order they did. */
   const sentNonces: number[] = [];
+  /** How many `eth_sendRawTransaction` calls each request that had any carried (a JSON-RPC batch carries several). */
+  const sendsPerRequest: number[] = [];
 
   beforeAll(async () => {
     tdb = await openTestDatabase(kind);
@@ -209,23 +211,39 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       let body = '';
       req.on('data', (d) => (body += d));
       req.on('end', async () => {
-        const parsed = JSON.parse(body) as { id: number; method: string } | { id: number; method: string }[];
-        for (const { method } of [parsed].flat()) calls.set(method, counted(method) + 1);
-        if (!Array.isArray(parsed) && parsed.method === 'eth_sendRawTransaction') {
+        type Call = { id: number; method: string; params: unknown[] };
+        const parsed = JSON.parse(body) as Call | Call[];
+        const all = [parsed].flat();
+        for (const { method } of all) calls.set(method, counted(method) + 1);
+        // Answered here instead of by the node: refused sends, and the synchronous method where "absent".
+        const answers = new Map<Call, object>();
+        const sends = all.filter((c) => c.method === 'eth_sendRawTransaction');
+        if (sends.length > 0) {
+          sendsPerRequest.push(sends.length);
           await holdSends;
-          const nonce = parseTransaction((parsed as unknown as { params: [Hex] }).params[0]).nonce!;
-          if (nonce === refuseNonce) {
-            const error = { code: -32003, message: 'insufficient funds for gas * price + value' };
-            return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }));
+          for (const call of sends) {
+            const nonce = parseTransaction(call.params[0] as Hex).nonce!;
+            if (nonce === refuseNonce) answers.set(call, { code: -32003, message: 'insufficient funds for gas * price + value' });
+            else sentNonces.push(nonce);
           }
-          sentNonces.push(nonce);
         }
-        if (withoutSync && !Array.isArray(parsed) && parsed.method === 'eth_sendRawTransactionSync') {
-          const error = { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' };
-          return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: parsed.id, error }));
+        for (const call of all) {
+          if (withoutSync && call.method === 'eth_sendRawTransactionSync') {
+            answers.set(call, { code: -32601, message: 'the method eth_sendRawTransactionSync does not exist/is not available' });
+          }
         }
-        const upstream = await fetch(anvil.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
-        res.writeHead(upstream.status, { 'content-type': 'application/json' }).end(await upstream.text());
+        const onward = all.filter((c) => !answers.has(c));
+        const forwarded = JSON.stringify(Array.isArray(parsed) ? onward : onward[0]);
+        const upstream =
+          onward.length === 0
+            ? []
+            : await fetch(anvil.rpcUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: forwarded }).then((r) =>
+                r.json(),
+              );
+        const replies = new Map<number, unknown>([upstream as { id: number }[]].flat().map((r) => [r.id, r]));
+        for (const [call, error] of answers) replies.set(call.id, { jsonrpc: '2.0', id: call.id, error });
+        const reply = all.map((c) => replies.get(c.id));
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? reply : reply[0]));
       });
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
@@ -240,6 +258,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     holdSends = undefined;
     refuseNonce = undefined;
     sentNonces.length = 0;
+    sendsPerRequest.length = 0;
     await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
     await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
   });
@@ -394,7 +413,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       { timeoutMs: 10_000, intervalMs: 20 },
     );
 
-  test('a slow broadcast holds up only the broadcasts after it: the next transactions are signed and recorded meanwhile, and all go out in nonce order', async () => {
+  test('a slow broadcast holds up only the broadcasts after it: the next transactions are signed and recorded meanwhile, then go out together in nonce order', async () => {
     const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
     holdSends = new Promise((r) => (releaseSends = r));
     calls.clear();
@@ -411,12 +430,14 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     const first = Math.min(...recorded);
     expect([...recorded].sort((a, b) => a - b)).toEqual([first, first + 1, first + 2]);
     expect(sentNonces).toEqual([first, first + 1, first + 2]);
+    // The two that waited went in one JSON-RPC batch.
+    expect(sendsPerRequest).toEqual([1, 2]);
     const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
     expect(receipts.map((r) => r?.transactionHash)).toEqual(sent.map((s) => s.hash));
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
   });
 
-  test('a refused broadcast fails only its own send: the ones queued behind it still go out, in nonce order', async () => {
+  test('a refused broadcast fails only its own send: the one batched with it still goes out, in nonce order', async () => {
     const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
     holdSends = new Promise((r) => (releaseSends = r));
     const ids = [0, 1, 2].map((i) => `${kind}-refused-${i}`);
@@ -433,12 +454,13 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     releaseSends();
     const results = await Promise.all(sends);
 
-    // The refusal reaches the send it belongs to; the broadcast queued behind it still went out.
+    // The refusal reaches the send it belongs to; the broadcast batched with it still went out.
     ids.forEach((id, i) => {
       if (id === refused) expect(String(results[i])).toMatch(/insufficient funds/i);
       else expect(results[i]).toMatch(/^0x[0-9a-f]{64}$/);
     });
     expect(sentNonces).toEqual([first, first + 2]);
+    expect(sendsPerRequest).toEqual([1, 2]);
 
     // Its retry (the activity's) re-sends the recorded bytes; then all three are mined.
     refuseNonce = undefined;

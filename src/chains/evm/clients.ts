@@ -19,14 +19,16 @@ const cache = new Map<string, PublicClient>();
 /**
  * One public client per network, over a `fallback` transport of the network's RPC URLs. Each call
  * is bounded (timeout) and retried by viem a couple of times before the activity's own retry, and
- * is a span of the active trace (rpc-spans.ts).
+ * is a span of the active trace (rpc-spans.ts). With `batch`, the calls made in one tick go in one
+ * JSON-RPC batch, in the order they were made (the relayer's queued broadcasts).
  */
-export function publicClientFor(network: EvmNetwork): PublicClient {
-  const key = `${network.id}|${network.rpcUrls.join(',')}`;
+export function publicClientFor(network: EvmNetwork, opts: { batch?: true } = {}): PublicClient {
+  const key = `${network.id}|${network.rpcUrls.join(',')}|${opts.batch ?? false}`;
   let client = cache.get(key);
   if (!client) {
+    const config = { timeout: 10_000, retryCount: 2, retryDelay: 50, batch: opts.batch };
     const transport = fallback(
-      network.rpcUrls.map((url) => tracedHttp(url, network.id, { timeout: 10_000, retryCount: 2, retryDelay: 50 })),
+      network.rpcUrls.map((url) => tracedHttp(url, network.id, config)),
       { rank: false },
     );
     client = createPublicClient({ chain: viemChain(network), transport, pollingInterval: 50 }) as PublicClient;
