@@ -204,6 +204,8 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   const sentNonces: number[] = [];
   /** How many `eth_sendRawTransaction` calls each request that had any carried (a JSON-RPC batch carries several). */
   const sendsPerRequest: number[] = [];
+  /** Answer every JSON-RPC batch with one error, as a provider without batches does. */
+  let refuseBatches = false;
 
   beforeAll(async () => {
     tdb = await openTestDatabase(kind);
@@ -221,6 +223,10 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
         if (sends.length > 0) {
           sendsPerRequest.push(sends.length);
           await holdSends;
+          if (refuseBatches && Array.isArray(parsed)) {
+            const error = { code: -32600, message: 'batch requests are not supported' };
+            return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error }));
+          }
           for (const call of sends) {
             const nonce = parseTransaction(call.params[0] as Hex).nonce!;
             if (nonce === refuseNonce) answers.set(call, { code: -32003, message: 'insufficient funds for gas * price + value' });
@@ -259,6 +265,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     refuseNonce = undefined;
     sentNonces.length = 0;
     sendsPerRequest.length = 0;
+    refuseBatches = false;
     await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
     await rpc(anvil.rpcUrl, 'evm_setAutomine', [true]);
   });
@@ -437,7 +444,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
   });
 
-  test('a refused broadcast fails only its own send: the one batched with it still goes out, in nonce order', async () => {
+  test('a refused broadcast fails only its own send (asked again alone): the one batched with it still goes out, in nonce order', async () => {
     const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
     holdSends = new Promise((r) => (releaseSends = r));
     const ids = [0, 1, 2].map((i) => `${kind}-refused-${i}`);
@@ -460,7 +467,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       else expect(results[i]).toMatch(/^0x[0-9a-f]{64}$/);
     });
     expect(sentNonces).toEqual([first, first + 2]);
-    expect(sendsPerRequest).toEqual([1, 2]);
+    expect(sendsPerRequest).toEqual([1, 2, 1]);
 
     // Its retry (the activity's) re-sends the recorded bytes; then all three are mined.
     refuseNonce = undefined;
@@ -468,6 +475,26 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(retried).toEqual({ hash: (await record(refused)).hash, reused: true });
     await rpc(anvil.rpcUrl, 'evm_mine', []);
     const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
+    expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
+  });
+
+  test('a provider that refuses JSON-RPC batches: each broadcast of the refused batch goes again on its own', async () => {
+    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
+    holdSends = new Promise((r) => (releaseSends = r));
+    refuseBatches = true;
+    const ids = [0, 1, 2].map((i) => `${kind}-unbatched-${i}`);
+    const sends = ids.map((id) => relayer.send(id, { to: to(), data: '0x' }));
+    const recorded = await recordedWhileHeld(ids);
+    releaseSends();
+    const sent = await Promise.all(sends);
+
+    // The first alone, the refused batch of two, then those two alone (side by side, in either order).
+    expect(sendsPerRequest).toEqual([1, 2, 1, 1]);
+    const first = Math.min(...recorded);
+    expect(sentNonces[0]).toBe(first);
+    expect([...sentNonces].sort((a, b) => a - b)).toEqual([first, first + 1, first + 2]);
+    const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));
+    expect(receipts.map((r) => r?.transactionHash)).toEqual(sent.map((s) => s.hash));
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success', 'success']);
   });
 

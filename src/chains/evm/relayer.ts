@@ -512,16 +512,19 @@ export class Relayer {
    * (the queue's median wait was ~190 ms at 1 s blocks and 64 clients); a batch takes about one. A
    * node may handle a batch's calls in any order: a nonce that arrives before the one below it waits
    * in the node's pool for it, as it does when broadcasts overtake each other on separate requests.
-   * Each send learns its own outcome. Never rejects.
+   * A call of a batch that failed goes again alone, and that answer is its send's: a provider may
+   * refuse batches (with one error for all their calls) or cap their size. Never rejects.
    */
   private async flushOutbox(): Promise<void> {
     const turn = this.sendsSync() ? this.outbox.splice(0, 1) : this.outbox.splice(0);
     const at = Date.now();
-    const client = turn.length > 1 ? this.batchClient : this.client;
+    const batched = turn.length > 1;
     await Promise.all(
       turn.map(({ id, tx, resolve, reject }) => {
         this.broadcastAt.put(id, at);
-        return this.broadcast(tx, client).then(resolve, reject);
+        const sent = this.broadcast(tx, batched ? this.batchClient : this.client);
+        const outcome = batched ? sent.catch(() => this.broadcast(tx)) : sent;
+        return outcome.then(resolve, reject);
       }),
     );
   }
