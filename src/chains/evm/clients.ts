@@ -19,8 +19,9 @@ const cache = new Map<string, PublicClient>();
 /**
  * One public client per network, over a `fallback` transport of the network's RPC URLs. Each call
  * is bounded (timeout) and retried by viem a couple of times before the activity's own retry, and
- * is a span of the active trace (rpc-spans.ts). With `batch`, the calls made in one tick go in one
- * JSON-RPC batch, in the order they were made (the relayer's queued broadcasts).
+ * is a span of the active trace (rpc-spans.ts). With `batch`, the calls made before a 0 ms timer
+ * fires go in one JSON-RPC batch (up to 1,000), in the order they were made: the relayer's queued
+ * broadcasts, made in one go. One such client per network, shared by the relayers of every lane.
  */
 export function publicClientFor(network: EvmNetwork, opts: { batch?: true } = {}): PublicClient {
   const key = `${network.id}|${network.rpcUrls.join(',')}|${opts.batch ?? false}`;

@@ -174,8 +174,8 @@ export class Relayer {
     }
     const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees()]);
     // Nonce allocation, signing and recording run one at a time per relayer; the broadcasts follow in
-    // the same order, so the node sees this signer's transactions in nonce order (anvil can stall on
-    // gaps). A concurrent retry of the same activity that recorded first is found by the record's
+    // the same order (`flushOutbox`), so a gap, which the node holds until it fills, is rare and
+    // short. A concurrent retry of the same activity that recorded first is found by the record's
     // unique id below.
     const signed = await this.serialized(async () => {
       for (let attempt = 0; ; attempt++) {
@@ -509,24 +509,28 @@ export class Relayer {
    * One turn of the first broadcasts (`inNonceOrder`): where the node mines at once, the oldest one
    * alone (`broadcast`, synchronous); otherwise every one waiting, in one JSON-RPC batch in nonce
    * order. Under load each broadcast's round trip took ~10 ms and they queued one behind another
-   * (the queue's median wait was ~190 ms at 1 s blocks and 64 clients); a batch takes about one. A
+   * (the queue's median wait was ~130 ms at 1 s blocks and 64 clients); a batch takes about one. A
    * node may handle a batch's calls in any order: a nonce that arrives before the one below it waits
-   * in the node's pool for it, as it does when broadcasts overtake each other on separate requests.
-   * A call of a batch that failed goes again alone, and that answer is its send's: a provider may
-   * refuse batches (with one error for all their calls) or cap their size. Never rejects.
+   * in the node's pool for it. A call of the batch not answered with its own hash (refused; or a
+   * provider that refuses batches, caps their size or answers out of line) goes again alone, the
+   * usual way, one after another in nonce order; that answer is its send's. Never rejects.
    */
   private async flushOutbox(): Promise<void> {
     const turn = this.sendsSync() ? this.outbox.splice(0, 1) : this.outbox.splice(0);
     const at = Date.now();
-    const batched = turn.length > 1;
-    await Promise.all(
-      turn.map(({ id, tx, resolve, reject }) => {
-        this.broadcastAt.put(id, at);
-        const sent = this.broadcast(tx, batched ? this.batchClient : this.client);
-        const outcome = batched ? sent.catch(() => this.broadcast(tx)) : sent;
-        return outcome.then(resolve, reject);
-      }),
+    for (const { id } of turn) this.broadcastAt.put(id, at);
+    if (turn.length === 1) {
+      const [{ tx, resolve, reject }] = turn;
+      return this.broadcast(tx).then(resolve, reject);
+    }
+    const answers = await Promise.allSettled(
+      turn.map(({ tx }) => this.batchClient.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex })),
     );
+    for (const [i, { tx, resolve, reject }] of turn.entries()) {
+      const answer = answers[i];
+      if (answer.status === 'fulfilled' && answer.value.toLowerCase() === tx.hash.toLowerCase()) resolve(undefined);
+      else await this.rebroadcast(tx).then(() => resolve(undefined), reject);
+    }
   }
 
   /** Whether new transactions go out synchronously: the node mines at once, and answers the method (see `broadcast`). */
@@ -547,10 +551,10 @@ export class Relayer {
    * or the node's EIP-7966 code 4) so do the sends after it until transactions are mined at once
    * again, and a node without the method is not asked again.
    */
-  private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>, client = this.client): Promise<TransactionReceipt | undefined> {
+  private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
     if (!this.sendsSync()) {
       // As a re-send: a retry or a repair may have sent these bytes while they waited their turn.
-      await this.rebroadcast(tx, client);
+      await this.rebroadcast(tx);
       return undefined;
     }
     const started = Date.now();
@@ -575,9 +579,9 @@ export class Relayer {
     }
   }
 
-  private async rebroadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>, client = this.client): Promise<void> {
+  private async rebroadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<void> {
     try {
-      await client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
+      await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
     } catch (err) {
       // "already known" / "nonce too low": the node has it or mined it. Anything else is real,
       // unless the node does know the transaction by hash.
