@@ -215,6 +215,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
       req.on('end', async () => {
         type Call = { id: number; method: string; params: unknown[] };
         const parsed = JSON.parse(body) as Call | Call[];
+        const answer = (reply: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reply));
         const all = [parsed].flat();
         for (const { method } of all) calls.set(method, counted(method) + 1);
         // Answered here instead of by the node: refused sends, and the synchronous method where "absent".
@@ -225,7 +226,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
           await holdSends;
           if (refuseBatches && Array.isArray(parsed)) {
             const error = { code: -32600, message: 'batch requests are not supported' };
-            return res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error }));
+            return answer({ jsonrpc: '2.0', id: null, error });
           }
           for (const call of sends) {
             const nonce = parseTransaction(call.params[0] as Hex).nonce!;
@@ -249,7 +250,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
         const replies = new Map<number, unknown>([upstream as { id: number }[]].flat().map((r) => [r.id, r]));
         for (const [call, error] of answers) replies.set(call.id, { jsonrpc: '2.0', id: call.id, error });
         const reply = all.map((c) => replies.get(c.id));
-        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(Array.isArray(parsed) ? reply : reply[0]));
+        answer(Array.isArray(parsed) ? reply : reply[0]);
       });
     });
     await new Promise<void>((r) => proxy.listen(0, '127.0.0.1', r));
@@ -408,6 +409,12 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(receipts.map((r) => r?.status)).toEqual(['success', 'success']);
   });
 
+  /** A relayer that has not learnt the node's pace (its broadcasts are plain), with the proxy holding every broadcast. */
+  const holdingBroadcasts = async () => {
+    holdSends = new Promise((r) => (releaseSends = r));
+    return new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
+  };
+
   /** The nonces of `ids`' records, once all are signed and a broadcast has reached the (holding) proxy. */
   const recordedWhileHeld = (ids: string[]) =>
     waitUntil(
@@ -421,8 +428,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     );
 
   test('a slow broadcast holds up only the broadcasts after it: the next transactions are signed and recorded meanwhile, then go out together in nonce order', async () => {
-    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
-    holdSends = new Promise((r) => (releaseSends = r));
+    const relayer = await holdingBroadcasts();
     calls.clear();
 
     const ids = [0, 1, 2].map((i) => `${kind}-order-${i}`);
@@ -445,8 +451,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   });
 
   test('a refused broadcast fails only its own send (asked again alone): the one batched with it still goes out, in nonce order', async () => {
-    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
-    holdSends = new Promise((r) => (releaseSends = r));
+    const relayer = await holdingBroadcasts();
     const ids = [0, 1, 2].map((i) => `${kind}-refused-${i}`);
     const sends = ids.map((id) =>
       relayer.send(id, { to: to(), data: '0x' }).then(
@@ -479,8 +484,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   });
 
   test('a provider that refuses JSON-RPC batches: the broadcasts of the refused batch go again one by one, in nonce order', async () => {
-    const relayer = new Relayer(counting(), await funded(), tdb.db, { replaceAfterMs: 60_000 });
-    holdSends = new Promise((r) => (releaseSends = r));
+    const relayer = await holdingBroadcasts();
     refuseBatches = true;
     const ids = [0, 1, 2].map((i) => `${kind}-unbatched-${i}`);
     const sends = ids.map((id) => relayer.send(id, { to: to(), data: '0x' }));

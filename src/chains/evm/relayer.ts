@@ -79,7 +79,7 @@ export class Relayer {
   /** False once the node answered that it has no `eth_sendRawTransactionSync`. */
   private syncSends = true;
   readonly client: PublicClient;
-  /** The same node(s), with the calls of one tick in one JSON-RPC batch (see `flushOutbox`). */
+  /** The same node(s), with the calls made together in one JSON-RPC batch (clients.ts; see `flushOutbox`). */
   private readonly batchClient: PublicClient;
   /** The first node, for the synchronous broadcast, which holds up the later ones: asked once, bounded by SYNC_SEND_TIMEOUT_MS. */
   private readonly syncClient: PublicClient;
