@@ -5,7 +5,8 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
-import { Relayer, SYNC_SEND_TIMEOUT_MS } from '../../src/chains/evm/relayer';
+import { Relayer } from '../../src/chains/evm/relayer';
+import { SYNC_SEND_TIMEOUT_MS } from '../../src/chains/evm/relayer-broadcasts';
 import { RelayerTransaction } from '../../src/db/entities';
 import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
 

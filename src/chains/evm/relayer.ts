@@ -1,9 +1,5 @@
 import {
-  BaseError,
   keccak256,
-  MethodNotFoundRpcError,
-  MethodNotSupportedRpcError,
-  TimeoutError,
   parseTransaction,
   type Address,
   type Hex,
@@ -16,7 +12,10 @@ import { UniqueConstraintViolationException, type EntityManager, type MikroORM }
 import { RelayerTransaction } from '../../db/entities';
 import { findRow, inTransaction, insertRow, updateRows } from '../../db/rows';
 import type { EvmNetwork } from '../networks';
-import { oneShotClientFor, publicClientFor } from './clients';
+import { publicClientFor } from './clients';
+import { oneAtATime } from './one-at-a-time';
+import { Broadcasts } from './relayer-broadcasts';
+import { UsedOnce } from './used-once';
 
 /**
  * The relayer of one worker process on one network. It owns its key (no other process signs with
@@ -43,28 +42,14 @@ export class Relayer {
   private feeCache: { at: number; fees: Promise<{ maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }> } | undefined;
   /** The send lock: nonce allocation, signing and recording, one at a time (see `send`). */
   private readonly serialized = oneAtATime();
-  /**
-   * New transactions' first broadcasts, one turn at a time (`flushOutbox`); queued under the send
-   * lock, so in nonce order.
-   */
-  private readonly inNonceOrder = oneAtATime();
-  /** The first broadcasts waiting for their turn, in nonce order (see `flushOutbox`). */
-  private readonly outbox: Outgoing[] = [];
+  /** First broadcasts in nonce order, and re-sends (relayer-broadcasts.ts). */
+  private readonly broadcasts: Broadcasts;
   /** How long receipts have recently taken to appear (ms, moving average): where polling starts. */
   private receiptWaitMs = 0;
-  /**
-   * How long after their broadcast our transactions have recently been found mined (ms, moving
-   * average; undefined until one was): whether the node mines at once (see `broadcast`). Unlike the
-   * receipt waits, a wait that starts late (behind other waits) cannot make a chain with blocks look
-   * quick, and the queue of broadcasts before it does not make a quick node look slow.
-   */
-  private minedAfterMs: number | undefined;
-  /** When each new transaction's first broadcast started, taken by its receipt wait (for `minedAfterMs`). */
-  private readonly broadcastAt = new UsedOnce<number>();
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
   private headPoll: { at: number; head: Promise<bigint> } | undefined;
   /**
-   * What this relayer itself learnt of a record moments ago (within RECENT_MS), each used once:
+   * What this relayer itself learnt of a record moments ago (used-once.ts), each used once:
    * - the record it just signed answers the next `find` of that id (the receipt wait's lookup);
    * - an absence it just saw answers only `send`'s own check (a settlement's verification looked a
    *   moment before). A stale absence there is harmless: the record's unique id refuses a second
@@ -74,15 +59,9 @@ export class Relayer {
   private readonly recent = new UsedOnce<RelayerTransaction | null>();
   /** Gas estimates made by `simulate`, each taken by the `send` of the same id and call. */
   private readonly estimates = new UsedOnce<{ to: Address; data: Hex; gas: Promise<bigint> }>();
-  /** Receipts a synchronous broadcast answered with (see `broadcast`), each taken by the wait for that id. */
+  /** Receipts a synchronous broadcast answered with (relayer-broadcasts.ts), each taken by the wait for that id. */
   private readonly mined = new UsedOnce<TransactionReceipt>();
-  /** False once the node answered that it has no `eth_sendRawTransactionSync`. */
-  private syncSends = true;
   readonly client: PublicClient;
-  /** The same node(s), with the calls made together in one JSON-RPC batch (clients.ts; see `flushOutbox`). */
-  private readonly batchClient: PublicClient;
-  /** The first node, for the synchronous broadcast, which holds up the later ones: asked once, bounded by SYNC_SEND_TIMEOUT_MS. */
-  private readonly syncClient: PublicClient;
   private readonly replaceAfterMs: number;
 
   constructor(
@@ -92,8 +71,7 @@ export class Relayer {
     opts: { replaceAfterMs?: number } = {},
   ) {
     this.client = publicClientFor(network);
-    this.batchClient = publicClientFor(network, { batch: true });
-    this.syncClient = oneShotClientFor(network, SYNC_SEND_TIMEOUT_MS);
+    this.broadcasts = new Broadcasts(network, this.client);
     this.replaceAfterMs = opts.replaceAfterMs ?? 20_000;
   }
 
@@ -132,7 +110,7 @@ export class Relayer {
   /**
    * Simulates the call `send(id, call)` is about to make (the gas estimate, which runs it against the
    * chain's latest state), for the caller to learn whether it would succeed now. `send` takes this
-   * estimate when the call is the same, it is fresh (RECENT_MS) and it succeeded, else estimates
+   * estimate when the call is the same, it is fresh (used-once.ts) and it succeeded, else estimates
    * again: one simulation per transaction. Reads only. Rejects as viem's estimate does (a revert, or
    * no answer).
    */
@@ -169,12 +147,12 @@ export class Relayer {
     const existing = this.recent.take(id, (tx) => tx === null) ? null : await this.find(id);
     if (existing) {
       this.estimates.delete(id);
-      await this.rebroadcast(existing);
+      await this.broadcasts.rebroadcast(existing);
       return { hash: existing.hash as Hex, reused: true };
     }
     const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees()]);
     // Nonce allocation, signing and recording run one at a time per relayer; the broadcasts follow in
-    // the same order (`flushOutbox`), so a gap, which the node holds until it fills, is rare and
+    // the same order (`Broadcasts.queue`), so a gap, which the node holds until it fills, is rare and
     // short. A concurrent retry of the same activity that recorded first is found by the record's
     // unique id below.
     const signed = await this.serialized(async () => {
@@ -214,11 +192,7 @@ export class Relayer {
         }
         // Queued here, in nonce order, but sent after the lock: the next transaction is signed and
         // recorded while this one goes out (under load the broadcast was most of the time in the lock).
-        const out = new Promise<TransactionReceipt | undefined>((resolve, reject) =>
-          this.outbox.push({ id, tx: { rawTx, hash }, resolve, reject }),
-        );
-        void this.inNonceOrder(() => this.flushOutbox()); // one turn per queued broadcast: none is left behind
-        return { hash, reused: false, out };
+        return { hash, reused: false, out: this.broadcasts.queue(id, { rawTx, hash }) };
       }
     });
     if (!signed.out) return { hash: signed.hash, reused: signed.reused };
@@ -245,7 +219,6 @@ export class Relayer {
   ): Promise<TransactionReceipt | null> {
     const known = this.mined.take(tx.id, (r) => Relayer.hashesOf(tx).includes(r.transactionHash));
     if (known) {
-      this.broadcastAt.delete(tx.id); // the synchronous broadcast timed this one itself
       await this.markMined(tx.id, known.value, onMined);
       tx.hash = known.value.transactionHash;
       return known.value;
@@ -271,8 +244,7 @@ export class Relayer {
         const receipt = await this.receiptOfAny(current);
         if (receipt) {
           this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
-          const sentAt = this.broadcastAt.take(current.id, () => true)?.value ?? new Date(current.updatedAt).getTime();
-          this.noteMinedAfter(Date.now() - sentAt);
+          this.broadcasts.minedNow(current.id, new Date(current.updatedAt).getTime());
           await this.markMined(current.id, receipt, onMined);
           tx.hash = receipt.transactionHash;
           return receipt;
@@ -290,7 +262,7 @@ export class Relayer {
       await new Promise((r) => setTimeout(r, delay));
       delay = Math.min(delay * 2, MAX_POLL_MS);
     }
-    await this.rebroadcast(current).catch(() => undefined);
+    await this.broadcasts.rebroadcast(current).catch(() => undefined);
     return null;
   }
 
@@ -309,7 +281,7 @@ export class Relayer {
         : await this.serialized(async () => {
             const tx = (await this.find(id))!;
             if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
-            await this.rebroadcast(tx);
+            await this.broadcasts.rebroadcast(tx);
             await this.touch(tx);
             return tx;
           });
@@ -386,7 +358,7 @@ export class Relayer {
       );
       if (!known) {
         try {
-          await this.rebroadcast(tx);
+          await this.broadcasts.rebroadcast(tx);
           await this.touch(tx); // give the re-sent bytes their own replaceAfterMs
           return tx;
         } catch {
@@ -431,7 +403,7 @@ export class Relayer {
       throw err;
     }
     const next = Object.assign(new RelayerTransaction(), tx, { rawTx, hash, hashes, nonce, updatedAt });
-    await this.rebroadcast(next);
+    await this.broadcasts.rebroadcast(next);
     return next;
   }
 
@@ -451,7 +423,7 @@ export class Relayer {
     for (let nonce = from; nonce < to; nonce++) {
       const row = byNonce.get(nonce);
       if (row) {
-        await this.rebroadcast(row).catch(() => undefined); // its own waiter replaces it if underpriced
+        await this.broadcasts.rebroadcast(row).catch(() => undefined); // its own waiter replaces it if underpriced
         continue;
       }
       const rawTx = await this.account.signTransaction({
@@ -476,7 +448,7 @@ export class Relayer {
         createdAt: now,
         updatedAt: now,
       });
-      await this.rebroadcast({ rawTx, hash } as RelayerTransaction);
+      await this.broadcasts.rebroadcast({ rawTx, hash });
     }
   }
 
@@ -495,102 +467,8 @@ export class Relayer {
         { chainId: this.network.chainId!, signer: this.address.toLowerCase(), status: 'signed' },
         { orderBy: { nonce: 'asc' } },
       );
-    for (const tx of pending) await this.rebroadcast(tx);
+    for (const tx of pending) await this.broadcasts.rebroadcast(tx);
     return pending.length;
-  }
-
-  private noteMinedAfter(ms: number): void {
-    if (!Number.isFinite(ms)) return; // an unreadable time says nothing of the pace
-    const capped = Math.min(Math.max(ms, 0), SYNC_SEND_TIMEOUT_MS);
-    this.minedAfterMs = this.minedAfterMs === undefined ? capped : (this.minedAfterMs * 4 + capped) / 5;
-  }
-
-  /**
-   * One turn of the first broadcasts (`inNonceOrder`): where the node mines at once, the oldest one
-   * alone (`broadcast`, synchronous); otherwise every one waiting, in one JSON-RPC batch in nonce
-   * order. Under load each broadcast's round trip took ~10 ms and they queued one behind another
-   * (the queue's median wait was ~130 ms at 1 s blocks and 64 clients); a batch takes about one. A
-   * node may handle a batch's calls in any order: a nonce that arrives before the one below it waits
-   * in the node's pool for it. A call of the batch not answered with its own hash (refused; or a
-   * provider that refuses batches, caps their size or answers out of line) goes again alone, the
-   * usual way, one after another in nonce order; that answer is its send's. Never rejects.
-   */
-  private async flushOutbox(): Promise<void> {
-    const turn = this.sendsSync() ? this.outbox.splice(0, 1) : this.outbox.splice(0);
-    const at = Date.now();
-    for (const { id } of turn) this.broadcastAt.put(id, at);
-    if (turn.length === 1) {
-      const [{ tx, resolve, reject }] = turn;
-      return this.broadcast(tx).then(resolve, reject);
-    }
-    const answers = await Promise.allSettled(
-      turn.map(({ tx }) => this.batchClient.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex })),
-    );
-    for (const [i, { tx, resolve, reject }] of turn.entries()) {
-      const answer = answers[i];
-      if (answer.status === 'fulfilled' && answer.value.toLowerCase() === tx.hash.toLowerCase()) resolve(undefined);
-      else await this.rebroadcast(tx).then(() => resolve(undefined), reject);
-    }
-  }
-
-  /** Whether new transactions go out synchronously: the node mines at once, and answers the method (see `broadcast`). */
-  private sendsSync(): boolean {
-    return this.syncSends && this.minedAfterMs !== undefined && this.minedAfterMs < SYNC_SEND_UNDER_MS;
-  }
-
-  /**
-   * A new transaction's first broadcast, after the ones signed before it (`inNonceOrder`). Where our
-   * transactions have recently been mined within SYNC_SEND_UNDER_MS of signing (the node mines at
-   * once, as anvil's automine does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is
-   * the receipt: the receipt polls after it are spared. The later broadcasts wait while the node
-   * mines, so the call goes to one node, once, bounded by SYNC_SEND_TIMEOUT_MS on our side (anvil
-   * refuses EIP-7966's own timeout parameter). Until the pace is known (a relayer's first transaction)
-   * it sends plainly: on a chain with blocks a synchronous send would hold every broadcast queued
-   * behind it for up to a block. Whatever the synchronous call did not settle goes the plain way
-   * (`rebroadcast`: retried, "already known" taken as sent, a refusal thrown); after a timeout (ours,
-   * or the node's EIP-7966 code 4) so do the sends after it until transactions are mined at once
-   * again, and a node without the method is not asked again.
-   */
-  private async broadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<TransactionReceipt | undefined> {
-    if (!this.sendsSync()) {
-      // As a re-send: a retry or a repair may have sent these bytes while they waited their turn.
-      await this.rebroadcast(tx);
-      return undefined;
-    }
-    const started = Date.now();
-    try {
-      const receipt = await this.syncClient.sendRawTransactionSync({ serializedTransaction: tx.rawTx as Hex, throwOnReceiptRevert: false });
-      this.noteMinedAfter(Date.now() - started);
-      return receipt;
-    } catch (err) {
-      const found = (test: (e: unknown) => boolean) => err instanceof BaseError && err.walk(test) !== null;
-      if (found((e) => e instanceof TimeoutError || (e as { code?: unknown }).code === 4)) this.noteMinedAfter(SYNC_SEND_TIMEOUT_MS);
-      const unsupported = found(
-        (e) =>
-          e instanceof MethodNotFoundRpcError ||
-          e instanceof MethodNotSupportedRpcError ||
-          (e instanceof BaseError &&
-            /method/i.test(e.details) &&
-            /not found|not supported|unsupported|does not exist|not available/i.test(e.details)),
-      );
-      if (unsupported) this.syncSends = false;
-      await this.rebroadcast(tx);
-      return undefined;
-    }
-  }
-
-  private async rebroadcast(tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>): Promise<void> {
-    try {
-      await this.client.sendRawTransaction({ serializedTransaction: tx.rawTx as Hex });
-    } catch (err) {
-      // "already known" / "nonce too low": the node has it or mined it. Anything else is real,
-      // unless the node does know the transaction by hash.
-      const known = await this.client.getTransaction({ hash: tx.hash as Hex }).then(
-        () => true,
-        () => false,
-      );
-      if (!known && !/nonce too low|already known|already imported|known transaction/i.test(String(err))) throw err;
-    }
   }
 
   /** Records the outcome, with the caller's own record of it (`onMined`) in the same DB transaction. */
@@ -628,69 +506,8 @@ export class Relayer {
   }
 }
 
-/** Runs each function given after every one given before it has settled, whatever its outcome. */
-function oneAtATime(): <T>(fn: () => Promise<T>) => Promise<T> {
-  let tail: Promise<unknown> = Promise.resolve();
-  return (fn) => {
-    const run = tail.then(fn, fn);
-    tail = run.catch(() => undefined);
-    return run;
-  };
-}
-
-/** A first broadcast waiting for its turn, and the settling of its send's `out`. */
-type Outgoing = {
-  id: string;
-  tx: Pick<RelayerTransaction, 'rawTx' | 'hash'>;
-  resolve: (receipt: TransactionReceipt | undefined) => void;
-  reject: (err: unknown) => void;
-};
-
 /** A caller's own record of a relayer effect, written in the same DB transaction as ours. */
 export type AlsoWrite<T> = (em: EntityManager, value: T) => Promise<unknown>;
-
-/**
- * Values a relayer keeps for one later use (see `recent` and `estimates`): each is taken at most once,
- * only within RECENT_MS of being put, and at most RECENT_MAX are kept (those nobody took, such as a
- * rejected payment's absence, go oldest first).
- */
-class UsedOnce<V> {
-  private readonly entries = new Map<string, { value: V; at: number }>();
-
-  put(id: string, value: V): void {
-    this.entries.delete(id); // re-inserted last, so the oldest stays first
-    this.entries.set(id, { value, at: Date.now() });
-    if (this.entries.size > RECENT_MAX) this.entries.delete(this.entries.keys().next().value!);
-  }
-
-  has(id: string): boolean {
-    return this.entries.has(id);
-  }
-
-  delete(id: string): void {
-    this.entries.delete(id);
-  }
-
-  /** The entry of `id` if `wanted` accepts it, removed; undefined as well when it was too old. */
-  take(id: string, wanted: (value: V) => boolean): { value: V } | undefined {
-    const entry = this.entries.get(id);
-    if (!entry || !wanted(entry.value)) return undefined;
-    this.entries.delete(id);
-    return Date.now() - entry.at < RECENT_MS ? entry : undefined;
-  }
-}
-
-/** Transactions mined within this (ms) of signing, on a moving average, mean the node mines at once: new ones are broadcast synchronously. */
-const SYNC_SEND_UNDER_MS = 50;
-
-/** How long a synchronous broadcast may hold up the later ones (ms) before the plain path takes over. */
-export const SYNC_SEND_TIMEOUT_MS = 1_000;
-
-/** How long a value a relayer kept for later serves (see UsedOnce). */
-const RECENT_MS = 5_000;
-
-/** At most this many such values are kept per store. */
-const RECENT_MAX = 1_024;
 
 /** How long one fee estimate serves new transactions: at most about one block. */
 const FEE_CACHE_MS = 1_000;
