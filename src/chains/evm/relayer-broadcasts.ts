@@ -13,7 +13,7 @@ import { oneShotClientFor, publicClientFor } from './clients';
 import { oneAtATime } from './one-at-a-time';
 import { UsedOnce } from './used-once';
 
-/** Transactions mined within this (ms) of signing, on a moving average, mean the node mines at once: new ones are broadcast synchronously. */
+/** Transactions mined within this (ms) of their first broadcast, on a moving average, mean the node mines at once: new ones are broadcast synchronously. */
 const SYNC_SEND_UNDER_MS = 50;
 
 /** How long a synchronous broadcast may hold up the later ones (ms) before the plain path takes over. */
@@ -142,7 +142,7 @@ export class Broadcasts {
 
   /**
    * A new transaction's first broadcast, after the ones signed before it (`inNonceOrder`). Where our
-   * transactions have recently been mined within SYNC_SEND_UNDER_MS of signing (the node mines at
+   * transactions have recently been mined within SYNC_SEND_UNDER_MS of their first broadcast (the node mines at
    * once, as anvil's automine does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is
    * the receipt: the receipt polls after it are spared. The later broadcasts wait while the node
    * mines, so the call goes to one node, once, bounded by SYNC_SEND_TIMEOUT_MS on our side (anvil

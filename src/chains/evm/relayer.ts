@@ -49,7 +49,7 @@ export class Relayer {
   /** The latest head poll, shared by every waiter of this relayer (see `headAfter`). */
   private headPoll: { at: number; head: Promise<bigint> } | undefined;
   /**
-   * What this relayer itself learnt of a record moments ago (used-once.ts), each used once:
+   * What this relayer itself learnt of a record moments ago (RECENT_MS, used-once.ts), each used once:
    * - the record it just signed answers the next `find` of that id (the receipt wait's lookup);
    * - an absence it just saw answers only `send`'s own check (a settlement's verification looked a
    *   moment before). A stale absence there is harmless: the record's unique id refuses a second
@@ -110,7 +110,7 @@ export class Relayer {
   /**
    * Simulates the call `send(id, call)` is about to make (the gas estimate, which runs it against the
    * chain's latest state), for the caller to learn whether it would succeed now. `send` takes this
-   * estimate when the call is the same, it is fresh (used-once.ts) and it succeeded, else estimates
+   * estimate when the call is the same, it is fresh (RECENT_MS, used-once.ts) and it succeeded, else estimates
    * again: one simulation per transaction. Reads only. Rejects as viem's estimate does (a revert, or
    * no answer).
    */
