@@ -142,9 +142,9 @@ export class Broadcasts {
 
   /**
    * A new transaction's first broadcast, after the ones signed before it (`inNonceOrder`). Where our
-   * transactions have recently been mined within SYNC_SEND_UNDER_MS of their first broadcast (the node mines at
-   * once, as anvil's automine does), it asks `eth_sendRawTransactionSync` (EIP-7966), whose answer is
-   * the receipt: the receipt polls after it are spared. The later broadcasts wait while the node
+   * transactions have recently been mined within SYNC_SEND_UNDER_MS of their first broadcast (the
+   * node mines at once, as anvil's automine does), it asks `eth_sendRawTransactionSync` (EIP-7966),
+   * whose answer is the receipt: the receipt polls after it are spared. The later broadcasts wait while the node
    * mines, so the call goes to one node, once, bounded by SYNC_SEND_TIMEOUT_MS on our side (anvil
    * refuses EIP-7966's own timeout parameter). Until the pace is known (a relayer's first transaction)
    * it sends plainly: on a chain with blocks a synchronous send would hold every broadcast queued

@@ -110,9 +110,9 @@ export class Relayer {
   /**
    * Simulates the call `send(id, call)` is about to make (the gas estimate, which runs it against the
    * chain's latest state), for the caller to learn whether it would succeed now. `send` takes this
-   * estimate when the call is the same, it is fresh (RECENT_MS, used-once.ts) and it succeeded, else estimates
-   * again: one simulation per transaction. Reads only. Rejects as viem's estimate does (a revert, or
-   * no answer).
+   * estimate when the call is the same, it is fresh (RECENT_MS, used-once.ts) and it succeeded,
+   * else estimates again: one simulation per transaction. Reads only. Rejects as viem's estimate
+   * does (a revert, or no answer).
    */
   simulate(id: string, call: { to: Address; data: Hex }): Promise<bigint> {
     const gas = this.estimateGas(call);
