@@ -204,6 +204,11 @@ export interface EvmNetwork {
   rpcUrls: string[];
   /** The smallest payment we pay gas to settle (atomic units; `MIN_SETTLE_AMOUNT_<NET>`). */
   minSettleAmount: bigint;
+  /**
+   * The most the relayer ever offers per gas (wei; `MAX_FEE_PER_GAS_<NET>`): new transactions and
+   * replacement bumps stop there, and a transaction at the ceiling waits for an operator.
+   */
+  maxFeePerGas: bigint;
   /** Settlement works here: chain id, RPC, facilitator and USDC (not needed on permit-only networks) are all known. */
   enabled: boolean;
 }
@@ -245,9 +250,36 @@ function minSettleAmount(env: Record<string, string | undefined>, id: string, te
   return configured ?? DEFAULT_MIN_SETTLE_AMOUNT[testnet ? 'testnet' : 'mainnet'];
 }
 
+const GWEI = 1_000_000_000n;
+
+/**
+ * The fee ceiling's default (wei per gas), far above the usual fees and below what a fee spike or a
+ * runaway bump would reach: Ethereum's base fee has spiked past 200 gwei, Polygon's gas price is
+ * counted in POL and has spiked past 1,000 gwei, and the L2s and other chains settle well under 1 gwei
+ * (BSC and Avalanche at a few gwei). `MAX_FEE_PER_GAS_<NET>` overrides it.
+ */
+export const DEFAULT_MAX_FEE_PER_GAS: Partial<Record<EvmNetworkId, bigint>> & { other: bigint } = {
+  ethereum: 500n * GWEI,
+  polygon: 5_000n * GWEI,
+  other: 100n * GWEI,
+};
+
+function maxFeePerGas(env: Record<string, string | undefined>, id: EvmNetworkId): bigint {
+  const configured = readEnv(env, `MAX_FEE_PER_GAS_${envSuffix(id)}`, (v) =>
+    BigInt(
+      z
+        .string()
+        .regex(/^[1-9]\d{0,30}$/)
+        .parse(v),
+    ),
+  );
+  return configured ?? DEFAULT_MAX_FEE_PER_GAS[id] ?? DEFAULT_MAX_FEE_PER_GAS.other;
+}
+
 /**
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`, `MIN_SETTLE_AMOUNT_<NET>`,
+ * `MAX_FEE_PER_GAS_<NET>` (wei),
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
  * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
  * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
@@ -317,6 +349,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       permitOnly: s.permitOnly ?? false,
       rpcUrls,
       minSettleAmount: minSettleAmount(env, id, s.testnet),
+      maxFeePerGas: maxFeePerGas(env, id),
       // Settlement needs the token too: without USDC every exact/upto payment would fail, so /v1/supported
       // must not list it (the permit endpoint names its token per request).
       enabled: chainId !== undefined && rpcUrls.length > 0 && facilitator !== undefined && (usdc !== undefined || (s.permitOnly ?? false)),

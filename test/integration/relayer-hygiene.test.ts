@@ -17,13 +17,15 @@ import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
  */
 const REPLACE_AFTER_MS = 1_000;
 const GWEI = 1_000_000_000n;
+/** A fee ceiling above the 1,000 gwei base fee the underpriced test sets, which later blocks decay from (the ceiling has its own test). */
+const CEILING = (100_000n * GWEI).toString();
 
 let anvil: Anvil;
 let network: EvmNetwork;
 
 beforeAll(async () => {
   anvil = await startAnvil({ chainId: 84532, log: () => undefined });
-  network = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl }).get('base-sepolia')!;
+  network = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl, MAX_FEE_PER_GAS_BASE_SEPOLIA: CEILING }).get('base-sepolia')!;
 });
 afterAll(() => anvil?.stop());
 
@@ -176,10 +178,11 @@ describe.each(DB_KINDS)('relayer hygiene (%s)', (kind) => {
     expect(await relayer.find('elsewhere')).toBeNull();
     // Meanwhile another process with this key records and sends the same effect.
     const other = new Relayer(network, account, tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
-    const { hash } = await other.send('elsewhere', { to: fresh(), data: '0x' });
+    const call = { to: fresh(), data: '0x' } as const;
+    const { hash } = await other.send('elsewhere', call);
 
     // The record's unique id decides: the other transaction, and nothing broadcast for a second nonce.
-    expect(await relayer.send('elsewhere', { to: fresh(), data: '0x' })).toEqual({ hash, reused: true });
+    expect(await relayer.send('elsewhere', call)).toEqual({ hash, reused: true });
     expect(await client.getTransactionCount({ address: account.address, blockTag: 'pending' })).toBe(1);
     expect(await relayer.find('elsewhere')).toMatchObject({ hash, nonce: 0, status: 'signed' });
   });
@@ -274,7 +277,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
 
   const counting = () => {
     const url = `http://127.0.0.1:${(proxy.address() as AddressInfo).port}`;
-    return buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: url }).get('base-sepolia')!;
+    return buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: url, MAX_FEE_PER_GAS_BASE_SEPOLIA: CEILING }).get('base-sepolia')!;
   };
   const funded = async () => {
     const account = privateKeyToAccount(generatePrivateKey());
@@ -454,8 +457,9 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   test('a refused broadcast fails only its own send (asked again alone): the one batched with it still goes out, in nonce order', async () => {
     const relayer = await holdingBroadcasts();
     const ids = [0, 1, 2].map((i) => `${kind}-refused-${i}`);
+    const calls = new Map(ids.map((id) => [id, { to: to(), data: '0x' as const }]));
     const sends = ids.map((id) =>
-      relayer.send(id, { to: to(), data: '0x' }).then(
+      relayer.send(id, calls.get(id)!).then(
         (s) => s.hash,
         (err: unknown) => err,
       ),
@@ -477,7 +481,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
 
     // Its retry (the activity's) re-sends the recorded bytes; then all three are mined.
     refuseNonce = undefined;
-    const retried = await relayer.send(refused, { to: to(), data: '0x' });
+    const retried = await relayer.send(refused, calls.get(refused)!);
     expect(retried).toEqual({ hash: (await record(refused)).hash, reused: true });
     await rpc(anvil.rpcUrl, 'evm_mine', []);
     const receipts = await Promise.all(ids.map(async (id) => relayer.waitForReceipt(await record(id), 20_000)));

@@ -96,6 +96,7 @@ describe('buildNetworkTable defaults', () => {
       permitOnly: false,
       rpcUrls: ['http://127.0.0.1:8545'],
       minSettleAmount: 1n,
+      maxFeePerGas: 100_000_000_000n,
       enabled: true,
     });
   });
@@ -132,6 +133,7 @@ describe('buildNetworkTable defaults', () => {
       permitOnly: false,
       rpcUrls: [],
       minSettleAmount: 1000n,
+      maxFeePerGas: 100_000_000_000n,
       enabled: false,
     });
   });
@@ -338,6 +340,21 @@ describe('minimum settle amount (gas griefing)', () => {
 
   it('refuses a value that is not a whole number of atomic units', () => {
     expect(configError({ MIN_SETTLE_AMOUNT_BASE: '0.5' }).message).toContain('MIN_SETTLE_AMOUNT_BASE');
+  });
+});
+
+describe('the fee ceiling (MAX_FEE_PER_GAS_<NET>)', () => {
+  it('defaults to 100 gwei, 500 on Ethereum and 5,000 on Polygon, and MAX_FEE_PER_GAS_<NET> (wei) overrides it', () => {
+    const gwei = 1_000_000_000n;
+    const table = buildNetworkTable({ MAX_FEE_PER_GAS_BASE: '2000000000' });
+    expect(table.get('base')!.maxFeePerGas).toBe(2n * gwei);
+    expect(table.get('optimism')!.maxFeePerGas).toBe(100n * gwei);
+    expect(table.get('ethereum')!.maxFeePerGas).toBe(500n * gwei);
+    expect(table.get('polygon')!.maxFeePerGas).toBe(5_000n * gwei);
+  });
+
+  it('refuses zero, a fraction and a word', () => {
+    for (const v of ['0', '1.5', 'high']) expect(configError({ MAX_FEE_PER_GAS_BASE: v }).message).toContain('MAX_FEE_PER_GAS_BASE');
   });
 });
 

@@ -1,4 +1,5 @@
 import {
+  TransactionReceiptNotFoundError,
   keccak256,
   parseTransaction,
   type Address,
@@ -30,12 +31,14 @@ import { UsedOnce } from './used-once';
  *   filled with a zero-value transfer to ourselves;
  * - a transaction the node no longer knows is re-sent with the same bytes;
  * - one the node holds but does not mine is replaced: same nonce, both fees raised by 12.5%
- *   (EIP-1559 pools require at least 10%) or to the current estimate if higher;
- * - if the chain has used our nonce but no hash we ever sent for this effect has a receipt, the
- *   nonce went to some other transaction (never assume it was ours): the same call is signed again
- *   with a new nonce.
- * Every hash sent for an effect is recorded before it is broadcast, and a receipt of any of them
- * settles the effect.
+ *   (EIP-1559 pools require at least 10%) or to the current estimate if higher, never above the
+ *   network's fee ceiling (`maxFeePerGas`); at the ceiling it is only re-sent, and waits;
+ * - if the chain has used our nonce, the transaction that used it is read from the block that used it
+ *   (`nonceHolder`). Only when that block names a transaction that is none of ours is the same call
+ *   signed again with a new nonce.
+ * Unknown is never absent: an RPC error, a timeout or a lagging replica's "no receipt" proves nothing,
+ * and a repair that meets one does nothing and waits. Every hash sent for an effect is recorded before
+ * it is broadcast, and a receipt of any of them settles the effect (a successful one first).
  */
 export class Relayer {
   private nextNonce: number | undefined;
@@ -147,10 +150,12 @@ export class Relayer {
     const existing = this.recent.take(id, (tx) => tx === null) ? null : await this.find(id);
     if (existing) {
       this.estimates.delete(id);
+      // Another caller's effect under this id (a failed run's id reused with other input): never adopted.
+      if (!Relayer.records(existing, call)) throw new RecordedCallMismatch(id);
       await this.broadcasts.rebroadcast(existing);
       return { hash: existing.hash as Hex, reused: true };
     }
-    const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees()]);
+    const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees().then((f) => this.capped(f))]);
     // Nonce allocation, signing and recording run one at a time per relayer; the broadcasts follow in
     // the same order (`Broadcasts.queue`), so a gap, which the node holds until it fills, is rare and
     // short. A concurrent retry of the same activity that recorded first is found by the record's
@@ -241,7 +246,8 @@ export class Relayer {
       // Null (polling, or the head unknown): look for the receipt every time.
       const head = perBlock ? await this.headAfter(seen, Math.min(reread, deadline, replaceAt) - Date.now()) : null;
       if (head === null || head > seen) {
-        const receipt = await this.receiptOfAny(current);
+        // An RPC error is unknown (undefined), not "no receipt": asked again at the next poll.
+        const receipt = await this.receiptOfAny(current).catch(() => undefined);
         if (receipt) {
           this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
           this.broadcasts.minedNow(current.id, new Date(current.updatedAt).getTime());
@@ -249,7 +255,7 @@ export class Relayer {
           tx.hash = receipt.transactionHash;
           return receipt;
         }
-        if (head !== null) seen = head;
+        if (head !== null) seen = head; // a failed lookup too: asked again at the next block, not in a loop
       }
       onPoll?.();
       if (Date.now() >= replaceAt) {
@@ -280,8 +286,8 @@ export class Relayer {
         ? await this.repair(id)
         : await this.serialized(async () => {
             const tx = (await this.find(id))!;
-            if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
-            await this.broadcasts.rebroadcast(tx);
+            if (tx.status !== 'signed' || (await this.receiptOfAny(tx).catch(() => undefined))) return tx;
+            await this.broadcasts.rebroadcast(tx); // the same bytes: harmless whatever the chain knows
             await this.touch(tx);
             return tx;
           });
@@ -319,12 +325,65 @@ export class Relayer {
     return [tx.hash as Hex, ...all.filter((h) => h !== tx.hash).reverse()];
   }
 
+  /** Whether `tx` was signed for this very call (a record's call is never another's). */
+  static records(tx: RelayerTransaction, call: { to: Address; data: Hex }): boolean {
+    const signed = parseTransaction(tx.rawTx as Hex);
+    return signed.to?.toLowerCase() === call.to.toLowerCase() && (signed.data ?? '0x').toLowerCase() === call.data.toLowerCase();
+  }
+
+  /**
+   * A receipt of any hash sent for this effect, a successful one first (a later duplicate's revert is
+   * never the answer when another of its hashes moved the money); null when every lookup answered
+   * "no receipt". Throws when any lookup fails: an unanswered question is never an absence. A null
+   * from a lagging replica is still only "not seen": nothing is ever re-signed on it (see `repair`).
+   */
   private async receiptOfAny(tx: RelayerTransaction): Promise<TransactionReceipt | null> {
+    let reverted: TransactionReceipt | null = null;
     for (const hash of Relayer.hashesOf(tx)) {
-      const receipt = await this.client.getTransactionReceipt({ hash }).catch(() => null);
-      if (receipt) return receipt;
+      const receipt = await this.client.getTransactionReceipt({ hash }).catch((err: unknown) => {
+        if (err instanceof TransactionReceiptNotFoundError) return null;
+        throw err;
+      });
+      if (receipt?.status === 'success') return receipt;
+      reverted ??= receipt;
     }
-    return null;
+    return reverted;
+  }
+
+  /**
+   * The hash of the transaction that used `nonce` of our account, read from the block that used it:
+   * the lowest block whose nonce count passes it (each count pinned to one block number), then that
+   * block's own transactions. Every read names its block, so a lagging replica either answers as the
+   * chain did at that block or fails ("header not found"). Throws (unknown) when any read fails, when
+   * the head's count says the nonce is unused, or when the block shows no such transaction (replicas
+   * that disagree, or a reorg between the reads).
+   */
+  private async nonceHolder(nonce: number): Promise<Hex> {
+    const countAt = (blockNumber: bigint) =>
+      blockNumber < 0n ? Promise.resolve(0) : this.client.getTransactionCount({ address: this.address, blockNumber });
+    let hi = await this.client.getBlockNumber({ cacheTime: 0 });
+    if ((await countAt(hi)) <= nonce) throw new Error(`nonce ${nonce} is not used at block ${hi}`);
+    // Back from the head in doubling steps to a block where the nonce was not yet used, then bisect.
+    let lo = hi - 1n;
+    for (let step = 1n; (await countAt(lo)) > nonce; step *= 2n) [hi, lo] = [lo, lo - step < -1n ? -1n : lo - step];
+    while (hi - lo > 1n) {
+      const mid = (hi + lo) / 2n;
+      if ((await countAt(mid)) > nonce) hi = mid;
+      else lo = mid;
+    }
+    const block = await this.client.getBlock({ blockNumber: hi, includeTransactions: true });
+    const me = this.address.toLowerCase();
+    const holder = block.transactions.find((t) => t.from.toLowerCase() === me && t.nonce === nonce);
+    if (!holder) throw new Error(`block ${hi} shows no transaction of ours at nonce ${nonce}`);
+    return holder.hash;
+  }
+
+  /** Fees no higher than the network's ceiling (`maxFeePerGas` in the network table). */
+  private capped(fees: { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint }) {
+    const ceiling = this.network.maxFeePerGas;
+    const maxFeePerGas = fees.maxFeePerGas > ceiling ? ceiling : fees.maxFeePerGas;
+    const maxPriorityFeePerGas = fees.maxPriorityFeePerGas > maxFeePerGas ? maxFeePerGas : fees.maxPriorityFeePerGas;
+    return { maxFeePerGas, maxPriorityFeePerGas };
   }
 
   /**
@@ -337,14 +396,19 @@ export class Relayer {
       const tx = (await this.find(id))!;
       // Another key recorded it (lanes were reconfigured): only that key may sign for it; we just wait.
       if (tx.signer !== this.address.toLowerCase()) return tx;
+      // A lookup that fails throws here: the repair is tried again a replaceAfterMs later.
       if (tx.status !== 'signed' || (await this.receiptOfAny(tx))) return tx;
       const used = await this.client.getTransactionCount({ address: this.address, blockTag: 'latest' });
       if (used > tx.nonce) {
-        // Our nonce is spent. Asked again after reading the count (one of ours may have been mined
-        // in between): if none of our hashes has a receipt, the nonce went to another transaction.
-        if (await this.receiptOfAny(tx)) return tx;
+        // Our nonce is spent. Signed again only on proof, from the block that used it, that the
+        // transaction there is none of ours; one of ours there is mined, and its receipt will be found.
+        const holder = await this.nonceHolder(tx.nonce);
+        if (Relayer.hashesOf(tx).some((h) => h.toLowerCase() === holder.toLowerCase())) {
+          await this.touch(tx);
+          return tx;
+        }
         this.nextNonce = undefined;
-        return this.resign(tx, await this.allocateNonce(), await this.client.estimateFeesPerGas());
+        return this.resign(tx, await this.allocateNonce(), this.capped(await this.client.estimateFeesPerGas()));
       }
       if (used < tx.nonce) {
         // Lower nonces first; this one is looked at again a replaceAfterMs later if still unmined.
@@ -368,9 +432,19 @@ export class Relayer {
       const old = parseTransaction(tx.rawTx as Hex) as TransactionSerializableEIP1559;
       const estimate = await this.client.estimateFeesPerGas();
       const bump = (v: bigint | undefined) => ((v ?? 0n) * 9n + 7n) / 8n; // +12.5%, rounded up
-      const maxPriorityFeePerGas = max(bump(old.maxPriorityFeePerGas), estimate.maxPriorityFeePerGas);
-      const maxFeePerGas = max(bump(old.maxFeePerGas), estimate.maxFeePerGas, maxPriorityFeePerGas);
-      return this.resign(tx, tx.nonce, { maxFeePerGas, maxPriorityFeePerGas });
+      const priority = max(bump(old.maxPriorityFeePerGas), estimate.maxPriorityFeePerGas);
+      const fees = this.capped({
+        maxFeePerGas: max(bump(old.maxFeePerGas), estimate.maxFeePerGas, priority),
+        maxPriorityFeePerGas: priority,
+      });
+      // Pools take a replacement only with both fees 10% up: at the ceiling the bytes we have wait.
+      const replaceable = (o: bigint | undefined, n: bigint) => n * 10n >= (o ?? 0n) * 11n;
+      if (!replaceable(old.maxFeePerGas, fees.maxFeePerGas) || !replaceable(old.maxPriorityFeePerGas, fees.maxPriorityFeePerGas)) {
+        await this.broadcasts.rebroadcast(tx).catch(() => undefined);
+        await this.touch(tx);
+        return tx;
+      }
+      return this.resign(tx, tx.nonce, fees);
     });
   }
 
@@ -525,3 +599,11 @@ const HEAD_POLL_MS = 100;
 const firstPollMs = (recentWaitMs: number) => Math.max(1, Math.min(MAX_POLL_MS, Math.round(recentWaitMs / 2)));
 
 const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));
+
+/** `send` was asked for a call other than the one recorded under its id: another caller's effect, never adopted. */
+export class RecordedCallMismatch extends Error {
+  constructor(readonly id: string) {
+    super(`the transaction recorded as ${id} was signed for another call`);
+    this.name = 'RecordedCallMismatch';
+  }
+}
