@@ -1,6 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { encodeFunctionData, type Address } from 'viem';
-import { tokenAbi } from '../src/chains/evm/abi';
+import type { Address } from 'viem';
 import { awaitRecordedReceipt, recordedSucceeded } from '../src/chains/evm/calls';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
@@ -9,6 +8,7 @@ import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { BridgeRefund, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import type { CrossChainActivityDeps } from './crosschain';
 import type { RoleSigners } from './signers';
+import { sendTransferOnce } from './transfer-once';
 
 export interface BridgeRefundDeps extends CrossChainActivityDeps, RoleSigners {
   /** The revenue wallet (REVENUE_WALLET_PRIVATE_KEY): it advances the refund of an abandoned leg. */
@@ -51,9 +51,9 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
       const em = deps.db.em.fork();
       await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { state: BRIDGE_ABANDONED, updatedAt: new Date() });
       const txId = relayerTxId(s.id, 'bridge-refund');
-      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [s.payer as Address, BigInt(s.amount)] });
-      // A retry finds the write-ahead record and re-sends those bytes: one refund, whoever asks again.
-      const { hash } = await signer.send(txId, { to: network.usdc as Address, data });
+      // A retry finds the write-ahead record and re-sends those bytes, and the transfer is keyed on chain
+      // by the settlement: one refund, whoever asks again and whatever is broadcast.
+      const hash = await sendTransferOnce(signer, txId, network.usdc as Address, s.payer as Address, BigInt(s.amount));
       await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { refundTx: hash, updatedAt: new Date() });
       const receipt = await awaitRecordedReceipt(signer, txId, deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');

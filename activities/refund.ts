@@ -1,6 +1,5 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { tokenAbi } from '../src/chains/evm/abi';
+import type { Address, Hex } from 'viem';
 import { InferenceCharge, Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../src/inference/types';
@@ -8,6 +7,7 @@ import type { EvmNetworkId } from '../src/chains/networks';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { SettlementActivityDeps } from './settlement';
 import type { RoleSigners } from './signers';
+import { sendTransferOnce } from './transfer-once';
 
 /**
  * The refund transfer of one charge (its write-ahead record id). Derived from the charge, not from
@@ -105,9 +105,15 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
         throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is on ${charge.network}`, 'RefundNotOwed');
       }
       const relayer = revenueSigner(network.id, settlement.recipient);
-      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [charge.payer as Address, BigInt(charge.amount)] });
-      // A retry finds the write-ahead record and re-sends those bytes (the checks above still hold).
-      const { hash } = await relayer.send(refundTxId(charge.id), { to: network.usdc as Address, data });
+      // A retry finds the write-ahead record and re-sends those bytes (the checks above still hold); the
+      // transfer carries the charge's key on chain, so no second transaction of it can pay again.
+      const hash = await sendTransferOnce(
+        relayer,
+        refundTxId(charge.id),
+        network.usdc as Address,
+        charge.payer as Address,
+        BigInt(charge.amount),
+      );
       await setCharge(input.chargeId, { refundTx: hash });
       return { hash };
     },

@@ -19,6 +19,7 @@ import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
 import type { RoleSigners } from './signers';
 import { awaitRecordedReceipt } from '../src/chains/evm/calls';
 import { refundOwed } from './topup-refund';
+import { sendTransferOnce } from './transfer-once';
 
 export interface TopUpActivityDeps extends RoleSigners {
   config: Pick<Config, 'RECEIPT_WAIT_MS'> & Partial<Pick<Config, 'env'>>;
@@ -193,8 +194,8 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
       const usdc = relayer.network.usdc as Address;
       // Who and how much come from the settlement records (topup-refund.ts), never from the input.
       const { payee, amount } = await refundOwed(deps.db, input, relayer);
-      const data = encodeFunctionData({ abi: tokenAbi, functionName: 'transfer', args: [payee as Address, amount] });
-      const { hash } = await relayer.send(relayerTxId(input.workflowId, 'refund'), { to: usdc, data });
+      // Keyed on chain by the top-up's id: no second transaction of this refund can pay again.
+      const hash = await sendTransferOnce(relayer, relayerTxId(input.workflowId, 'refund'), usdc, payee as Address, amount);
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');
       return { hash };

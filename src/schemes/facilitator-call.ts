@@ -18,7 +18,13 @@ export function facilitatorCall<I extends SettlementInput & { network: EvmNetwor
 ): Pick<Scheme<unknown, I>, 'sent' | 'simulate' | 'submit' | 'confirm'> {
   const callOf = (input: I, network: EvmNetwork) => ({ to: network.facilitator as Address, data: callData(input, network) });
   return {
-    sent: (input, deps) => callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId),
+    sent: (input, deps) =>
+      callSent(
+        deps.relayerFor(input.network, input.workflowId),
+        input.workflowId,
+        'settle',
+        callOf(input, evmNetworkOf(deps.networks, input.network)),
+      ),
 
     async simulate(input, deps) {
       const call = callOf(input, evmNetworkOf(deps.networks, input.network));

@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import { heartbeat } from '../../temporal/heartbeat';
 import { BaseError, ContractFunctionRevertedError, type Address, type Hex, type TransactionReceipt } from 'viem';
-import type { AlsoWrite, Relayer } from './relayer';
+import { RecordedCallMismatch, Relayer, type AlsoWrite } from './relayer';
 import { relayerTxId } from '../../temporal/workflow-ids';
 
 /**
@@ -25,9 +25,15 @@ export const revertOf = (err: unknown): string | undefined => {
   return hit ? (hit as Error).message.split('\n')[0] : undefined;
 };
 
-/** Whether this workflow's call for `purpose` was already signed (its write-ahead record exists). */
-export const callSent = async (relayer: Relayer, workflowId: string, purpose = 'settle') =>
-  (await relayer.find(relayerTxId(workflowId, purpose))) !== null;
+/**
+ * Whether this workflow's call for `purpose` was already signed (its write-ahead record exists), and,
+ * given the call, signed for this very call: a record of another caller's call under a reused workflow
+ * id is not this caller's, who is judged afresh.
+ */
+export const callSent = async (relayer: Relayer, workflowId: string, purpose = 'settle', call?: { to: Address; data: Hex }) => {
+  const tx = await relayer.find(relayerTxId(workflowId, purpose));
+  return tx !== null && (call === undefined || Relayer.records(tx, call));
+};
 
 /** Sends `call` once for this workflow; a call that would revert is reported before anything is signed. */
 export async function sendCall(
@@ -41,6 +47,7 @@ export async function sendCall(
     const { hash } = await relayer.send(relayerTxId(workflowId, purpose), call, { record });
     return { sent: true, hash };
   } catch (err) {
+    if (err instanceof RecordedCallMismatch) return { sent: false, revert: err.message }; // nothing of this call was sent
     const revert = revertOf(err);
     if (revert === undefined) throw err; // transient (RPC down, timeout): Temporal retries
     return { sent: false, revert };

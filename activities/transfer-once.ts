@@ -1,0 +1,54 @@
+import { encodeFunctionData, keccak256, maxUint256, parseTransaction, toHex, type Address, type Hex } from 'viem';
+import { tokenAbi } from '../src/chains/evm/abi';
+import type { Relayer } from '../src/chains/evm/relayer';
+import { transferWithAuthorizationTypedData, type TokenDomain } from '../src/schemes/eip3009/typed-data';
+
+/** Each token's EIP-712 domain, read once per process (name and version never change for a deployment). */
+const domains = new Map<string, Promise<TokenDomain>>();
+
+function domainOf(relayer: Relayer, token: Address): Promise<TokenDomain> {
+  const chainId = relayer.network.chainId!;
+  const key = `${chainId}:${token.toLowerCase()}`;
+  let domain = domains.get(key);
+  if (!domain) {
+    const read = (functionName: 'name' | 'version') => relayer.client.readContract({ address: token, abi: tokenAbi, functionName });
+    domain = Promise.all([read('name'), read('version')]).then(([name, version]) => ({ name, version, chainId, verifyingContract: token }));
+    domain.catch(() => domains.delete(key)); // a failed read is asked again next time
+    domains.set(key, domain);
+  }
+  return domain;
+}
+
+/** The EIP-3009 nonce of one effect: the same for every attempt of it, different for every other effect. */
+export const transferOnceNonce = (effectId: string): Hex => keccak256(toHex(`x402-facilitator:transfer-once:${effectId}`));
+
+/**
+ * Transfers `value` of `token` from the relayer's own wallet to `to`, at most once for `effectId`
+ * whatever is broadcast: the wallet signs an EIP-3009 `transferWithAuthorization` from itself whose
+ * nonce is derived from the effect's id (`transferOnceNonce`), and the token marks that nonce used.
+ * A second transaction of the same effect (a re-nonce, a replacement, another worker's retry) reverts
+ * and moves nothing. Sent through the write-ahead relayer under `effectId`; a recorded call is re-sent
+ * as it was (also a plain `transfer` recorded before transfers carried a key). Returns the hash.
+ */
+export async function sendTransferOnce(relayer: Relayer, effectId: string, token: Address, to: Address, value: bigint): Promise<Hex> {
+  const recorded = await relayer.find(effectId);
+  if (recorded) {
+    const { to: target, data } = parseTransaction(recorded.rawTx as Hex);
+    return (await relayer.send(effectId, { to: target!, data: data ?? '0x' })).hash;
+  }
+  const authorization = {
+    from: relayer.address,
+    to,
+    value: value.toString(),
+    validAfter: '0',
+    validBefore: maxUint256.toString(),
+    nonce: transferOnceNonce(effectId),
+  };
+  const signature = await relayer.account.signTypedData(transferWithAuthorizationTypedData(await domainOf(relayer, token), authorization));
+  const data = encodeFunctionData({
+    abi: tokenAbi,
+    functionName: 'transferWithAuthorization',
+    args: [relayer.address, to, value, 0n, maxUint256, authorization.nonce, signature],
+  });
+  return (await relayer.send(effectId, { to: token, data })).hash;
+}
