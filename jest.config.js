@@ -9,6 +9,8 @@ const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': ['@swc/j
 
 module.exports = {
   testTimeout: 120000,
+  // CI's log lists each file's wall time (test/support/durations-reporter.js).
+  reporters: process.env.CI ? ['default', '<rootDir>/test/support/durations-reporter.js'] : ['default'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
     { ...common, displayName: 'workflows', testMatch: ['<rootDir>/test/workflows/**/*.test.ts'] },
