@@ -338,19 +338,55 @@ async function simulate(s: Schedule): Promise<Outcome> {
 const short = (err: unknown) => (err instanceof Error ? err.message.split('\n')[0] : String(err)).slice(0, 160);
 const max = (a: bigint, b: bigint) => (a > b ? a : b);
 
-test('the relayer moves each effect at most once and its record names the transaction that did, whatever the schedule', async () => {
-  const totals: Record<string, number> = {};
-  const started = Date.now();
-  const property = fc.asyncProperty(scheduleArb, async (schedule) => {
-    const outcome = await simulate(schedule);
-    for (const [k, v] of Object.entries(outcome.stats)) totals[k] = (totals[k] ?? 0) + v;
-    if (VERBOSE || (process.env.SIM_SHOW_PARKED === '1' && (outcome.stats.parked || outcome.stats.unrecorded)))
-      console.log(JSON.stringify(schedule), '\n  ' + outcome.log.join('\n  '));
-    if (outcome.violations.length > 0) {
-      throw new Error(`${outcome.violations.join('\n')}\nschedule: ${JSON.stringify(schedule)}\nmodel log:\n  ${outcome.log.join('\n  ')}`);
-    }
+test(
+  'the relayer moves each effect at most once and its record names the transaction that did, whatever the schedule',
+  async () => {
+    const totals: Record<string, number> = {};
+    const started = Date.now();
+    const property = fc.asyncProperty(scheduleArb, async (schedule) => {
+      const outcome = await simulate(schedule);
+      for (const [k, v] of Object.entries(outcome.stats)) totals[k] = (totals[k] ?? 0) + v;
+      if (VERBOSE || (process.env.SIM_SHOW_PARKED === '1' && (outcome.stats.parked || outcome.stats.unrecorded)))
+        console.log(JSON.stringify(schedule), '\n  ' + outcome.log.join('\n  '));
+      if (outcome.violations.length > 0) {
+        throw new Error(
+          `${outcome.violations.join('\n')}\nschedule: ${JSON.stringify(schedule)}\nmodel log:\n  ${outcome.log.join('\n  ')}`,
+        );
+      }
+    });
+    const replay = process.env.SIM_SEED ? { seed: Number(process.env.SIM_SEED), path: process.env.SIM_PATH } : {};
+    await fc.assert(property, { numRuns: RUNS, examples: EXAMPLES, ...replay });
+    if (VERBOSE || process.env.SIM_SHOW_PARKED === '1') console.log(totals, `${Date.now() - started} ms`);
+  },
+  Math.max(120_000, RUNS * 500),
+);
+
+/**
+ * Found by the simulation (SIM_RUNS=2000; shrunk here by hand to a schedule without timing in it): a
+ * recorded transaction the node refuses (its maxFeePerGas is now below the base fee, on a node that
+ * refuses those, as anvil does) makes every retry of `send` throw the refusal, so the activity that
+ * sends never completes and the wait that would replace it (`repair`) never runs; `recoverPending`
+ * only re-sends the same bytes. The effect stays parked (visibly pending, nothing moved) until the base
+ * fee falls below its bytes' fee. Money safety holds; liveness does not. Passes once `send` leaves a
+ * refused re-broadcast of a recorded transaction to the wait's repair.
+ */
+test.failing('an effect whose recorded bytes the node refuses is still mined once its activity is retried (liveness)', async () => {
+  const parked = await simulate({
+    seed: 7,
+    effects: 1,
+    replaceAfterMs: 10,
+    rejectBelowBaseFee: true,
+    syncSends: false,
+    steps: [
+      { kind: 'fee', move: 'down' },
+      { kind: 'mine', blocks: 1 }, // block 1 at 0.875 gwei
+      { kind: 'fee', move: 'down' },
+      { kind: 'mine', blocks: 1 }, // block 2 at 0.766 gwei: the send is priced at 1.2 x 0.766 + tip = 0.920 gwei
+      { kind: 'send', effect: 0, background: false },
+      { kind: 'drop', index: 0 }, // the node forgets it (as when the worker died between the record and the broadcast)
+    ],
+    // At heal the base fee is back at 1 gwei, above the recorded bytes' 0.920: every re-send is refused.
   });
-  const replay = process.env.SIM_SEED ? { seed: Number(process.env.SIM_SEED), path: process.env.SIM_PATH } : {};
-  await fc.assert(property, { numRuns: RUNS, examples: EXAMPLES, ...replay });
-  if (VERBOSE || process.env.SIM_SHOW_PARKED === '1') console.log(totals, `${Date.now() - started} ms`);
+  expect(parked.violations).toEqual([]);
+  expect(parked.stats.parked ?? 0).toBe(0);
 });
