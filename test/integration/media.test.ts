@@ -422,8 +422,9 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
   });
 
   test('buyer signatures: missing, replayed, for another path, expired or forged are refused; another buyer sees 404', async () => {
-    const lib = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=1`);
-    const asset = lib.body.data[0];
+    const made = await postImages(key('signed'), { prompt: 'a signed read' });
+    expect(made.status).toBe(200);
+    const asset = ((await made.json()) as any).assets[0];
     const path = `${MEDIA}/assets/${asset.id}`;
     const url = `${h.api.baseUrl}${path}`;
 
