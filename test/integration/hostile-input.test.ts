@@ -159,7 +159,6 @@ async function send(baseUrl: string, c: Case): Promise<{ status: number; text: s
 describe('hostile input on every route (sqlite)', () => {
   let api: SettleHarness;
   let topup: TopupHarness;
-  const seen = { cases: 0 };
 
   beforeAll(async () => {
     // With the inference and media doubles configured, so their routes get past their dependencies.
@@ -175,9 +174,22 @@ describe('hostile input on every route (sqlite)', () => {
   afterAll(async () => {
     await api?.close();
     await topup?.close();
-    // The issue asks for at least 200 cases across every route.
-    expect(seen.cases).toBeGreaterThanOrEqual(200);
   });
+
+  const apiCases = () => {
+    const auth = { authorization: `Bearer ${api.apiKey}`, cookie: api.cookie };
+    const routes = listRoutes(api.api.app).filter((r) => r.path !== '/metrics'); // loopback-only scrape, covered in metrics.test.ts
+    return casesFor(routes, auth);
+  };
+  const topupCases = () => {
+    const routes = ['GET /healthz', 'GET /v1/:merchant/topups/quote', 'POST /v1/:merchant/topups', 'GET /v1/:merchant/topups/:id'].map(
+      (r) => {
+        const [method, path] = r.split(' ');
+        return { method, path };
+      },
+    );
+    return casesFor(routes, {});
+  };
 
   const rows = async (h: { tdb: { db: { em: { fork(): any } } } }) => {
     const em = h.tdb.db.em.fork();
@@ -187,7 +199,6 @@ describe('hostile input on every route (sqlite)', () => {
   /** Every case runs; what is wrong with each answer is collected, so one run shows every finding. */
   async function check(baseUrl: string, c: Case, route: 'api' | 'topup', failures: string[]) {
     const res = await send(baseUrl, c);
-    seen.cases++;
     const where = `${c.name} -> ${res.status} ${res.text.slice(0, 160)}`;
     if (res.status >= 500) failures.push(`5xx: ${where}`);
     if (STACK_TRACE.test(res.text)) failures.push(`internals: ${where}`);
@@ -202,10 +213,13 @@ describe('hostile input on every route (sqlite)', () => {
     }
   }
 
+  // The issue asks for at least 200 cases across every route; each test below sends every one of its cases.
+  test('at least 200 cases across both apps', () => {
+    expect(apiCases().length + topupCases().length).toBeGreaterThanOrEqual(200);
+  });
+
   test('seller API: every route, every hostile input', async () => {
-    const auth = { authorization: `Bearer ${api.apiKey}`, cookie: api.cookie };
-    const routes = listRoutes(api.api.app).filter((r) => r.path !== '/metrics'); // loopback-only scrape, covered in metrics.test.ts
-    const cases = casesFor(routes, auth);
+    const cases = apiCases();
     const before = await rows(api);
     const failures: string[] = [];
     for (const c of cases) await check(api.api.baseUrl, c, 'api', failures);
@@ -214,13 +228,7 @@ describe('hostile input on every route (sqlite)', () => {
   });
 
   test('top-up gateway: every route, every hostile input', async () => {
-    const routes = ['GET /healthz', 'GET /v1/:merchant/topups/quote', 'POST /v1/:merchant/topups', 'GET /v1/:merchant/topups/:id'].map(
-      (r) => {
-        const [method, path] = r.split(' ');
-        return { method, path };
-      },
-    );
-    const cases = casesFor(routes, {});
+    const cases = topupCases();
     const before = await rows(topup);
     const failures: string[] = [];
     for (const c of cases) await check(topup.url, c, 'topup', failures);

@@ -9,7 +9,6 @@ import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
 import { relayerTxId, settleWorkflowId } from '../../src/temporal/workflow-ids';
-import { randomBytes } from 'node:crypto';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { DB_KINDS } from '../support/db';
 import { request } from '../support/http';
@@ -577,19 +576,21 @@ describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
   });
 
   test("an X-PAYMENT whose signature is not the payer's: 402, and no ledger row or workflow is created", async () => {
-    const p = JSON.parse(Buffer.from(sentPayments[0]!, 'base64').toString('utf8'));
-    const other = privateKeyToAccount(generatePrivateKey()).address;
-    const nonce = `0x${randomBytes(32).toString('hex')}`;
-    // A fresh authorization from someone else's address with the old signature: well-formed, unverifiable.
-    p.payload.authorization = { ...p.payload.authorization, from: other, nonce };
-    const forged = Buffer.from(JSON.stringify(p)).toString('base64');
+    const other = privateKeyToAccount(generatePrivateKey());
+    // An authorization from someone else's address, signed by the buyer: well-formed, unverifiable.
+    const validBefore = BigInt(Math.floor(Date.now() / 1000) + 120); // the chat challenge's maxTimeoutSeconds
+    const { paymentPayload } = await h.pay(other, { value: PRICE, validBefore, signer: buyer });
+    const nonce = paymentPayload.payload.authorization.nonce;
+    const forged = Buffer.from(JSON.stringify(paymentPayload)).toString('base64');
     const res = await fetch(chatUrl, { ...chatInit('hello'), headers: { 'content-type': 'application/json', 'X-PAYMENT': forged } });
     expect(res.status).toBe(402);
     expect(await res.json()).toMatchObject({ x402Version: 1, error: 'invalid_exact_evm_payload_signature' });
-    expect(await charge(chatChargeId('base-sepolia', other, nonce))).toBeNull();
-    await expect(h.temporal.workflow.getHandle(settleWorkflowId('base-sepolia', other, nonce)).describe()).rejects.toThrow(/not found/i);
+    expect(await charge(chatChargeId('base-sepolia', other.address, nonce))).toBeNull();
+    await expect(h.temporal.workflow.getHandle(settleWorkflowId('base-sepolia', other.address, nonce)).describe()).rejects.toThrow(
+      /not found/i,
+    );
     await expect(
-      h.temporal.workflow.getHandle(chargeGuardWorkflowId(chatChargeId('base-sepolia', other, nonce))).describe(),
+      h.temporal.workflow.getHandle(chargeGuardWorkflowId(chatChargeId('base-sepolia', other.address, nonce))).describe(),
     ).rejects.toThrow(/not found/i);
   });
 

@@ -1,7 +1,7 @@
 import { parseEventLogs, type Address, type Hex } from 'viem';
-import { waitUntil } from '../../devnet/process';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { MediaJob } from '../../src/db/media';
+import { refundWorkflowId } from '../../src/inference/types';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
 import { MEDIA, startMediaHarness, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
@@ -65,6 +65,7 @@ describe('media job durability (sqlite)', () => {
   test('a cancelled job is refunded exactly once, with the worker killed during the cancellation', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
     const refundsBefore = (await transfers(revenue, buyer.address)).length;
+    const revenueNonceBefore = await h.chain.getTransactionCount({ address: revenue });
     const { jobId } = await startVideo('an endless film #duration=120000', `endless-${Date.now()}`);
     await h.waitForJob(buyer, jobId, (j) => j.state === 'running');
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VIDEO_PRICE);
@@ -79,20 +80,27 @@ describe('media job durability (sqlite)', () => {
     const row = await h.tdb.db.em.fork().findOneOrFail(MediaJob, { id: jobId });
     const provider = (await h.providerJobs()).find((j) => j.idempotencyKey === row.workflowId)!;
     expect(provider.cancelledAt).toEqual(expect.any(Number));
-    // Exactly one refund transfer, of the full price; a second DELETE changes nothing.
-    await new Promise((r) => setTimeout(r, 1500));
+    // The job's workflow and its refund child are closed: nothing is left to send another refund.
+    expect(await h.temporal.workflow.getHandle(row.workflowId).result()).toEqual({
+      state: 'cancelled',
+      assetIds: [],
+      error: 'cancelled by the buyer',
+    });
+    expect((await h.temporal.workflow.getHandle(refundWorkflowId(row.chargeId)).describe()).status.name).toBe('COMPLETED');
+    // Exactly one refund transfer, of the full price; the relayer (also the revenue wallet) sent two
+    // transactions, the settlement and the refund, and has none pending.
     const refunds = (await transfers(revenue, buyer.address)).slice(refundsBefore);
     expect(refunds).toHaveLength(1);
     expect(refunds[0]!.args.value).toBe(VIDEO_PRICE);
     expect(refunds[0]!.transactionHash).toBe(job.payment.refundTx);
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    expect(await h.chain.getTransactionCount({ address: revenue })).toBe(revenueNonceBefore + 2);
+    expect(await h.chain.getTransactionCount({ address: revenue, blockTag: 'pending' })).toBe(revenueNonceBefore + 2);
+    // A second DELETE is refused and changes nothing.
     const again = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${jobId}`);
     expect(again.status).toBe(409);
     expect(again.body.error).toBe('job_finished');
-    await waitUntil(
-      'no second refund',
-      async () => ((await transfers(revenue, buyer.address)).length === refundsBefore + 1 ? true : undefined),
-      { timeoutMs: 2000, intervalMs: 200 },
-    );
+    expect(await transfers(revenue, buyer.address)).toHaveLength(refundsBefore + 1);
+    expect(await h.chain.getTransactionCount({ address: revenue, blockTag: 'pending' })).toBe(revenueNonceBefore + 2);
   });
 });

@@ -64,8 +64,6 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
       headers: { 'content-type': 'application/json', ...(idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : {}) },
       body: JSON.stringify(body),
     });
-  const mediaCharges = (payer: string) =>
-    h.tdb.db.em.fork().find(InferenceCharge, { payer: payer.toLowerCase(), id: { $like: 'media:%' } });
   const refundsTo = async (to: Address) => {
     const logs = await h.chain.getLogs({ address: stack.usdc, fromBlock: 0n, toBlock: 'latest' });
     return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
@@ -391,39 +389,70 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
   });
 
   test('the library pages with a stable cursor, filtered by kind', async () => {
-    const all = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=100`);
+    // A buyer of its own, so its library holds exactly what this test makes: 2 + 1 images, 1 video, 2 music.
+    const reader = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({ account: buyer, transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const funding = 4n * IMAGE_PRICE + VIDEO_PRICE + 2n * MUSIC_PRICE;
+    const hash = await funder.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [reader.address, funding],
+    });
+    await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    let n = 0;
+    const paid = async (route: string, json: object, price: bigint) =>
+      request('POST', `${h.api.baseUrl}${MEDIA}/${route}`, {
+        json,
+        headers: { 'Idempotency-Key': key(`library-${++n}`), 'X-PAYMENT': await h.xPayment(reader, price) },
+      });
+    expect((await paid('images', { prompt: 'two for the library', n: 2 }, 2n * IMAGE_PRICE)).status).toBe(200);
+    expect((await paid('images', { prompt: 'one for the library' }, IMAGE_PRICE)).status).toBe(200);
+    for (const [route, price] of [
+      ['video', VIDEO_PRICE],
+      ['music', MUSIC_PRICE],
+      ['music', MUSIC_PRICE],
+    ] as const) {
+      const job = await paid(route, { prompt: `${route} for the library #duration=300` }, price);
+      expect(job.status).toBe(202);
+      await h.waitForJob(reader, job.body.jobId, (j) => j.state === 'succeeded');
+    }
+
+    const all = await h.asBuyer(reader, 'GET', `${MEDIA}/library?limit=100`);
     expect(all.status).toBe(200);
     const ids = all.body.data.map((a: any) => a.id);
-    expect(ids.length).toBeGreaterThanOrEqual(7); // 2 + 1 + 1 edit + 1 video + 2 music + 1 orphan
+    expect(ids).toHaveLength(6);
     expect(all.body.nextCursor).toBeNull();
 
-    const page1 = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=2`);
+    const page1 = await h.asBuyer(reader, 'GET', `${MEDIA}/library?limit=2`);
     expect(page1.body.data.map((a: any) => a.id)).toEqual(ids.slice(0, 2));
     expect(page1.body.nextCursor).toEqual(expect.any(String));
     // A new asset lands on top; the next page continues where the cursor left off, no repeats.
-    expect((await postImages(key('new'), { prompt: 'a new one' })).status).toBe(200);
-    const page2 = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=2&cursor=${page1.body.nextCursor}`);
+    expect((await paid('images', { prompt: 'a new one' }, IMAGE_PRICE)).status).toBe(200);
+    const page2 = await h.asBuyer(reader, 'GET', `${MEDIA}/library?limit=2&cursor=${page1.body.nextCursor}`);
     expect(page2.body.data.map((a: any) => a.id)).toEqual(ids.slice(2, 4));
-    const rest = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=100&cursor=${page2.body.nextCursor}`);
+    const rest = await h.asBuyer(reader, 'GET', `${MEDIA}/library?limit=100&cursor=${page2.body.nextCursor}`);
     expect(rest.body.data.map((a: any) => a.id)).toEqual(ids.slice(4));
     expect(rest.body.nextCursor).toBeNull();
 
-    const videos = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=video`);
+    const videos = await h.asBuyer(reader, 'GET', `${MEDIA}/library?kind=video`);
     expect(videos.body.data.map((a: any) => a.kind)).toEqual(['video']);
-    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=music`)).body.data).toHaveLength(2);
-    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?kind=podcast`)).body).toEqual({
+    expect((await h.asBuyer(reader, 'GET', `${MEDIA}/library?kind=music`)).body.data).toHaveLength(2);
+    expect((await h.asBuyer(reader, 'GET', `${MEDIA}/library?kind=podcast`)).body).toEqual({
       error: 'invalid_request',
       message: 'kind must be one of image, video, music',
     });
-    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?cursor=nope!`)).status).toBe(400);
-    expect((await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=0`)).status).toBe(400);
+    expect((await h.asBuyer(reader, 'GET', `${MEDIA}/library?cursor=nope!`)).status).toBe(400);
+    expect((await h.asBuyer(reader, 'GET', `${MEDIA}/library?limit=0`)).status).toBe(400);
     // Another buyer's library is their own (empty).
     expect((await h.asBuyer(stranger, 'GET', `${MEDIA}/library`)).body).toEqual({ data: [], nextCursor: null });
   });
 
   test('buyer signatures: missing, replayed, for another path, expired or forged are refused; another buyer sees 404', async () => {
-    const lib = await h.asBuyer(buyer, 'GET', `${MEDIA}/library?limit=1`);
-    const asset = lib.body.data[0];
+    const made = await postImages(key('signed'), { prompt: 'a signed read' });
+    expect(made.status).toBe(200);
+    const asset = ((await made.json()) as any).assets[0];
     const path = `${MEDIA}/assets/${asset.id}`;
     const url = `${h.api.baseUrl}${path}`;
 
@@ -481,6 +510,8 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
   });
 
   test('capability gate: video and music switched off answer 503 capability_unavailable while images work', async () => {
+    const mediaChargeCount = () => h.tdb.db.em.fork().count(InferenceCharge, { id: { $like: 'media:%' } });
+    const chargesBefore = await mediaChargeCount();
     let gated: RunningApi | undefined;
     try {
       const config = { ...h.tdb.config, env: { ...h.tdb.config.env, MEDIA_CAPABILITIES: 'image' } };
@@ -506,6 +537,6 @@ describe.each(DB_KINDS)('media generation (%s)', (kind) => {
     } finally {
       await gated?.close();
     }
-    expect((await mediaCharges(buyer.address)).length).toBeGreaterThan(0);
+    expect(await mediaChargeCount()).toBe(chargesBefore); // none of it charged anything
   });
 });

@@ -142,11 +142,13 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     });
     expect(await settledEvents(buyer.address, a.nonce)).toBe(1);
 
-    // The same authorization again is the same transfer, and nothing moves twice.
+    // The same authorization again is the same transfer, and nothing moves twice: the upstream holds
+    // one transfer for this nonce, already applied, so no batch can carry it again.
     const again = await post(api.baseUrl, '/v1/settle', body);
     expect(again.status).toBe(200);
     expect(again.body.transaction).toBe(res.body.transaction);
-    await new Promise((r) => setTimeout(r, 800)); // more than one batch interval
+    expect((await transfersOf(buyer.address, a.nonce)).map((t) => [t.id, t.status])).toEqual([[res.body.transaction, 'completed']]);
+    expect(await settledEvents(buyer.address, a.nonce)).toBe(1);
     expect(await g.view('availableBalance', buyer.address)).toBe(buyerBefore - 1_250n);
     expect(await g.view('availableBalance', seller)).toBe(sellerBefore + 1_250n);
   });
@@ -297,7 +299,15 @@ describe.each(DB_KINDS)('batched nanopayments: POST /v1/settle, POST /v1/verify,
     const res = await post(down.baseUrl, '/v1/settle', body);
     expect(res.status).toBe(500);
     expect(res.body).toEqual({ success: false, errorReason: 'batched_settle_error', transaction: '', network: 'base-sepolia' });
-    await new Promise((r) => setTimeout(r, 800));
+    // The workflow is closed (failed) and the upstream never saw the payment: nothing can move it.
+    const a = body.paymentPayload.payload.authorization;
+    const workflowId = batchedWorkflowId('base-sepolia', buyer.address, a.nonce);
+    expect((await h.temporal.workflow.getHandle(workflowId).describe()).status.name).toBe('FAILED');
+    expect(await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: workflowId })).toMatchObject({
+      state: 'failed',
+      errorReason: 'batched_settle_error',
+    });
+    expect(await transfersOf(buyer.address, a.nonce)).toEqual([]);
     expect(await g.view('availableBalance', buyer.address)).toBe(before);
 
     // The failed forward may run again: once the upstream is back, the same request is accepted.

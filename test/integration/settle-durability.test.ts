@@ -114,9 +114,15 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
     await rpc(rpcUrl, 'evm_setAutomine', [false]);
     const pending = await h.settleUntilBroadcast(body);
     const hash = pending.body.transaction as Hex;
-    // The node forgets the transaction (as a restarted node or a dropped mempool entry would).
-    await h.restartWorker({ kill: true });
-    expect(await rpc(rpcUrl, 'anvil_dropTransaction', [hash])).toBeDefined();
+    // While no worker runs, the node forgets the transaction (as a restarted node or a dropped mempool
+    // entry would): anvil answers the hash it dropped (null if it dropped nothing).
+    await h.restartWorker({
+      kill: true,
+      whileDown: async () => {
+        expect(await rpc(rpcUrl, 'anvil_dropTransaction', [hash])).toBe(hash);
+        await expect(h.chain.getTransaction({ hash })).rejects.toThrow(); // the node forgot it
+      },
+    });
     await rpc(rpcUrl, 'evm_setAutomine', [true]);
 
     const final = await h.settleUntilFinal(body, 90_000);

@@ -140,14 +140,22 @@ describe.each(DB_KINDS)('the chain RPC and the upstream gateway down (%s)', (kin
 
   test('POST /v1/settle -> 500 unexpected_settle_error once verification gives up; nothing is sent', async () => {
     const body = await h.pay(buyer, { value: 1_000n });
+    // The test reads the chain directly (only the stack's configured RPC URL is down).
+    const relayerNonceBefore = await h.chain.getTransactionCount({ address: TEST_ACCOUNTS.relayers[0].address });
+    const buyerBefore = await h.balanceOf(buyer.address);
     const res = await h.settle(body);
     expect({ status: res.status, body: res.body }).toEqual({
       status: 500,
       body: { success: false, errorReason: 'unexpected_settle_error', transaction: '', network: 'base-sepolia' },
     });
     const nonce = body.paymentPayload.payload.authorization.nonce;
-    const row = await h.tdb.db.em.fork().findOne(Settlement, { id: `settle:base-sepolia:${buyer.address.toLowerCase()}:${nonce}` });
-    expect(row?.transaction ?? null).toBeNull();
+    const workflowId = `settle:base-sepolia:${buyer.address.toLowerCase()}:${nonce}`;
+    expect((await h.temporal.workflow.getHandle(workflowId).describe()).status.name).toBe('FAILED');
+    // No row at all: a settlement's first row is its rejection or the write-ahead `submitted` record,
+    // and a verification that gave up is neither.
+    expect(await h.tdb.db.em.fork().findOne(Settlement, { id: workflowId })).toBeNull();
+    expect(await h.chain.getTransactionCount({ address: TEST_ACCOUNTS.relayers[0].address, blockTag: 'pending' })).toBe(relayerNonceBefore);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
   });
 
   test('POST /v1/verify -> 500 unexpected_verify_error', async () => {

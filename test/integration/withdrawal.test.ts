@@ -53,6 +53,25 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
       { timeoutMs, intervalMs: 100 },
     );
   const mine = (blocks: number) => rpc(rpcUrl, 'anvil_mine', [numberToHex(blocks)]);
+  /**
+   * Whether the workflow read the chain at `height` or later (in a readWithdrawalBlock run by the
+   * worker with `pid`, when given) and then started another timer: it saw that height and chose to
+   * wait on. Read from its history, so it is a fact, not a guess after a sleep.
+   */
+  const waitedOnAfterReading = async (id: string, height: bigint, pid?: number) => {
+    const events = (await h.temporal.workflow.getHandle(id).fetchHistory()).events ?? [];
+    const byId = new Map(events.map((e) => [String(e.eventId), e]));
+    const read = events.findIndex((e) => {
+      const done = e.activityTaskCompletedEventAttributes;
+      const scheduled = byId.get(String(done?.scheduledEventId))?.activityTaskScheduledEventAttributes;
+      if (scheduled?.activityType?.name !== 'readWithdrawalBlock') return false;
+      const started = byId.get(String(done!.startedEventId))?.activityTaskStartedEventAttributes;
+      if (pid !== undefined && !started?.identity?.startsWith(`${pid}@`)) return false;
+      const result = JSON.parse(Buffer.from(done!.result!.payloads![0]!.data!).toString()) as { blockNumber: string };
+      return BigInt(result.blockNumber) >= height;
+    });
+    return read >= 0 && events.slice(read + 1).some((e) => e.timerStartedEventAttributes);
+  };
   const withdrawnEvents = async (fromBlock: bigint) => {
     const logs = await g.client.getLogs({ address: g.wallet, fromBlock, toBlock: 'latest' });
     return parseEventLogs({ abi: gatewayWalletAbi, logs, eventName: 'Withdrawn' }).filter(
@@ -219,9 +238,15 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
       const waiting = await untilState(res.body.id, 'waiting');
       const initReceipt = await g.client.getTransactionReceipt({ hash: waiting.body.initiateTransaction });
       expect(waiting.body).toMatchObject({ withdrawalDelayBlocks: '7', withdrawalBlock: (initReceipt.blockNumber + 7n).toString() });
+      const relayerNonce = await g.client.getTransactionCount({ address: relayer.address });
       await mine(5); // the stack's usual delay is not enough any more
-      await new Promise((r) => setTimeout(r, 500));
+      const height = await g.client.getBlockNumber({ cacheTime: 0 });
+      expect(height).toBe(BigInt(waiting.body.withdrawalBlock) - 2n);
+      await waitUntil('the workflow to read the new height and wait on', () => waitedOnAfterReading(res.body.id, height), {
+        timeoutMs: 30_000,
+      });
       expect((await record(res.body.id)).body.state).toBe('waiting');
+      expect(await g.client.getTransactionCount({ address: relayer.address })).toBe(relayerNonce); // no withdraw sent
       await mine(2);
       expect((await untilState(res.body.id, 'withdrawn')).body.withdrawalDelayBlocks).toBe('7');
     } finally {
@@ -260,8 +285,12 @@ describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', 
     const killed = h.worker.child.pid!;
     await h.restartWorker({ kill: true });
     expect(() => process.kill(killed, 0)).toThrow(); // really gone
-    // Still waiting after the restart: the timer resumes, nothing is sent again.
-    await new Promise((r) => setTimeout(r, 500));
+    // Still waiting after the restart: the new worker read the chain and went back to its timer, and
+    // nothing was sent again.
+    const height = await g.client.getBlockNumber({ cacheTime: 0 });
+    await waitUntil('the new worker to read the chain and wait on', () => waitedOnAfterReading(id, height, h.worker.child.pid!), {
+      timeoutMs: 90_000, // a read the kill cut short is retried after its 60 s start-to-close timeout
+    });
     expect((await record(id)).body.state).toBe('waiting');
     expect(await g.client.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
 

@@ -1,23 +1,19 @@
 import { randomBytes } from 'node:crypto';
-import { WorkflowFailedError, type Client } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { NativeConnection, Worker } from '@temporalio/worker';
 import type { TopUpInput } from '../../src/topup/types';
 import { settlementStepActivities } from '../../activities/settlement';
-import { connectTestTemporal } from '../support/services';
-import { readStackInfo } from '../support/stack-info';
+import { useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
- * Orchestration of the TopUpWorkflow on the real Temporal server with stand-in activities, for the
+ * Orchestration of the TopUpWorkflow on a local Temporal server with stand-in activities, for the
  * branches the chain cannot be steered into on demand: ethereum gas protection (nothing settles,
  * the workflow fails so the payment may run later), a deposit that reverts *on chain* after it was
  * signed (refund), and a settlement the child rejects. The real activities are covered end to end
  * in topup.test.ts and topup-durability.test.ts.
  */
-describe('TopUpWorkflow orchestration', () => {
-  let temporal: Client;
-  let connection: NativeConnection;
-  const taskQueue = `topup-wf-${randomBytes(4).toString('hex')}`;
+describe('TopUpWorkflow orchestration (mocked activities)', () => {
+  const t = useWorkflowTestEnv();
   const calls: string[] = [];
   const records: { state: string; extra: Record<string, unknown> }[] = [];
   let scenario: { gas?: boolean; depositReverts?: boolean; settleRejects?: string } = {};
@@ -78,21 +74,6 @@ describe('TopUpWorkflow orchestration', () => {
     },
   };
 
-  let worker: Worker;
-  let running: Promise<void>;
-  beforeAll(async () => {
-    const stack = readStackInfo();
-    temporal = await connectTestTemporal();
-    connection = await NativeConnection.connect({ address: stack.temporalAddress });
-    worker = await Worker.create({ connection, taskQueue, workflowBundle: { codePath: stack.workflowBundlePath }, activities });
-    running = worker.run();
-  });
-  afterAll(async () => {
-    worker?.shutdown();
-    await running;
-    await connection?.close();
-    await temporal?.connection.close();
-  });
   beforeEach(() => {
     calls.length = 0;
     records.length = 0;
@@ -139,7 +120,11 @@ describe('TopUpWorkflow orchestration', () => {
       createdAt: Date.now(),
     };
   };
-  const run = (i: TopUpInput) => temporal.workflow.execute('topUpWorkflow', { workflowId: i.workflowId, taskQueue, args: [i] });
+  /** Runs the workflow to its end on a worker with the stand-in activities. */
+  const run = (i: TopUpInput) =>
+    t.withWorker(activities, (taskQueue) =>
+      t.env.client.workflow.execute('topUpWorkflow', { workflowId: i.workflowId, taskQueue, args: [i] }),
+    );
 
   test('ethereum without gas-price inputs: deferred, nothing settled, the workflow fails GasProtection', async () => {
     scenario = {};
