@@ -94,6 +94,8 @@ export class ModelChain {
   readonly chainId: number;
   private readonly blocks: Block[] = [];
   private readonly pool = new Map<string, ModelTx>();
+  /** Transactions returned to the pool by a reorg (after their receipt may have been seen). */
+  private readonly reorged = new Set<Hex>();
   /** Every transaction ever accepted or mined, by hash. */
   private readonly seen = new Map<Hex, ModelTx>();
   nextBaseFee: bigint;
@@ -210,6 +212,7 @@ export class ModelChain {
       for (const tx of block.txs) {
         const key = `${tx.from}:${tx.nonce}`;
         if (!this.pool.has(key)) this.pool.set(key, tx);
+        this.reorged.add(tx.hash);
       }
     this.log.push(`reorg ${n} -> head #${this.head}`);
     this.count('reorgs');
@@ -228,11 +231,13 @@ export class ModelChain {
 
   /**
    * A transaction of `account` that is none of the relayer's (another process with its key): at the
-   * lowest nonce it has in the pool, outbidding it ('outbid'), or at the next unused nonce ('next').
+   * lowest nonce it has in the pool, outbidding it ('outbid': never one a reorg returned to the pool,
+   * whose receipt the relayer may have seen; 'outbid-reorged' allows those), or at the next unused
+   * nonce ('next').
    */
-  async foreign(account: PrivateKeyAccount, how: 'outbid' | 'next'): Promise<Hex> {
-    const ours = this.pooled(account.address);
-    const at = how === 'outbid' && ours.length > 0 ? ours[0] : undefined;
+  async foreign(account: PrivateKeyAccount, how: 'outbid' | 'outbid-reorged' | 'next'): Promise<Hex> {
+    const ours = this.pooled(account.address).filter((t) => how === 'outbid-reorged' || !this.reorged.has(t.hash));
+    const at = how !== 'next' && ours.length > 0 ? ours[0] : undefined;
     const nonce = at ? at.nonce : this.pendingNonce(account.address);
     const floor = this.nextBaseFee * 2n + GWEI;
     const raw = await account.signTransaction({

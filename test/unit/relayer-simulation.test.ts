@@ -46,7 +46,7 @@ type Step =
   | { kind: 'lose-sends'; n: number }
   | { kind: 'lag'; blocks: number; reads: number }
   | { kind: 'drop'; index: number }
-  | { kind: 'foreign'; how: 'outbid' | 'next' }
+  | { kind: 'foreign'; how: 'outbid' | 'outbid-reorged' | 'next' }
   | { kind: 'reorg'; depth: number }
   | { kind: 'restart'; recover: boolean }
   | { kind: 'nudge'; effect: number; how: 'rebroadcast' | 'replace' };
@@ -389,4 +389,32 @@ test.failing('an effect whose recorded bytes the node refuses is still mined onc
   });
   expect(parked.violations).toEqual([]);
   expect(parked.stats.parked ?? 0).toBe(0);
+});
+
+/**
+ * Found by the simulation (SIM_RUNS=2000, seed -1822426657, path
+ * "219:0:0:0:0:3:1:7:7:9:8:8:8:10:10:10:12:10:10:10"; the shrunk schedule below): the receipt of the
+ * effect's transaction is seen and the record marked mined; a one-block reorg returns that transaction
+ * to the pool, where a foreign transaction of our key outbids it at its nonce and is mined. The record
+ * says mined with a hash that moved nothing, and nothing ever looks again (a mined record is never
+ * repaired): the effect is lost. A receipt is taken as final at one confirmation. The property's
+ * schedules no longer outbid a reorged transaction ('outbid' skips them), so that it checks the rest.
+ */
+test.failing('a mined record whose block is reorged away while another transaction takes its nonce is not lost (reorg)', async () => {
+  const outcome = await simulate({
+    seed: 0,
+    effects: 1,
+    replaceAfterMs: 5,
+    rejectBelowBaseFee: false,
+    syncSends: false,
+    steps: [
+      { kind: 'send', effect: 0, background: false },
+      { kind: 'mine', blocks: 1 },
+      { kind: 'wait', effect: 0, ms: 3 },
+      { kind: 'reorg', depth: 1 },
+      { kind: 'foreign', how: 'outbid-reorged' },
+      { kind: 'http-errors', n: 1, status: 429 },
+    ],
+  });
+  expect(outcome.violations).toEqual([]);
 });
