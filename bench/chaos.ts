@@ -1,13 +1,26 @@
 /**
- * Chaos run (issue 12, "Proof"): concurrent settlements across EIP-3009, Permit2 and Solana on the
- * real local stack while the worker and the API are SIGKILLed at random moments and the EVM chain is
- * stopped and restarted once. Clients behave like sellers: on a dropped connection, a 5xx or a 202
- * they send the same payment again. At the end every payment must have settled exactly once or been
- * answered with a 4xx (and moved nothing), and the database ledger must equal the chain.
+ * Chaos run (issue 12, "Proof"; issue 37, the provider, Temporal and the database): concurrent
+ * settlements across EIP-3009, Permit2 and Solana on the real local stack while the worker and the
+ * API are SIGKILLed at random moments and the EVM chain is stopped and restarted once. Clients behave
+ * like sellers: on a dropped connection, a 5xx or a 202 they send the same payment again. `--faults`
+ * adds, each once or for the whole run:
+ *   rpc       the worker and the API reach the EVM chain through devnet/rpc-provider-double.ts (seeded
+ *             with --seed): 429 (Retry-After 0 or 1 s) and -32005 on reads, 5xx and resets, rare hangs,
+ *             a replica 1-3 blocks behind, dropped broadcasts and lost answers; no eth_sendRawTransactionSync
+ *   temporal  the dev server keeps its state in a file and is SIGKILLed and started again on it mid-run;
+ *             the surviving worker and API must go on (checked: payments first sent after it settle)
+ *   db        every database connection is dropped once mid-run (PostgreSQL: pg_terminate_backend;
+ *             SQLite has none, and says so)
+ * At the end every payment must have settled exactly once, been answered with a 4xx (and moved
+ * nothing), or be parked (its workflow waits or ended in needs_review, or runs flagged X402Stuck after
+ * a stuck scan run on demand); the database ledger must equal the chain, and the relayer account's
+ * transactions on chain must match its write-ahead records (none unrecorded, no record paid twice).
+ * The bench's own checks read anvil directly, never through the provider double.
  *
- *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--logs]
+ *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db] [--logs]
  *
- * Loopback only and bounded (a deadline per payment); prints `lost=0 doubled=0` or exits 1.
+ * Loopback only and bounded (a deadline per payment); prints a table per kind and
+ * `lost=0 doubled=0 stuck_unflagged=0`, or exits 1.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
@@ -27,11 +40,13 @@ import {
   type PublicClient,
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { startTemporalDevServer } from '../temporal/dev-server';
+import { Client as TemporalClient, Connection as TemporalConnection } from '@temporalio/client';
+import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
+import { startRpcProviderDouble, type RpcProviderDouble } from '../devnet/rpc-provider-double';
 import { startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { startSolanaDevnet } from '../devnet/solana-rpc';
-import { prefixedStderr, type ManagedProcess } from '../devnet/process';
+import { describeExit, prefixedStderr, type ManagedProcess } from '../devnet/process';
 import { tokenAbi } from '../src/chains/evm/abi';
 import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
@@ -51,17 +66,22 @@ import { solanaRpcCall, svmPaymentTransaction, toBase64 } from '../test/support/
 import { sleep } from './measure';
 import { spawnApi, stopTree } from './processes';
 import { workflowBundleOptions } from '../src/temporal/workflow-bundle';
+import { permit2SettleWorkflowId, settleWorkflowId, solanaSettleWorkflowId } from '../src/temporal/workflow-ids';
+import { base58Encode } from '../src/chains/solana/base58';
+import { dropDatabaseConnections, parseFaults, PROVIDER_RULES, providerSummary, restartTemporal, type Fault } from './chaos-faults';
+import { auditRelayer, isParked, isTerminal, runStuckScan, viewWorkflow, type WorkflowView } from './chaos-audit';
 
 interface Options {
   n: number;
   concurrency: number;
   seed: number;
   db: DbKind;
+  faults: Set<Fault>;
   logs: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 200, concurrency: 24, seed: Date.now() % 100_000, db: 'sqlite', logs: false };
+  const o: Options = { n: 200, concurrency: 24, seed: Date.now() % 100_000, db: 'sqlite', faults: new Set(), logs: false };
   for (let i = 0; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--logs') o.logs = true;
@@ -69,6 +89,7 @@ function parseArgs(argv: string[]): Options {
     else if (flag === '--concurrency') o.concurrency = Math.min(64, Number(value)) || o.concurrency;
     else if (flag === '--seed') o.seed = Number(value);
     else if (flag === '--db') o.db = value === 'postgres' ? 'postgres' : 'sqlite';
+    else if (flag === '--faults') o.faults = parseFaults(value);
     else continue;
     if (flag !== '--logs') i++;
   }
@@ -96,10 +117,20 @@ interface Payment {
   /** The final answer: settled (with its transaction), refused with a 4xx, or none within the deadline. */
   outcome?: { settled: true; transaction: string } | { settled: false; status: number; reason: string };
   tries: number;
+  /** Its settlement workflow's id (the business key the API derives from the payload). */
+  workflowId?: string;
+  /** When it was first sent, and when its final answer came. */
+  sentAt?: number;
+  answeredAt?: number;
 }
 
 const SOLANA_USDC = new PublicKey(buildSolanaNetworkTable({}).get('solana-devnet')!.usdc);
 const DEADLINE_MS = 240_000;
+/** The worker's stuck threshold and the API's parking delay in this run (both far shorter than in production). */
+const STUCK_AFTER_SECONDS = 30;
+const SETTLE_PARK_AFTER_MS = 60_000;
+/** After a Temporal restart or dropped connections, no kills for this long: the survivors must settle payments. */
+const SURVIVOR_WINDOW_MS = 20_000;
 
 async function main(): Promise<void> {
   const opts = parseArgs(process.argv.slice(2));
@@ -107,13 +138,20 @@ async function main(): Promise<void> {
   const log = (name: string) => (opts.logs ? prefixedStderr(name) : () => undefined);
   const cleanups: (() => Promise<unknown>)[] = [];
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  say(`chaos: n=${opts.n} concurrency=${opts.concurrency} seed=${opts.seed} db=${opts.db}`);
+  const faults = [...opts.faults].join(',') || 'none';
+  say(`chaos: n=${opts.n} concurrency=${opts.concurrency} seed=${opts.seed} db=${opts.db} faults=${faults}`);
+  if (opts.faults.has('db') && opts.db === 'sqlite')
+    say('db fault: SQLite has no connections to drop (one file, opened in each process): skipped');
+  // The new faults draw from a generator of their own, so that a run without them is the run it always was.
+  const faultRandom = rng(opts.seed ^ 0x5eed_37);
   try {
     // --- the stack: Temporal, one anvil chain (state in a file, so it survives a restart), Solana devnet.
     const tmp = mkdtempSync(join(os.tmpdir(), 'x402-chaos-'));
     cleanups.push(async () => rmSync(tmp, { recursive: true, force: true }));
     const stateFile = join(tmp, 'anvil-84532.json');
-    const temporal = await startTemporalDevServer({ uiPort: false, log: log('temporal') });
+    // With the temporal fault the server keeps its state in a file, so that it survives a SIGKILL.
+    const temporalDb = opts.faults.has('temporal') ? join(tmp, 'temporal.sqlite') : undefined;
+    let temporal: DevServer = await startTemporalDevServer({ uiPort: false, dbFile: temporalDb, log: log('temporal') });
     cleanups.push(() => temporal.stop());
     let anvil: Anvil = await startAnvil({ chainId: 84532, stateFile, stateIntervalSec: 1, log: log('anvil') });
     cleanups.push(() => anvil.stop());
@@ -139,6 +177,14 @@ async function main(): Promise<void> {
       });
       await chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
     }
+    // The bench reads the chain from anvil itself; with the rpc fault the service goes through the double.
+    let provider: RpcProviderDouble | undefined;
+    if (opts.faults.has('rpc')) {
+      provider = await startRpcProviderDouble({ upstream: anvil.rpcUrl, seed: opts.seed, rules: PROVIDER_RULES, noSyncSend: true });
+      cleanups.push(() => provider!.stop());
+    }
+    const relayerAddress = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[0]).address;
+    const relayerNonceAtStart = await chain.getTransactionCount({ address: relayerAddress, blockTag: 'latest' });
     const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
     const bundlePath = join(tmp, 'workflow-bundle.js');
     writeFileSync(bundlePath, code);
@@ -150,13 +196,15 @@ async function main(): Promise<void> {
       TEMPORAL_ADDRESS: temporal.address,
       TEMPORAL_TASK_QUEUE: `chaos-${randomBytes(4).toString('hex')}`,
       RELAYER_PRIVATE_KEY: TEST_ACCOUNTS.relayerKeys[0],
-      RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl,
+      RPC_URLS_BASE_SEPOLIA: provider?.url ?? anvil.rpcUrl,
       RPC_URLS_OPTIMISM_SEPOLIA: 'none',
       SOLANA_RPC_URL_SOLANA_DEVNET: solana.url,
       WORKFLOW_BUNDLE_PATH: bundlePath,
       SETTLE_WAIT_MS: '3000',
       RECEIPT_WAIT_MS: '5000',
       RELAYER_REPLACE_AFTER_MS: '8000',
+      STUCK_AFTER_SECONDS: String(STUCK_AFTER_SECONDS),
+      SETTLE_PARK_AFTER_MS: String(SETTLE_PARK_AFTER_MS),
     };
     const tdb = await openTestDatabase(opts.db, env);
     cleanups.push(() => tdb.close());
@@ -164,6 +212,32 @@ async function main(): Promise<void> {
     let api = await spawnApi({ ...svcEnv, LOG_LEVEL: 'warn' }, opts.logs);
     const port = Number(new URL(api.baseUrl).port);
     let worker: ManagedProcess = await startWorker(svcEnv, { onLine: opts.logs ? log('worker') : undefined });
+    const events: string[] = [];
+    let started = Date.now();
+    const stamp = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+    // A (re)start can fail while Temporal, the chain or the provider is down: try again, and say so.
+    const restartWorker = async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await startWorker(svcEnv, { onLine: opts.logs ? log('worker') : undefined });
+        } catch (err) {
+          if (attempt >= 5) throw err;
+          events.push(`${stamp()} worker start failed (attempt ${attempt}): ${String(err).split('\n')[0]}`);
+          await sleep(1000 * attempt);
+        }
+      }
+    };
+    const restartApi = async () => {
+      for (let attempt = 1; ; attempt++) {
+        try {
+          return await spawnApi({ ...svcEnv, LOG_LEVEL: 'warn' }, opts.logs, port);
+        } catch (err) {
+          if (attempt >= 5) throw err;
+          events.push(`${stamp()} api start failed (attempt ${attempt}): ${String(err).split('\n')[0]}`);
+          await sleep(1000 * attempt);
+        }
+      }
+    };
     cleanups.push(
       async () => stopTree(worker),
       async () => stopTree(api.proc),
@@ -195,7 +269,7 @@ async function main(): Promise<void> {
     const bodyOf = async (p: Payment): Promise<unknown> => {
       const buyer = buyers[p.i % buyers.length] as LocalAccount;
       if (p.kind === 'eip3009') {
-        return exactPayment({
+        const body = await exactPayment({
           buyer,
           network: 'base-sepolia',
           chainId: 84532,
@@ -203,6 +277,9 @@ async function main(): Promise<void> {
           facilitator: deployed.facilitator,
           value: p.amount,
         });
+        const { from, nonce } = body.paymentPayload.payload.authorization;
+        p.workflowId = settleWorkflowId('base-sepolia', from, nonce);
+        return body;
       }
       if (p.kind === 'permit2') {
         const common = { network: 'base-sepolia', chainId: 84532, usdc: deployed.usdc, facilitator: deployed.facilitator };
@@ -211,16 +288,22 @@ async function main(): Promise<void> {
           exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
           uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
         };
-        return permit2Payment({ scheme: 'exact', buyer, amount: p.amount, ...common, ...proxies });
+        const body = await permit2Payment({ scheme: 'exact', buyer, amount: p.amount, ...common, ...proxies });
+        const { owner, permit } = body.paymentPayload.payload;
+        p.workflowId = permit2SettleWorkflowId('base-sepolia', owner, permit.nonce);
+        return body;
       }
+      const solBuyer = solBuyers[p.i % solBuyers.length];
       const tx: VersionedTransaction = svmPaymentTransaction({
-        buyer: solBuyers[p.i % solBuyers.length],
+        buyer: solBuyer,
         payTo: sellerSol,
         mint: SOLANA_USDC,
         feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey,
         amount: p.amount,
         blockhash: (await solConn.getLatestBlockhash()).blockhash,
       });
+      const authority = tx.message.staticAccountKeys.findIndex((k) => k.equals(solBuyer.publicKey));
+      p.workflowId = solanaSettleWorkflowId('solana-devnet', solBuyer.publicKey.toBase58(), base58Encode(tx.signatures[authority]));
       return {
         paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: toBase64(tx) } },
         paymentRequirements: {
@@ -241,7 +324,8 @@ async function main(): Promise<void> {
     /** A seller: the same payment again on a dropped connection, a 5xx or a 202, until a final answer. */
     const settle = async (p: Payment) => {
       p.body = await bodyOf(p);
-      const until = Date.now() + DEADLINE_MS;
+      p.sentAt = Date.now();
+      const until = p.sentAt + DEADLINE_MS;
       while (Date.now() < until) {
         p.tries++;
         const res = await fetch(`http://127.0.0.1:${port}/v1/settle`, {
@@ -253,25 +337,96 @@ async function main(): Promise<void> {
         const body = res
           ? ((await res.json().catch(() => ({}))) as { success?: boolean; transaction?: string; errorReason?: string })
           : undefined;
-        if (res && res.status === 200 && body?.success) return void (p.outcome = { settled: true, transaction: body.transaction! });
-        if (res && res.status >= 400 && res.status < 500 && res.status !== 429) {
-          return void (p.outcome = { settled: false, status: res.status, reason: body?.errorReason ?? 'unknown' });
-        }
-        if (res && res.status === 200) return void (p.outcome = { settled: false, status: 200, reason: body?.errorReason ?? 'failed' });
+        if (res && res.status === 200 && body?.success) p.outcome = { settled: true, transaction: body.transaction! };
+        else if (res && res.status >= 400 && res.status < 500 && res.status !== 429) {
+          p.outcome = { settled: false, status: res.status, reason: body?.errorReason ?? 'unknown' };
+        } else if (res && res.status === 200) p.outcome = { settled: false, status: 200, reason: body?.errorReason ?? 'failed' };
+        if (p.outcome) return void (p.answeredAt = Date.now());
         await sleep(250 + random() * 500);
       }
     };
 
-    // --- the monkey: SIGKILL worker or API every 0.5-2 s, and the chain once, while payments run.
+    // --- the monkey: SIGKILL worker or API every 0.5-2 s, and the chain once, while payments run; with
+    // --faults, Temporal once and the database connections once, each at a seeded share of the payments sent.
     let done = false;
-    const events: string[] = [];
-    const started = Date.now();
-    const stamp = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
+    let next = 0;
+    started = Date.now();
+    const temporalAt = temporalDb ? 0.2 + faultRandom() * 0.3 : undefined;
+    const dbAt = opts.faults.has('db') && opts.db === 'postgres' ? 0.3 + faultRandom() * 0.4 : undefined;
+    const checks: string[] = [];
+    /**
+     * After a Temporal restart or dropped connections, no kills for SURVIVOR_WINDOW_MS: the worker and
+     * API that lived through it must settle payments first sent after it (proof they reconnected).
+     */
+    const survivors = async (what: string, since: number) => {
+      const [w, a] = [worker, api.proc];
+      const until = since + SURVIVOR_WINDOW_MS;
+      const fresh = () => payments.filter((p) => (p.sentAt ?? 0) >= since && p.outcome?.settled && (p.answeredAt ?? 0) <= until).length;
+      while (Date.now() < until && !done && !w.hasExited && !a.hasExited && fresh() < 3) await sleep(250);
+      const n = fresh();
+      const who = `the worker (pid ${w.child.pid}) and the API (pid ${a.child.pid}) that lived through it`;
+      const exits = [w, a].filter((p) => p.hasExited);
+      for (const p of exits) {
+        checks.push(`${what}: the ${p.name} (pid ${p.child.pid}) exited by itself (${describeExit(await p.exited)}); its last lines:`);
+        checks.push(
+          ...p
+            .recentOutput()
+            .split('\n')
+            .slice(-8)
+            .map((l) => `      ${l}`),
+        );
+      }
+      if (n > 0)
+        checks.push(`${what}: ${who} settled ${n} payment(s) first sent after it, within ${((Date.now() - since) / 1000).toFixed(1)} s`);
+      else if (done) checks.push(`${what}: not shown, the payments ended first`);
+      else checks.push(`${what}: NO payment first sent after it settled within ${SURVIVOR_WINDOW_MS / 1000} s through ${who}`);
+    };
+    /** A worker or API that ended without being killed is reported and started again. */
+    const reviveCrashed = async () => {
+      if (worker.hasExited) {
+        events.push(
+          `${stamp()} the worker exited by itself (${describeExit(await worker.exited)}): ${worker.recentOutput().split('\n').pop()}`,
+        );
+        worker = await restartWorker();
+      }
+      if (api.proc.hasExited) {
+        events.push(
+          `${stamp()} the API exited by itself (${describeExit(await api.proc.exited)}): ${api.proc.recentOutput().split('\n').pop()}`,
+        );
+        api = await restartApi();
+      }
+    };
+    const restartTemporalNow = async (note = '') => {
+      events.push(`${stamp()} SIGKILL temporal${note}`);
+      temporal = await restartTemporal(temporal, { dbFile: temporalDb!, downMs: 1000 + faultRandom() * 2000, log: log('temporal') });
+      events.push(`${stamp()} temporal back on its database file`);
+    };
+    const dropConnectionsNow = async (note = '') => {
+      const n = await dropDatabaseConnections(tdb.config.DATABASE_URL!);
+      events.push(`${stamp()} dropped ${n} database connections${note}`);
+    };
     const monkey = (async () => {
       let chainRestarted = false;
+      let temporalRestarted = false;
+      let connectionsDropped = false;
       while (!done) {
         await sleep(500 + random() * 1500);
         if (done) break;
+        await reviveCrashed();
+        const sent = next / payments.length;
+        if (temporalAt !== undefined && !temporalRestarted && sent >= temporalAt) {
+          temporalRestarted = true;
+          await restartTemporalNow();
+          await survivors('temporal restart', Date.now());
+          continue;
+        }
+        if (dbAt !== undefined && !connectionsDropped && sent >= dbAt) {
+          connectionsDropped = true;
+          const since = Date.now();
+          await dropConnectionsNow();
+          await survivors('dropped database connections', since);
+          continue;
+        }
         const roll = random();
         if (!chainRestarted && roll < 0.2) {
           chainRestarted = true;
@@ -285,24 +440,26 @@ async function main(): Promise<void> {
           worker.child.kill('SIGKILL');
           await worker.exited;
           await sleep(random() * 1500);
-          worker = await startWorker(svcEnv, { onLine: opts.logs ? log('worker') : undefined });
+          worker = await restartWorker();
         } else {
           events.push(`${stamp()} SIGKILL api`);
           api.proc.child.kill('SIGKILL');
           await api.proc.exited;
           await sleep(random() * 1500);
-          api = await spawnApi({ ...svcEnv, LOG_LEVEL: 'warn' }, opts.logs, port);
+          api = await restartApi();
         }
       }
-      // The chain restart happens at least once, even in a short run.
+      // Each fault happens at least once, even in a short run.
       if (!chainRestarted) {
         events.push(`${stamp()} anvil stop (end of run)`);
         await anvil.stop();
         anvil = await startAnvil({ chainId: 84532, port: anvil.port, stateFile, stateIntervalSec: 1, log: log('anvil') });
       }
+      if (temporalAt !== undefined && !temporalRestarted) await restartTemporalNow(' (end of run)');
+      if (dbAt !== undefined && !connectionsDropped) await dropConnectionsNow(' (end of run)');
+      await reviveCrashed();
     })();
 
-    let next = 0;
     await Promise.all(
       Array.from({ length: opts.concurrency }, async () => {
         while (next < payments.length) await settle(payments[next++]);
@@ -312,8 +469,46 @@ async function main(): Promise<void> {
     await monkey;
     say(`settled in ${((Date.now() - started) / 1000).toFixed(1)} s; chaos: ${events.length} events`);
     for (const e of events) say(`  ${e}`);
+    for (const c of checks) say(`  ${c}`);
+    if (provider) say(`rpc provider double: ${providerSummary(provider)}`);
 
-    // --- the verdict: chain first, then the ledger.
+    // --- the verdict: the workflows of unanswered payments, then the chain, then the ledger.
+    const temporalConnection = await TemporalConnection.connect({ address: temporal.address });
+    cleanups.push(() => temporalConnection.close());
+    const temporalClient = new TemporalClient({ connection: temporalConnection });
+    const unanswered = payments.filter((p) => !p.outcome);
+    const views = new Map<Payment, WorkflowView>();
+    const viewAll = async () => {
+      for (const p of unanswered) views.set(p, await viewWorkflow(temporalClient, p.workflowId!));
+    };
+    await viewAll();
+    // Each workflow id is derived here as the API derives it; a settled payment's must name a workflow.
+    let unknownIds = 0;
+    for (const p of payments.filter((q) => q.outcome?.settled)) {
+      if ((await viewWorkflow(temporalClient, p.workflowId!)).status === 'ABSENT') unknownIds++;
+    }
+    if (unknownIds) say(`bench error: ${unknownIds} settled payment(s) have no workflow under the id the bench derived`);
+    const waiting = () =>
+      unanswered.filter((p) => {
+        const v = views.get(p)!;
+        return v.status === 'RUNNING' && !isParked(v);
+      });
+    if (waiting().length) {
+      // The stuck scan runs every minute; here it is run once more, now, as an operator would see it.
+      say(
+        `${waiting().length} unanswered payment(s) still running: ${await runStuckScan(
+          temporalClient,
+          env.TEMPORAL_TASK_QUEUE,
+          waiting().map((p) => views.get(p)!),
+          STUCK_AFTER_SECONDS,
+        )}`,
+      );
+      for (let i = 0; i < 20 && waiting().length; i++) {
+        await sleep(500); // the flag is set by the workflow itself when it takes the signal
+        await viewAll();
+      }
+    }
+
     const transfers = parseEventLogs({
       abi: tokenAbi,
       eventName: 'Transfer',
@@ -321,39 +516,68 @@ async function main(): Promise<void> {
     }).filter((l) => l.args.to.toLowerCase() === payout.toLowerCase());
     const evmCount = new Map<bigint, number>();
     for (const t of transfers) evmCount.set(t.args.value, (evmCount.get(t.args.value) ?? 0) + 1);
-    const landedSolana = async (p: Payment) =>
-      p.outcome?.settled
-        ? (await solConn.getSignatureStatus(p.outcome.transaction, { searchTransactionHistory: true })).value?.err === null
-        : false;
+    const landedSolana = async (p: Payment) => {
+      const signature = p.outcome?.settled ? p.outcome.transaction : undefined;
+      return signature ? (await solConn.getSignatureStatus(signature, { searchTransactionHistory: true })).value?.err === null : false;
+    };
 
+    type Verdict = 'settled' | 'refused' | 'parked' | 'stuck_unflagged' | 'lost';
+    const verdicts = new Map<Payment, Verdict>();
     let lost = 0;
     let doubled = 0;
     const problems: string[] = [];
-    const tally = { settled: 0, refused: 0, unanswered: 0 };
+    const parkedMoved = { evm: 0n, solana: 0n };
+    const moves = new Map<Payment, number>();
     for (const p of payments) {
       const moved = p.kind === 'solana' ? ((await landedSolana(p)) ? 1 : 0) : (evmCount.get(p.amount) ?? 0);
-      if (!p.outcome) tally.unanswered++;
-      else if (p.outcome.settled) tally.settled++;
-      else tally.refused++;
+      moves.set(p, moved);
+      const view = views.get(p);
+      let verdict: Verdict;
+      if (p.outcome?.settled) verdict = 'settled';
+      else if (p.outcome) verdict = p.outcome.status >= 400 && p.outcome.status < 500 ? 'refused' : 'lost';
+      else if (view && isParked(view)) verdict = 'parked';
+      else if (view && view.status === 'RUNNING' && !isTerminal(view)) verdict = 'stuck_unflagged';
+      else verdict = 'lost';
+      verdicts.set(p, verdict);
       if (moved > 1) {
         doubled++;
-        problems.push(`#${p.i} ${p.kind}: paid out ${moved} times`);
-      } else if (p.outcome?.settled && moved !== 1) {
+        problems.push(`#${p.i} ${p.kind} ${p.workflowId}: paid out ${moved} times`);
+      }
+      const where = view ? ` (workflow ${view.status}${view.state ? ` in ${view.state}` : ''}${view.stuck ? ', flagged stuck' : ''})` : '';
+      if (verdict === 'settled' && moved !== 1) {
         lost++;
-        problems.push(`#${p.i} ${p.kind}: answered settled (${p.outcome.transaction}) but nothing moved`);
-      } else if (!p.outcome?.settled && moved !== 0) {
+        problems.push(`#${p.i} ${p.kind}: answered settled (${(p.outcome as { transaction: string }).transaction}) but nothing moved`);
+      } else if (verdict === 'refused' && moved !== 0) {
         lost++;
         problems.push(
-          `#${p.i} ${p.kind}: money moved but the seller was told ${p.outcome ? `${p.outcome.status} ${p.outcome.reason}` : 'nothing'}`,
+          `#${p.i} ${p.kind}: money moved but the seller was told ${p.outcome && !p.outcome.settled ? `${p.outcome.status} ${p.outcome.reason}` : ''}`,
         );
-      } else if (!p.outcome) {
+      } else if (verdict === 'lost') {
         lost++;
-        problems.push(`#${p.i} ${p.kind}: no final answer within ${DEADLINE_MS / 1000} s`);
-      } else if (!p.outcome.settled && (p.outcome.status < 400 || p.outcome.status >= 500)) {
-        lost++;
-        problems.push(`#${p.i} ${p.kind}: final answer ${p.outcome.status} ${p.outcome.reason} is not a 4xx`);
+        problems.push(
+          p.outcome && !p.outcome.settled
+            ? `#${p.i} ${p.kind}: final answer ${p.outcome.status} ${p.outcome.reason} is not a 4xx (moved ${moved})`
+            : `#${p.i} ${p.kind} ${p.workflowId}: no final answer within ${DEADLINE_MS / 1000} s${where}, moved ${moved}`,
+        );
+      } else if (verdict === 'stuck_unflagged') {
+        problems.push(`#${p.i} ${p.kind} ${p.workflowId}: no final answer${where}, not flagged; moved ${moved}`);
+      } else if (verdict === 'parked') {
+        if (moved === 1) parkedMoved[p.kind === 'solana' ? 'solana' : 'evm'] += p.amount;
+        problems.push(`#${p.i} ${p.kind} ${p.workflowId}: parked${where}, moved ${moved}`);
       }
     }
+    const stuckUnflagged = [...verdicts.values()].filter((v) => v === 'stuck_unflagged').length;
+
+    // The relayer account on chain against its write-ahead records: no transaction nobody recorded, no
+    // record carried out twice.
+    const relayerAudit = await auditRelayer(chain, tdb.db, relayerAddress, relayerNonceAtStart);
+    doubled += relayerAudit.twice.length + relayerAudit.unrecorded;
+    for (const t of relayerAudit.twice)
+      problems.push(`relayer record ${t.id}: ${t.hashes.length} successful transactions ${t.hashes.join(' ')}`);
+    if (relayerAudit.unrecorded) problems.push(`relayer: ${relayerAudit.unrecorded} mined transaction(s) that no record names`);
+    for (const t of relayerAudit.duplicateReverted)
+      problems.push(`relayer record ${t.id}: mined ${t.hashes.length} times, the others reverted: ${t.hashes.join(' ')}`);
+
     const settledEvm = payments.filter((p) => p.kind !== 'solana' && p.outcome?.settled).reduce((s, p) => s + p.amount, 0n);
     const settledSol = payments.filter((p) => p.kind === 'solana' && p.outcome?.settled).reduce((s, p) => s + p.amount, 0n);
     const chainEvm = (await usdcOf(chain, deployed.usdc, payout)) - before.payout;
@@ -363,29 +587,41 @@ async function main(): Promise<void> {
       rows.filter((r) => route(r.route)).reduce((s, r) => s + BigInt(r.amount) - BigInt(r.fee), 0n);
     const ledgerEvm = ledger((r) => r !== 'solana');
     const ledgerSol = ledger((r) => r === 'solana');
-    const ledgerOk = ledgerEvm === chainEvm && ledgerSol === chainSol && settledEvm === chainEvm && settledSol === chainSol;
+    // A parked payment's transfer may have happened: the chain has it, the settled rows and the answers not yet.
+    const ledgerOk =
+      ledgerEvm + parkedMoved.evm === chainEvm &&
+      ledgerSol + parkedMoved.solana === chainSol &&
+      settledEvm + parkedMoved.evm === chainEvm &&
+      settledSol + parkedMoved.solana === chainSol;
     if (!ledgerOk)
       problems.push(
-        `ledger ${ledgerEvm}/${ledgerSol} vs chain ${chainEvm}/${chainSol} vs answers ${settledEvm}/${settledSol} (EVM/Solana)`,
+        `ledger ${ledgerEvm}/${ledgerSol} vs chain ${chainEvm}/${chainSol} vs answers ${settledEvm}/${settledSol} (EVM/Solana; parked and moved ${parkedMoved.evm}/${parkedMoved.solana})`,
       );
 
     say('');
-    say('| kind | payments | settled | refused (4xx) | unanswered | tries (mean) |');
-    say('|---|---|---|---|---|---|');
+    say('| kind | payments | settled | refused (4xx) | parked | stuck, unflagged | lost | tries (mean) |');
+    say('|---|---|---|---|---|---|---|---|');
     for (const k of kinds) {
       const of = payments.filter((p) => p.kind === k);
+      const count = (v: Verdict) => of.filter((p) => verdicts.get(p) === v).length;
       const mean = of.reduce((s, p) => s + p.tries, 0) / Math.max(1, of.length);
       say(
-        `| ${k} | ${of.length} | ${of.filter((p) => p.outcome?.settled).length} | ${of.filter((p) => p.outcome && !p.outcome.settled).length} | ${of.filter((p) => !p.outcome).length} | ${mean.toFixed(1)} |`,
+        `| ${k} | ${of.length} | ${count('settled')} | ${count('refused')} | ${count('parked')} | ${count('stuck_unflagged')} | ${count('lost')} | ${mean.toFixed(1)} |`,
       );
     }
     const reasons = new Map<string, number>();
     for (const p of payments) if (p.outcome && !p.outcome.settled) reasons.set(p.outcome.reason, (reasons.get(p.outcome.reason) ?? 0) + 1);
     if (reasons.size) say(`refusals: ${[...reasons].map(([r, c]) => `${r}=${c}`).join(' ')}`);
     say(`ledger = chain: ${ledgerOk} (EVM ${chainEvm}, Solana ${chainSol} base units)`);
-    for (const p of problems.slice(0, 20)) say(`  ${p}`);
-    say(`lost=${lost} doubled=${doubled}`);
-    process.exitCode = lost === 0 && doubled === 0 && ledgerOk ? 0 : 1;
+    say(
+      `relayer on chain: ${relayerAudit.mined} transactions (${relayerAudit.reverted} reverted) for ${relayerAudit.records} records; ` +
+        `unrecorded ${relayerAudit.unrecorded}, records carried out twice ${relayerAudit.twice.length}, ` +
+        `with a reverted duplicate ${relayerAudit.duplicateReverted.length}`,
+    );
+    for (const p of problems.slice(0, 30)) say(`  ${p}`);
+    if (problems.length > 30) say(`  ... and ${problems.length - 30} more`);
+    say(`lost=${lost} doubled=${doubled} stuck_unflagged=${stuckUnflagged}`);
+    process.exitCode = lost === 0 && doubled === 0 && stuckUnflagged === 0 && ledgerOk && unknownIds === 0 ? 0 : 1;
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   }
