@@ -99,6 +99,13 @@ const schema = z.object({
     .default(8 * 3600),
   SIWE_NONCE_TTL_SECONDS: int().pipe(z.number().positive()).default(600),
 
+  /**
+   * How long a sent settlement transaction may stay without a proven outcome before its workflow waits
+   * in `needs_review` for an operator (still confirming; docs/security.md "Failure model").
+   */
+  SETTLE_PARK_AFTER_MS: int()
+    .pipe(z.number().min(1_000))
+    .default(15 * 60_000),
   /** How long POST /v1/settle waits for the workflow before answering `settlement_pending`. */
   SETTLE_WAIT_MS: int().pipe(z.number().min(100).max(300_000)).default(20_000),
   /**

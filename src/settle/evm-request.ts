@@ -66,6 +66,7 @@ export async function evmSettlementBase(
     requestId: req.requestId,
     organizationId: resolved.org.id,
     apiKeyId: req.auth.apiKeyId ?? '',
+    parkAfterMs: deps.config.SETTLE_PARK_AFTER_MS,
     payer: p.payer,
     amount: p.amount.toString(),
     payout: resolved.payout,

@@ -25,6 +25,11 @@ export interface SettlementBase {
   /** A marketplace's cut (`extra.platform` / `extra.platformFeeBps`), also taken from `amount`; absent or '0' when none. */
   platformFee?: string;
   platform?: string;
+  /**
+   * How long a sent transaction may stay without a proven outcome before the settlement waits in
+   * `needs_review` (ms; the API's SETTLE_PARK_AFTER_MS). Absent: the workflow's PARK_AFTER_MS.
+   */
+  parkAfterMs?: number;
 }
 
 /** The input of the one settlement skeleton (workflows/settlement.ts), told apart by `route`. */

@@ -1,4 +1,4 @@
-import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
+import { PARKED_MEMO, fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
 import { OPERATOR_ACTIONS_MEMO, rebroadcastUpdate, replaceUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { HASH, PAYER, input } from '../support/settlement-workflow-mocks';
@@ -94,3 +94,57 @@ describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkf
     });
   },
 );
+
+/** Parking runs in the skeleton both types share (`settle`): shown once, on the type the API starts. */
+describe('fastSettlementWorkflow parking (mocked activities)', () => {
+  const t = useWorkflowTestEnv();
+  let n = 1000;
+  const workflow = fastSettlementWorkflow;
+
+  test('a transaction unproven past parkAfterMs: the settlement waits in needs_review with the reason, takes a nudge there, and settles once proven', async () => {
+    let release!: () => void;
+    const proven = new Promise<void>((r) => (release = r));
+    let confirms = 0;
+    const nudges: unknown[][] = [];
+    const activities = {
+      settlePayment: async () => ({ state: 'submitted', transaction: HASH }),
+      // The relayer cannot prove an outcome (receipt lookups failing): confirmation goes on, unanswered.
+      confirmPayment: async () => {
+        confirms++;
+        await proven;
+        return { success: true, transaction: HASH, network: 'base-sepolia', payer: PAYER };
+      },
+      recordSettlement: async () => undefined,
+      nudgeSettlementTransaction: async (...args: unknown[]) => {
+        nudges.push(args);
+        return { hash: HASH, status: 'signed' };
+      },
+    };
+    await t.withWorker(activities, async (taskQueue) => {
+      // The held confirmation is let go whatever happens, so a failure cannot keep the worker from shutting down.
+      setTimeout(release, 90_000).unref();
+      const i = { ...input(++n), parkAfterMs: 1_500 };
+      const handle = await t.env.client.workflow.start(workflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+      const states: (string | undefined)[] = [];
+      // A timer set while a local activity runs reaches the server with the task's heartbeat (about 8 s).
+      for (const until = Date.now() + 60_000; Date.now() < until && states.at(-1) !== 'needs_review';) {
+        states.push((await handle.describe()).typedSearchAttributes.get(X402State));
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(states.at(-1)).toBe('needs_review');
+      expect(states).toContain('submitted'); // it waited in submitted first
+      expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({
+        reason:
+          'no proven outcome for the settlement transaction within 2 s of its submission; the relayer keeps re-sending it and signs nothing new without proof',
+        at: expect.any(String),
+      });
+      expect(await handle.executeUpdate(replaceUpdate, { args: [who] })).toEqual({ hash: HASH, status: 'signed' });
+      expect(nudges).toEqual([[i, 'replace', who]]);
+
+      release();
+      expect((await handle.result()).response).toEqual({ success: true, transaction: HASH, network: 'base-sepolia', payer: PAYER });
+      expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('settled');
+      expect(confirms).toBe(1); // one confirmation throughout: parking never started another
+    });
+  });
+});

@@ -102,7 +102,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
   businessKey: (p) => solanaSettleWorkflowId(p.network, p.payer, p.payerSignature),
 
   /** payTo must be the organization's Solana payout wallet of the key's mode, when it has one. */
-  async input(_deps, req, p) {
+  async input(deps, req, p) {
     const org = await callerOrganization(req.em, req.auth);
     const wallet = p.network === 'solana-devnet' ? org?.payoutWalletSolanaTest : org?.payoutWalletSolanaLive;
     if (wallet && wallet !== p.payTo) {
@@ -119,6 +119,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
       requestId: req.requestId,
       organizationId: req.auth.organizationId,
       apiKeyId: req.auth.apiKeyId ?? '',
+      parkAfterMs: deps.config.SETTLE_PARK_AFTER_MS,
       route: 'solana',
       amount: p.maxAmountRequired,
       payout: p.payTo,
