@@ -364,13 +364,11 @@ test(
 /**
  * Found by the simulation (SIM_RUNS=2000; shrunk here by hand to a schedule without timing in it): a
  * recorded transaction the node refuses (its maxFeePerGas is now below the base fee, on a node that
- * refuses those, as anvil does) makes every retry of `send` throw the refusal, so the activity that
- * sends never completes and the wait that would replace it (`repair`) never runs; `recoverPending`
- * only re-sends the same bytes. The effect stays parked (visibly pending, nothing moved) until the base
- * fee falls below its bytes' fee. Money safety holds; liveness does not. Passes once `send` leaves a
+ * refuses those, as anvil does) made every retry of `send` throw the refusal, so the activity that
+ * sends never completed and the wait that would replace it (`repair`) never ran. `send` now leaves a
  * refused re-broadcast of a recorded transaction to the wait's repair.
  */
-test.failing('an effect whose recorded bytes the node refuses is still mined once its activity is retried (liveness)', async () => {
+test('an effect whose recorded bytes the node refuses is still mined once its activity is retried (liveness)', async () => {
   const parked = await simulate({
     seed: 7,
     effects: 1,

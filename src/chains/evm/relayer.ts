@@ -152,7 +152,10 @@ export class Relayer {
       this.estimates.delete(id);
       // Another caller's effect under this id (a failed run's id reused with other input): never adopted.
       if (!Relayer.records(existing, call)) throw new RecordedCallMismatch(id);
-      await this.broadcasts.rebroadcast(existing);
+      // Bytes the node refuses now (e.g. priced under today's base fee) are the wait's to repair with a
+      // replacement: thrown here, the refusal would fail every retry of the caller's activity, and the
+      // wait that repairs would never run (found by test/unit/relayer-simulation.test.ts).
+      await this.broadcasts.rebroadcast(existing).catch(() => undefined);
       return { hash: existing.hash as Hex, reused: true };
     }
     const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees().then((f) => this.capped(f))]);
