@@ -74,11 +74,28 @@ interface StaticNetwork {
   usdc?: Address;
   /** Default RPC URLs: the devnet anvil chains that `npm start` runs. */
   rpcUrls?: string[];
+  /** Blocks that must follow a transaction's block before its receipt counts (see CONFIRMATION_DEPTH). */
+  confirmationDepth?: number;
 }
+
+/**
+ * Confirmation depths by how each chain orders and finalizes blocks: the blocks that must follow a
+ * transaction's block before the relayer reports it (a reorg within them is noticed and the recorded
+ * bytes are sent again). `CONFIRMATION_DEPTH_<NET>` overrides; devnet chains (anvil, not production)
+ * default to 0.
+ * - 0, single-sequencer rollups (OP Stack: base, optimism, unichain, ink, worldchain; Arbitrum:
+ *   arbitrum, robinhood): a block the sequencer has published is not reorged short of a sequencer
+ *   failure; and chains with single-slot BFT finality (avalanche, sei, hyperevm, sonic, arc-testnet).
+ * - 2, BSC (fast finality after two blocks) and chains we have no finality facts for (the default).
+ * - 3, Ethereum (one-block reorgs happen; deeper ones are rare before finality).
+ * - 5, Polygon PoS (reorgs of a few blocks were common before its milestones).
+ */
+const CONFIRMATION_DEPTH = { rollup: 0, bft: 0, unknown: 2, bsc: 2, ethereum: 3, polygon: 5 } as const;
 
 const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   'base-sepolia': {
     chainId: 84532,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 6,
@@ -88,6 +105,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   'optimism-sepolia': {
     chainId: 11155420,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 2,
@@ -95,11 +113,20 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
     usdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8546'],
   },
-  'arc-testnet': { chainId: 5042002, testnet: true, facilitator: 'testnet', gatewayDomain: 26, cctpDomain: 26, sameChainOnly: true },
+  'arc-testnet': {
+    chainId: 5042002,
+    confirmationDepth: CONFIRMATION_DEPTH.bft,
+    testnet: true,
+    facilitator: 'testnet',
+    gatewayDomain: 26,
+    cctpDomain: 26,
+    sameChainOnly: true,
+  },
   'bot-chain-testnet': { testnet: true, facilitator: 'testnet', permit2Only: true },
   'fluent-testnet': { chainId: 20994, testnet: true, facilitator: 'fluent', permitOnly: true },
   base: {
     chainId: 8453,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 6,
@@ -108,6 +135,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   optimism: {
     chainId: 10,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 2,
@@ -116,6 +144,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   arbitrum: {
     chainId: 42161,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 3,
@@ -124,6 +153,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   avalanche: {
     chainId: 43114,
+    confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 1,
@@ -133,6 +163,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   polygon: {
     chainId: 137,
+    confirmationDepth: CONFIRMATION_DEPTH.polygon,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 7,
@@ -141,25 +172,49 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   unichain: {
     chainId: 130,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 10,
     cctpDomain: 10,
     usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6',
   },
-  ink: { chainId: 57073, testnet: false, facilitator: 'mainnet', cctpDomain: 21 },
-  worldchain: { chainId: 480, testnet: false, facilitator: 'mainnet', gatewayDomain: 14, cctpDomain: 14 },
-  sei: { chainId: 1329, testnet: false, facilitator: 'mainnet', gatewayDomain: 16, cctpDomain: 16, sameChainOnly: true },
-  hyperevm: { chainId: 999, testnet: false, facilitator: 'mainnet', gatewayDomain: 19, cctpDomain: 19 },
+  ink: { chainId: 57073, confirmationDepth: CONFIRMATION_DEPTH.rollup, testnet: false, facilitator: 'mainnet', cctpDomain: 21 },
+  worldchain: {
+    chainId: 480,
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 14,
+    cctpDomain: 14,
+  },
+  sei: {
+    chainId: 1329,
+    confirmationDepth: CONFIRMATION_DEPTH.bft,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 16,
+    cctpDomain: 16,
+    sameChainOnly: true,
+  },
+  hyperevm: {
+    chainId: 999,
+    confirmationDepth: CONFIRMATION_DEPTH.bft,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 19,
+    cctpDomain: 19,
+  },
   megaeth: { chainId: 4326, testnet: false, facilitator: 'mainnet', permit2Only: true },
-  bsc: { chainId: 56, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  bsc: { chainId: 56, confirmationDepth: CONFIRMATION_DEPTH.bsc, testnet: false, facilitator: 'mainnet', permit2Only: true },
   'bot-chain': { testnet: false, facilitator: 'mainnet', permit2Only: true },
   tempo: { testnet: false, facilitator: 'mainnet', permit2Only: true },
   monad: { chainId: 143, testnet: false, facilitator: 'mainnet', cctpDomain: 15 },
   // Chain id not in the spec: CHAIN_ID_ROBINHOOD. Its dollar token is USDG (USDG address: USDC_ADDRESS_ROBINHOOD).
-  robinhood: { testnet: false, facilitator: 'mainnet', stablecoin: 'USDG' },
+  robinhood: { confirmationDepth: CONFIRMATION_DEPTH.rollup, testnet: false, facilitator: 'mainnet', stablecoin: 'USDG' },
   ethereum: {
     chainId: 1,
+    confirmationDepth: CONFIRMATION_DEPTH.ethereum,
     testnet: false,
     facilitator: 'none',
     gatewayDomain: 0,
@@ -168,6 +223,7 @@ const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   },
   sonic: {
     chainId: 146,
+    confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'none',
     gatewayDomain: 13,
@@ -209,6 +265,8 @@ export interface EvmNetwork {
    * replacement bumps stop there, and a transaction at the ceiling waits for an operator.
    */
   maxFeePerGas: bigint;
+  /** Blocks that must follow a transaction's block before its receipt counts (`CONFIRMATION_DEPTH_<NET>`). */
+  confirmationDepth: number;
   /** Settlement works here: chain id, RPC, facilitator and USDC (not needed on permit-only networks) are all known. */
   enabled: boolean;
 }
@@ -279,7 +337,7 @@ function maxFeePerGas(env: Record<string, string | undefined>, id: EvmNetworkId)
 /**
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`, `MIN_SETTLE_AMOUNT_<NET>`,
- * `MAX_FEE_PER_GAS_<NET>` (wei),
+ * `MAX_FEE_PER_GAS_<NET>` (wei), `CONFIRMATION_DEPTH_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
  * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
  * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
@@ -350,6 +408,14 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       rpcUrls,
       minSettleAmount: minSettleAmount(env, id, s.testnet),
       maxFeePerGas: maxFeePerGas(env, id),
+      confirmationDepth:
+        readEnv(env, `CONFIRMATION_DEPTH_${sfx}`, (v) =>
+          z
+            .string()
+            .regex(/^\d{1,3}$/)
+            .transform(Number)
+            .parse(v),
+        ) ?? (devnet ? 0 : (s.confirmationDepth ?? CONFIRMATION_DEPTH.unknown)),
       // Settlement needs the token too: without USDC every exact/upto payment would fail, so /v1/supported
       // must not list it (the permit endpoint names its token per request).
       enabled: chainId !== undefined && rpcUrls.length > 0 && facilitator !== undefined && (usdc !== undefined || (s.permitOnly ?? false)),

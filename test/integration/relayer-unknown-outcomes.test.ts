@@ -234,6 +234,52 @@ describe('the fee ceiling', () => {
   });
 });
 
+describe('reorgs', () => {
+  let tdb: TestDatabase;
+  let anvil: Anvil;
+  beforeAll(async () => {
+    [tdb, anvil] = await Promise.all([openTestDatabase('sqlite'), startAnvil({ chainId: 84532, log: () => undefined })]);
+    await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
+  });
+  afterAll(async () => {
+    await anvil?.stop();
+    await tdb?.close();
+  });
+
+  test('a mined transaction that a reorg removes within CONFIRMATION_DEPTH is sent again with the same bytes, and counts only once final again', async () => {
+    const env = { RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl, CONFIRMATION_DEPTH_BASE_SEPOLIA: '2' };
+    const network = buildNetworkTable(env).get('base-sepolia')!;
+    const account = privateKeyToAccount(generatePrivateKey());
+    await rpc(anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    const relayer = new Relayer(network, account, tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    const client = relayer.client;
+    const { hash } = await relayer.send('reorged', { to: fresh(), data: '0x' });
+    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    const first = await client.getTransactionReceipt({ hash });
+
+    let headAtReport: bigint | undefined;
+    const stored = () => tdb.db.em.fork().findOne(RelayerTransaction, { id: 'reorged' });
+    const waiting = relayer.waitForReceipt((await stored())!, 60_000, undefined, async () => {
+      headAtReport = await client.getBlockNumber({ cacheTime: 0 });
+    });
+    // The block that mined it is taken out before two more follow it: the chain no longer has it.
+    await rpc(anvil.rpcUrl, 'anvil_rollback', [1]);
+    expect(await client.getBlockNumber({ cacheTime: 0 })).toBe(first.blockNumber - 1n);
+    expect(await client.getTransactionCount({ address: account.address, blockTag: 'latest' })).toBe(0);
+    expect((await stored())!.status).toBe('signed'); // not reported: it was never final
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+    const receipt = await waiting;
+    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
+
+    expect(receipt).toMatchObject({ transactionHash: hash, status: 'success' });
+    expect(receipt!.blockHash).not.toBe(first.blockHash); // mined again, in a block of the new chain
+    expect(headAtReport! >= receipt!.blockNumber + 2n).toBe(true); // reported two blocks deep
+    expect(await stored()).toMatchObject({ hash, status: 'mined', nonce: 0, hashes: null });
+    expect(await client.getTransactionCount({ address: account.address, blockTag: 'latest' })).toBe(1);
+  });
+});
+
 const anvilNonce = async (url: string, address: Address) => Number(await rpc(url, 'eth_getTransactionCount', [address, 'latest']));
 
 const authorizationStateAbi = [

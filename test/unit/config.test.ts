@@ -41,6 +41,7 @@ describe('loadConfig defaults', () => {
       SQLITE_PATH: '.data/facilitator.sqlite',
       SESSION_TTL_SECONDS: 8 * 3600,
       SIWE_NONCE_TTL_SECONDS: 600,
+      SETTLE_PARK_AFTER_MS: 900_000,
       SETTLE_WAIT_MS: 20_000,
       SETTLE_WAIT_V2_MS: 80_000,
       MIN_VALIDITY_SECONDS: 6,

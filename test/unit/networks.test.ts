@@ -97,6 +97,7 @@ describe('buildNetworkTable defaults', () => {
       rpcUrls: ['http://127.0.0.1:8545'],
       minSettleAmount: 1n,
       maxFeePerGas: 100_000_000_000n,
+      confirmationDepth: 0,
       enabled: true,
     });
   });
@@ -134,6 +135,7 @@ describe('buildNetworkTable defaults', () => {
       rpcUrls: [],
       minSettleAmount: 1000n,
       maxFeePerGas: 100_000_000_000n,
+      confirmationDepth: 0,
       enabled: false,
     });
   });
@@ -355,6 +357,28 @@ describe('the fee ceiling (MAX_FEE_PER_GAS_<NET>)', () => {
 
   it('refuses zero, a fraction and a word', () => {
     for (const v of ['0', '1.5', 'high']) expect(configError({ MAX_FEE_PER_GAS_BASE: v }).message).toContain('MAX_FEE_PER_GAS_BASE');
+  });
+});
+
+describe('confirmation depths (CONFIRMATION_DEPTH_<NET>)', () => {
+  it('are 0 on the devnet, by chain in production, and CONFIRMATION_DEPTH_<NET> overrides either', () => {
+    const devnet = buildNetworkTable({ CONFIRMATION_DEPTH_BASE_SEPOLIA: '4' });
+    expect(devnet.get('base-sepolia')!.confirmationDepth).toBe(4);
+    expect(devnet.get('ethereum')!.confirmationDepth).toBe(0);
+    const production = buildNetworkTable({ NODE_ENV: 'production', CONFIRMATION_DEPTH_BASE: '1' });
+    expect(
+      Object.fromEntries(
+        ['base', 'optimism', 'arbitrum', 'avalanche', 'bsc', 'ethereum', 'polygon', 'monad'].map((id) => [
+          id,
+          production.get(id as never)!.confirmationDepth,
+        ]),
+      ),
+    ).toEqual({ base: 1, optimism: 0, arbitrum: 0, avalanche: 0, bsc: 2, ethereum: 3, polygon: 5, monad: 2 });
+  });
+
+  it('refuses a value that is not a small whole number', () => {
+    for (const v of ['-1', '1.5', 'deep', '1000'])
+      expect(configError({ CONFIRMATION_DEPTH_BASE: v }).message).toContain('CONFIRMATION_DEPTH_BASE');
   });
 });
 

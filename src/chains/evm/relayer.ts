@@ -216,7 +216,9 @@ export class Relayer {
    * it asks for the receipt once per new block, and the head is polled once for all of this
    * relayer's waiters (`headAfter`): per-transaction polling cost more CPU and RPC quota than the
    * settlement itself. Past `replaceAfterMs` without one it repairs what it can (see the class
-   * comment). Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
+   * comment). Where the network has a confirmation depth, a receipt counts only once that many blocks
+   * follow its block on the canonical chain (`depthOf`); one whose block a reorg replaced sends the
+   * recorded bytes again and is looked for anew. Returns null on timeout after re-broadcasting, so the caller's retry finds a dropped
    * transaction again. On success `tx.hash` (and the record's) is the mined hash.
    */
   async waitForReceipt(
@@ -226,7 +228,8 @@ export class Relayer {
     onMined?: AlsoWrite<TransactionReceipt>,
   ): Promise<TransactionReceipt | null> {
     const known = this.mined.take(tx.id, (r) => Relayer.hashesOf(tx).includes(r.transactionHash));
-    if (known) {
+    // Where blocks must follow (confirmationDepth), the synchronous answer is only the first sighting.
+    if (known && this.network.confirmationDepth === 0) {
       await this.markMined(tx.id, known.value, onMined);
       tx.hash = known.value.transactionHash;
       return known.value;
@@ -251,7 +254,10 @@ export class Relayer {
       if (head === null || head > seen) {
         // An RPC error is unknown (undefined), not "no receipt": asked again at the next poll.
         const receipt = await this.receiptOfAny(current).catch(() => undefined);
-        if (receipt) {
+        const depth = receipt ? await this.depthOf(receipt) : undefined;
+        // Its block was replaced (a reorg): the same bytes go out again, and the wait looks again.
+        if (depth === 'gone') await this.broadcasts.rebroadcast(current).catch(() => undefined);
+        if (receipt && depth === 'final') {
           this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
           this.broadcasts.minedNow(current.id, new Date(current.updatedAt).getTime());
           await this.markMined(current.id, receipt, onMined);
@@ -320,6 +326,21 @@ export class Relayer {
       await new Promise((r) => setTimeout(r, Math.max(0, Math.min(HEAD_POLL_MS, left))));
       if (head === null) return null; // after the pause: a node that keeps failing is not asked in a loop
     }
+  }
+
+  /**
+   * Whether a receipt counts yet: `final` once `confirmationDepth` blocks follow its block and the
+   * canonical block at its height is still the receipt's; `shallow` while fewer follow or a read
+   * fails (unknown); `gone` when another block stands at its height (a reorg took it out).
+   */
+  private async depthOf(receipt: TransactionReceipt): Promise<'final' | 'shallow' | 'gone'> {
+    const depth = BigInt(this.network.confirmationDepth);
+    if (depth === 0n) return 'final';
+    const head = await this.client.getBlockNumber({ cacheTime: 0 }).catch(() => null);
+    if (head === null || head < receipt.blockNumber + depth) return 'shallow';
+    const block = await this.client.getBlock({ blockNumber: receipt.blockNumber }).catch(() => null);
+    if (!block) return 'shallow';
+    return block.hash === receipt.blockHash ? 'final' : 'gone';
   }
 
   /** Every hash ever sent for this effect, latest first. */
