@@ -58,6 +58,8 @@ interface Schedule {
   rejectBelowBaseFee: boolean;
   syncSends: boolean;
   steps: Step[];
+  /** The network's CONFIRMATION_DEPTH (default 0, the devnet's). */
+  confirmationDepth?: number;
 }
 
 const effectArb = fc.nat({ max: 3 });
@@ -193,7 +195,8 @@ async function simulate(s: Schedule): Promise<Outcome> {
       server.forget(url);
     }
     url = server.endpoint(`run${run}-${incarnation++}`, chain);
-    const network = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: url }).get('base-sepolia')!;
+    const depth = { CONFIRMATION_DEPTH_BASE_SEPOLIA: String(s.confirmationDepth ?? 0) };
+    const network = buildNetworkTable({ RPC_URLS_BASE_SEPOLIA: url, ...depth }).get('base-sepolia')!;
     relayer = new Relayer(network, account, db, { replaceAfterMs: s.replaceAfterMs });
     chain.log.push(`boot #${incarnation - 1}${recover ? ' (recoverPending)' : ''}`);
     if (recover) await relayer.recoverPending().catch((err: unknown) => notes.push(`recoverPending: ${short(err)}`));
@@ -392,15 +395,17 @@ test('an effect whose recorded bytes the node refuses is still mined once its ac
 /**
  * Found by the simulation (SIM_RUNS=2000, seed -1822426657, path
  * "219:0:0:0:0:3:1:7:7:9:8:8:8:10:10:10:12:10:10:10"; the shrunk schedule below): the receipt of the
- * effect's transaction is seen and the record marked mined; a one-block reorg returns that transaction
- * to the pool, where a foreign transaction of our key outbids it at its nonce and is mined. The record
- * says mined with a hash that moved nothing, and nothing ever looks again (a mined record is never
- * repaired): the effect is lost. A receipt is taken as final at one confirmation. The property's
- * schedules no longer outbid a reorged transaction ('outbid' skips them), so that it checks the rest.
+ * effect's transaction is seen; a one-block reorg returns that transaction to the pool, where a foreign
+ * transaction of our key outbids it at its nonce and is mined. At a confirmation depth of 0 (the
+ * devnet's) the receipt counted at first sight, the record said mined with a hash that moved nothing,
+ * and the effect was lost. With CONFIRMATION_DEPTH 2 (at least the model's reorgs) the receipt counts
+ * only when final, the nonce is proven foreign, and the call is signed again. The property's schedules
+ * run at depth 0 and do not outbid a reorged transaction ('outbid' skips them), so that they check the rest.
  */
-test.failing('a mined record whose block is reorged away while another transaction takes its nonce is not lost (reorg)', async () => {
+test('a mined record whose block is reorged away while another transaction takes its nonce is not lost (reorg)', async () => {
   const outcome = await simulate({
     seed: 0,
+    confirmationDepth: 2,
     effects: 1,
     replaceAfterMs: 5,
     rejectBelowBaseFee: false,
