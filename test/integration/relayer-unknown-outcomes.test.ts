@@ -252,7 +252,8 @@ describe('reorgs', () => {
     const account = privateKeyToAccount(generatePrivateKey());
     await rpc(anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
     await rpc(anvil.rpcUrl, 'evm_mine', []);
-    const relayer = new Relayer(network, account, tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    // No repair falls due during the test: what is mined again is what the wait sends again.
+    const relayer = new Relayer(network, account, tdb.db, { replaceAfterMs: 60_000 });
     const client = relayer.client;
     const { hash } = await relayer.send('reorged', { to: fresh(), data: '0x' });
     await rpc(anvil.rpcUrl, 'evm_mine', []);
@@ -260,10 +261,19 @@ describe('reorgs', () => {
 
     let headAtReport: bigint | undefined;
     const stored = () => tdb.db.em.fork().findOne(RelayerTransaction, { id: 'reorged' });
-    const waiting = relayer.waitForReceipt((await stored())!, 60_000, undefined, async () => {
-      headAtReport = await client.getBlockNumber({ cacheTime: 0 });
-    });
-    // The block that mined it is taken out before two more follow it: the chain no longer has it.
+    let polled!: () => void;
+    const sighted = new Promise<void>((resolve) => (polled = resolve));
+    const waiting = relayer.waitForReceipt(
+      (await stored())!,
+      60_000,
+      () => polled(),
+      async () => {
+        headAtReport = await client.getBlockNumber({ cacheTime: 0 });
+      },
+    );
+    await sighted; // the wait has looked once: it saw the receipt, one block deep
+    // The block that mined it is taken out before two more follow it: the chain no longer has it, and
+    // anvil does not put a rolled-back transaction back in its pool (nor do other nodes reliably).
     await rpc(anvil.rpcUrl, 'anvil_rollback', [1]);
     expect(await client.getBlockNumber({ cacheTime: 0 })).toBe(first.blockNumber - 1n);
     expect(await client.getTransactionCount({ address: account.address, blockTag: 'latest' })).toBe(0);

@@ -241,6 +241,7 @@ export class Relayer {
     let seen = -1n; // the head whose blocks were already searched (per-block mode)
     let current = tx;
     let reread = Date.now() + 2_000;
+    let sighted = false; // a receipt was seen, not yet final (confirmationDepth)
     while (Date.now() < deadline) {
       // Every 2 s, the record again: an operator's replacement (nudge) may have added a hash.
       if (Date.now() >= reread) {
@@ -255,8 +256,10 @@ export class Relayer {
         // An RPC error is unknown (undefined), not "no receipt": asked again at the next poll.
         const receipt = await this.receiptOfAny(current).catch(() => undefined);
         const depth = receipt ? await this.depthOf(receipt) : undefined;
-        // Its block was replaced (a reorg): the same bytes go out again, and the wait looks again.
-        if (depth === 'gone') await this.broadcasts.rebroadcast(current).catch(() => undefined);
+        // Its block was replaced, or the receipt seen before is gone (a reorg; nodes do not put a
+        // reorged transaction back in their pool): the same bytes go out again, and the wait looks again.
+        if (depth === 'gone' || (sighted && receipt === null)) await this.broadcasts.rebroadcast(current).catch(() => undefined);
+        if (receipt !== undefined) sighted = depth === 'shallow';
         if (receipt && depth === 'final') {
           this.receiptWaitMs = (this.receiptWaitMs * 4 + Math.min(Date.now() - started, MAX_POLL_MS * 4)) / 5;
           this.broadcasts.minedNow(current.id, new Date(current.updatedAt).getTime());
