@@ -2,13 +2,16 @@
  * Three projects (README "Tests"):
  *  - unit: pure tests, in parallel, no stack (`npm run test:unit`);
  *  - workflows: workflow code against mocked activities on a Temporal server the tests start (`npm run test:workflows`);
- *  - integration: the real stack (Temporal, anvil chains, doubles) started once by the global setup,
- *    suites run one at a time because they share chains and relayer keys (`npm run test:integration`).
+ *  - integration: the real stack (Temporal, anvil chains, doubles) started once per Jest by the global
+ *    setup, suites one at a time because they share chains and relayer keys; `npm run test:integration`
+ *    runs shards side by side, each a Jest with its own stack (scripts/test-integration.js).
  */
 const common = { testEnvironment: 'node', transform: { '^.+\\.(t|j)s$': ['@swc/jest'] } };
 
 module.exports = {
   testTimeout: 120000,
+  // npm run test:integration runs shards side by side (scripts/test-integration.js), split by this.
+  testSequencer: '<rootDir>/test/support/shard-sequencer.js',
   // CI's log lists each file's wall time (test/support/durations-reporter.js).
   reporters: process.env.CI ? ['default', '<rootDir>/test/support/durations-reporter.js'] : ['default'],
   projects: [

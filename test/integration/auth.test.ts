@@ -1,7 +1,7 @@
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { Organization, Session, SiweNonce } from '../../src/db/entities';
 import { issueNonce } from '../../src/auth/siwe-nonces';
-import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
+import { oneDbKind, openTestDatabase, type TestDatabase } from '../support/db';
 import { buildSiweMessage, CookieJar, fetchNonce, request, signedVerifyBody, signIn, startApi, type RunningApi } from '../support/http';
 
 /** SIWE sign-in, sessions and organization settings over real HTTP, on SQLite and PostgreSQL. */
@@ -11,7 +11,7 @@ const newAccount = () => privateKeyToAccount(generatePrivateKey());
 const ISO = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-describe.each(DB_KINDS)('SIWE sign-in (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('SIWE sign-in (%s)', (kind) => {
   let tdb: TestDatabase;
   let api: RunningApi;
   let base: string;
@@ -286,7 +286,7 @@ describe.each(DB_KINDS)('SIWE sign-in (%s)', (kind) => {
   });
 });
 
-describe.each(DB_KINDS)('organization settings (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('organization settings (%s)', (kind) => {
   let tdb: TestDatabase;
   let api: RunningApi;
   let base: string;

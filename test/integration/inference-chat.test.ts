@@ -10,7 +10,7 @@ import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
 import { relayerTxId, settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { exactPayment } from '../support/payments';
 import { waitForReceipt } from '../support/evm';
@@ -49,7 +49,7 @@ const devnetBaseSepolia = () =>
     rpcUrls: { default: { http: [stack.chains['base-sepolia'].rpcUrl] } },
   });
 
-describe.each(DB_KINDS)('paid inference (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
   let h: SettleHarness;
   const relayerIndex = 3;
   const revenue = TEST_ACCOUNTS.relayers[relayerIndex]!.address;

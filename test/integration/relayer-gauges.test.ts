@@ -4,7 +4,7 @@ import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { buildNetworkTable, type NetworkTable } from '../../src/chains/networks';
 import { Relayer } from '../../src/chains/evm/relayer';
 import { Metrics } from '../../src/observability/metrics';
-import { DB_KINDS, openTestDatabase, type TestDatabase } from '../support/db';
+import { oneDbKind, openTestDatabase, type TestDatabase } from '../support/db';
 import { sample, series } from '../support/promql';
 
 /**
@@ -13,7 +13,7 @@ import { sample, series } from '../support/promql';
  * known number of transactions, a pending one, a dropped one, and the node going away.
  */
 
-describe.each(DB_KINDS)('relayer gauges (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('relayer gauges (%s)', (kind) => {
   let anvil: Anvil;
   let networks: NetworkTable;
   let tdb: TestDatabase;

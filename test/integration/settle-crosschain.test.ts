@@ -13,7 +13,7 @@ import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -28,7 +28,7 @@ const BRIDGE_FEE = 2_000n; // the attester double's feeExecuted: 10 bps, under m
 const PLATFORM_FEE = 20_000n; // the organization's 100 bps of the signed value
 const PAYOUT = VALUE - BRIDGE_FEE - PLATFORM_FEE;
 
-describe.each(DB_KINDS)('cross-chain settlement (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
   let h: SettleHarness;
   let attester: BridgeAttester;
   let dest: PublicClient;

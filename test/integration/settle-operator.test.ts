@@ -9,7 +9,7 @@ import { X402State } from '../../src/temporal/search-attributes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { replaceUpdate } from '../../workflows/operator-actions';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -20,7 +20,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  */
 const ROOT = join(__dirname, '..', '..');
 
-describe.each(DB_KINDS)('operator actions on a stuck settlement (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s)', (kind) => {
   let h: SettleHarness;
   const buyer = TEST_ACCOUNTS.buyers[3];
   const relayer = TEST_ACCOUNTS.relayers[2];

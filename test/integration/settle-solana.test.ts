@@ -10,7 +10,7 @@ import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
 import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { Settlement, SolanaTransaction } from '../../src/db/entities';
 import { solanaSettleWorkflowId } from '../../src/temporal/workflow-ids';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { solanaRpcCall, svmPaymentTransaction, toBase64, type SvmPaymentOptions } from '../support/solana';
@@ -27,7 +27,7 @@ const FEE = 2 * 5000 + Math.ceil((UNITS * MICRO_LAMPORTS) / 1e6);
  * and the litesvm-backed Solana devnet node reached over JSON-RPC. The buyer builds and partially
  * signs its transaction as the x402 SVM client does, with the fee payer taken from /v1/supported.
  */
-describe.each(DB_KINDS)('Solana settlement (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('Solana settlement (%s)', (kind) => {
   let h: SettleHarness;
   let rpcUrl: string;
   let conn: Connection;

@@ -17,7 +17,7 @@ import { createTopupApp } from '../../src/topup/app';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { X402Kind, X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { waitForReceipt } from '../support/evm';
 import { request, type JsonResponse } from '../support/http';
 import { exactPayment } from '../support/payments';
@@ -40,7 +40,7 @@ const bridgeFee = (gross: bigint) => (gross * BigInt(DEVNET_BRIDGE_FEE_BPS)) / 1
 const QUOTED_BRIDGE_FEE = 60_000n;
 const OPTIMISM_DOMAIN = 2;
 
-describe.each(DB_KINDS)('cross-chain top-ups (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
   let h: TopupHarness;
   let attester: BridgeAttester;
   let op: PublicClient;

@@ -13,7 +13,7 @@ import { X402State } from '../../src/temporal/search-attributes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate } from '../../workflows/operator-actions';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { waitForReceipt } from '../support/evm';
 import { opsCli } from '../support/ops-cli';
 import { exactPayment } from '../support/payments';
@@ -33,7 +33,7 @@ const bridgeFee = (gross: bigint) => (gross * BigInt(DEVNET_BRIDGE_FEE_BPS)) / 1
 const QUOTED_BRIDGE_FEE = 60_000n;
 const OPTIMISM_DOMAIN = 2;
 
-describe.each(DB_KINDS)('operator actions on a needs_review top-up (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%s)', (kind) => {
   let h: TopupHarness;
   let attester: BridgeAttester;
   let op: PublicClient;

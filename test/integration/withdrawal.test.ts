@@ -8,7 +8,7 @@ import { waitForReceipt } from '../support/evm';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { WITHDRAWAL_ROUTE } from '../../src/gateway/withdrawal-types';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { gatewayHelpers } from '../support/gateway';
 import { request, signIn, type JsonResponse } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
@@ -17,7 +17,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * Gateway-wallet withdrawals of the facilitator's own balance as a durable WithdrawalWorkflow, on the
  * real stack (Temporal, anvil with our GatewayWallet at a 5-block delay, real worker process).
  */
-describe.each(DB_KINDS)('gateway wallet: balances and WithdrawalWorkflow (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('gateway wallet: balances and WithdrawalWorkflow (%s)', (kind) => {
   const g = gatewayHelpers();
   const relayer = TEST_ACCOUNTS.relayers[3]; // the depositor: this worker's relayer
   const buyer = TEST_ACCOUNTS.buyers[2];

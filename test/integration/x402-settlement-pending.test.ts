@@ -1,7 +1,7 @@
 import type { Address } from 'viem';
 
 import { rpc } from '../../devnet/anvil';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
@@ -26,7 +26,7 @@ jest.setTimeout(120_000);
 const PRICE = 1_000_000n;
 const PAUSE_MS = 3_000; // longer than SETTLE_WAIT_MS below, shorter than SETTLE_WAIT_V2_MS
 
-describe.each(DB_KINDS)('settlement_pending with the seller SDKs (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('settlement_pending with the seller SDKs (%s)', (kind) => {
   let h: SettleHarness;
   let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;

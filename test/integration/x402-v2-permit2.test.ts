@@ -6,7 +6,7 @@ import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
@@ -37,7 +37,7 @@ const FEE_BPS = 100n;
 const NETWORK = 'eip155:84532';
 const fee = (amount: bigint) => (amount * FEE_BPS) / 10_000n;
 
-describe.each(DB_KINDS)('x402 v2 Permit2 and upto through our facilitator (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('x402 v2 Permit2 and upto through our facilitator (%s)', (kind) => {
   let h: SettleHarness;
   let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;

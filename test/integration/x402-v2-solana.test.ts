@@ -2,7 +2,7 @@ import { Connection, Keypair, PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
 import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
 import { buildSolanaNetworkTable } from '../../src/chains/networks';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { solanaRpcCall } from '../support/solana';
@@ -29,7 +29,7 @@ const AMOUNT = 1_000_000n;
 /** The fee payer's cost: 2 signatures x 5000 lamports + ceil(the SDK's 1 microlamport x 20 000 units / 1e6). */
 const FEE = 2 * 5000 + 1;
 
-describe.each(DB_KINDS)('x402 v2 Solana exact through our facilitator (%s)', (kind) => {
+describe.each(oneDbKind('postgres'))('x402 v2 Solana exact through our facilitator (%s)', (kind) => {
   let h: SettleHarness;
   let seller: Awaited<ReturnType<typeof serveSeller>>;
   let sellerUrl: string;

@@ -8,7 +8,15 @@ import { openDatabase, type Database } from '../../src/db/orm';
 /** A fresh, migrated database per test suite: a temp SQLite file or a uniquely named PostgreSQL database. */
 
 export type DbKind = 'sqlite' | 'postgres';
+/** Both kinds: for suites whose SQL, races or write-ahead ids differ by dialect. */
 export const DB_KINDS: DbKind[] = ['sqlite', 'postgres'];
+
+/**
+ * One kind, for a suite whose database work is the same on both (README "Tests": databases by risk).
+ * Suites name theirs so that PostgreSQL takes about half of the time; `npm run test:all` (TEST_ALL_DBS=1)
+ * runs every suite on both.
+ */
+export const oneDbKind = (kind: DbKind): DbKind[] => (process.env.TEST_ALL_DBS === '1' ? DB_KINDS : [kind]);
 
 export interface TestDatabase {
   kind: DbKind;

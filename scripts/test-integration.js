@@ -1,0 +1,40 @@
+#!/usr/bin/env node
+/**
+ * `npm run test:integration`: the integration project in TEST_SHARDS shards (default 2) side by side,
+ * each a Jest of its own with its own stack (Temporal, chains, doubles: test/support/global-setup.ts),
+ * its suites one at a time. The split is test/support/shard-sequencer.js. Each line is prefixed with its
+ * shard; the exit code is the first failing shard's. `TEST_SHARDS=1` runs the project as one Jest.
+ */
+const { spawn } = require('node:child_process');
+const { join } = require('node:path');
+
+const shards = Number(process.env.TEST_SHARDS ?? 2);
+const extra = process.argv.slice(2);
+const jest = join(__dirname, '..', 'node_modules', 'jest', 'bin', 'jest.js');
+
+function run(index) {
+  // --no-allocation-site-pretenuring: avoids a Node 20 V8 garbage-collector abort (docs/decisions.md).
+  const args = ['--no-allocation-site-pretenuring', jest, '--selectProjects', 'integration', '--runInBand'];
+  if (shards > 1) args.push(`--shard=${index}/${shards}`);
+  const child = spawn(process.execPath, [...args, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  const prefix = shards > 1 ? `[shard ${index}/${shards}] ` : '';
+  for (const [stream, out] of [
+    [child.stdout, process.stdout],
+    [child.stderr, process.stderr],
+  ]) {
+    let buffered = '';
+    stream.on('data', (chunk) => {
+      const lines = (buffered + chunk.toString()).split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) out.write(`${prefix}${line}\n`);
+    });
+    stream.on('end', () => buffered && out.write(`${prefix}${buffered}\n`));
+  }
+  return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
+}
+
+Promise.all(Array.from({ length: shards }, (_, i) => run(i + 1))).then((codes) => {
+  const failed = codes.findIndex((c) => c !== 0);
+  if (failed >= 0) console.error(`integration shard ${failed + 1}/${shards} failed (exit ${codes[failed]})`);
+  process.exit(failed >= 0 ? codes[failed] : 0);
+});
