@@ -85,6 +85,35 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     );
   };
 
+  /** The burn's facilitator call (`settleAndBurn`), from the input's signed authorization and our network table. */
+  const burnCall = (input: CrossChainSettleInput) => {
+    const src = network(input.network);
+    const dst = network(input.destinationNetwork);
+    const a = input.paymentPayload.payload.authorization;
+    const data = encodeFunctionData({
+      abi: facilitatorBridgeAbi,
+      functionName: 'settleAndBurn',
+      args: [
+        input.paymentRequirements.asset as Address,
+        a.from as Address,
+        BigInt(a.value),
+        BigInt(a.validAfter),
+        BigInt(a.validBefore),
+        a.nonce as Hex,
+        input.paymentPayload.payload.signature as Hex,
+        {
+          messenger: src.bridgeMessenger,
+          destinationDomain: input.destinationDomain,
+          mintRecipient: dst.facilitator,
+          destinationCaller: dst.facilitator,
+          maxFee: BigInt(input.maxBridgeFee),
+          minFinalityThreshold: CCTP_FINALITY_FINALIZED,
+        },
+      ],
+    });
+    return { to: src.facilitator, data };
+  };
+
   const abandoned = async (input: BridgeTransferInput) =>
     (await deps.db.em.fork().findOne(BridgeTransfer, { id: input.bridgeId }))?.state === BRIDGE_ABANDONED;
 
@@ -93,7 +122,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     async verifyCrossChainPayment(input: CrossChainSettleInput): Promise<Verification> {
       const payer = input.paymentPayload.payload.authorization.from;
       // Signed already (a retry after a crash that followed the broadcast): never judge it again.
-      if (await callSent(deps.relayerFor(input.network), input.workflowId, 'burn')) return { isValid: true, payer };
+      // A record of another call under this id (a reused workflow id) is not this payment's: judged afresh.
+      if (await callSent(deps.relayerFor(input.network), input.workflowId, 'burn', () => burnCall(input))) return { isValid: true, payer };
       if (!settlementAllowed(deps, input) || !settlementAllowed(deps, { ...input, network: input.destinationNetwork })) {
         await records.rejected(asRecord(input), 'invalid_network'); // a mainnet while MAINNETS_ENABLED is off
         return { isValid: false, invalidReason: 'invalid_network', payer };
@@ -112,31 +142,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
      * reported before anything is signed.
      */
     async submitBridgeBurn(input: CrossChainSettleInput): Promise<BurnSubmitted> {
-      const src = network(input.network);
-      const dst = network(input.destinationNetwork);
-      const a = input.paymentPayload.payload.authorization;
-      const data = encodeFunctionData({
-        abi: facilitatorBridgeAbi,
-        functionName: 'settleAndBurn',
-        args: [
-          input.paymentRequirements.asset as Address,
-          a.from as Address,
-          BigInt(a.value),
-          BigInt(a.validAfter),
-          BigInt(a.validBefore),
-          a.nonce as Hex,
-          input.paymentPayload.payload.signature as Hex,
-          {
-            messenger: src.bridgeMessenger,
-            destinationDomain: input.destinationDomain,
-            mintRecipient: dst.facilitator,
-            destinationCaller: dst.facilitator,
-            maxFee: BigInt(input.maxBridgeFee),
-            minFinalityThreshold: CCTP_FINALITY_FINALIZED,
-          },
-        ],
-      });
-      const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, { to: src.facilitator, data }, 'burn');
+      const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, burnCall(input), 'burn');
       if (!sent.sent) {
         await records.rejected(asRecord(input), 'invalid_transaction_state');
         return { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };

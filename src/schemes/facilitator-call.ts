@@ -19,10 +19,7 @@ export function facilitatorCall<I extends SettlementInput & { network: EvmNetwor
   const callOf = (input: I, network: EvmNetwork) => ({ to: network.facilitator as Address, data: callData(input, network) });
   return {
     sent: (input, deps) =>
-      callSent(
-        deps.relayerFor(input.network, input.workflowId),
-        input.workflowId,
-        'settle',
+      callSent(deps.relayerFor(input.network, input.workflowId), input.workflowId, 'settle', () =>
         callOf(input, evmNetworkOf(deps.networks, input.network)),
       ),
 

@@ -56,13 +56,27 @@ export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> 
     },
   );
 
-/** A WorkflowTestEnv started before the enclosing describe's tests and closed after them. */
+/**
+ * The file's one WorkflowTestEnv (one server and one bundle per test file, however many describes use
+ * it): started before the first tests that use it, closed after the file's last test.
+ */
+let shared: Promise<WorkflowTestEnv> | undefined;
+if (typeof afterAll === 'function') {
+  // At import, so at the file's top level: after every describe of the file.
+  afterAll(async () => {
+    const env = shared;
+    shared = undefined;
+    await (await env)?.close();
+  });
+}
+
+/** The file's WorkflowTestEnv, started before the enclosing describe's tests (see `shared`). */
 export function useWorkflowTestEnv(): WorkflowTestEnv {
   let t: WorkflowTestEnv | undefined;
   beforeAll(async () => {
-    t = await startWorkflowTestEnv();
+    shared ??= startWorkflowTestEnv();
+    t = await shared;
   }, 120_000);
-  afterAll(() => t?.close());
   const started = () => {
     if (!t) throw new Error('the workflow test environment has not started');
     return t;

@@ -27,12 +27,12 @@ export const revertOf = (err: unknown): string | undefined => {
 
 /**
  * Whether this workflow's call for `purpose` was already signed (its write-ahead record exists), and,
- * given the call, signed for this very call: a record of another caller's call under a reused workflow
+ * given the call (asked only when a record exists), signed for this very call: a record of another caller's call under a reused workflow
  * id is not this caller's, who is judged afresh.
  */
-export const callSent = async (relayer: Relayer, workflowId: string, purpose = 'settle', call?: { to: Address; data: Hex }) => {
+export const callSent = async (relayer: Relayer, workflowId: string, purpose = 'settle', call?: () => { to: Address; data: Hex }) => {
   const tx = await relayer.find(relayerTxId(workflowId, purpose));
-  return tx !== null && (call === undefined || Relayer.records(tx, call));
+  return tx !== null && (call === undefined || Relayer.records(tx, call()));
 };
 
 /** Sends `call` once for this workflow; a call that would revert is reported before anything is signed. */
