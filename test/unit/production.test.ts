@@ -192,6 +192,35 @@ describe('keys by role (worker only)', () => {
     ]);
   });
 
+  test("production: each role address that is set must be its own key's address, and the API's role addresses must differ", () => {
+    // Precondition: every role address set to its own key's address starts.
+    const matching = { ...workerEnv(), TOPUP_RELAYER_ADDRESS: privateKeyToAddress(topupKey) };
+    expect(loadStartup('worker', matching).keys!.topupRelayer).toBe(topupKey);
+    // The worker: an address that is not its role key's is refused by name (each on its own).
+    expect(refused(() => loadStartup('worker', { ...matching, RELAYER_ADDRESS: privateKeyToAddress(revenueKey) }))).toEqual([
+      'RELAYER_ADDRESS',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...matching, TOPUP_RELAYER_ADDRESS: privateKeyToAddress(relayerKey) }))).toEqual([
+      'TOPUP_RELAYER_ADDRESS',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...matching, INFERENCE_REVENUE_WALLET: privateKeyToAddress(topupKey) }))).toEqual([
+      'INFERENCE_REVENUE_WALLET',
+    ]);
+    // No two roles share a key: the top-up key may be neither the relayer's nor the revenue wallet's.
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_RELAYER_PRIVATE_KEY: relayerKey }))).toEqual([
+      'TOPUP_RELAYER_PRIVATE_KEY',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_RELAYER_PRIVATE_KEY: revenueKey }))).toEqual([
+      'TOPUP_RELAYER_PRIVATE_KEY',
+    ]);
+    // The API: the revenue wallet may not be the relayer (compared without case).
+    expect(loadStartup('api', apiEnv()).inference!.revenueWallet).toBe(privateKeyToAddress(revenueKey));
+    const relayer = privateKeyToAddress(relayerKey);
+    expect(refused(() => loadStartup('api', { ...apiEnv(), INFERENCE_REVENUE_WALLET: relayer.toLowerCase() }))).toEqual([
+      'INFERENCE_REVENUE_WALLET',
+    ]);
+  });
+
   test('the revenue wallet is required in production and never derived from a key', () => {
     expect(() => inferenceConfig(loadConfig(productionEnv({ RELAYER_ADDRESS: randomAddress() })))).toThrow(
       /INFERENCE_REVENUE_WALLET: required in production/,
