@@ -148,6 +148,18 @@ describe('production mode: no devnet default applies', () => {
     ]);
     expect(loadStartup('topup', topupEnv()).topup!.TOPUP_RELAYER_ADDRESS).toBe(privateKeyToAddress(topupKey));
   });
+
+  test('topup: a devnet TOPUP_FEE_RECIPIENT is refused by name; an own one starts', () => {
+    const own = randomAddress();
+    expect(loadStartup('topup', { ...topupEnv(), TOPUP_FEE_BPS: '25', TOPUP_FEE_RECIPIENT: own }).topup!.TOPUP_FEE_RECIPIENT).toBe(own);
+    // anvil account #0 and a contract the devnet deployer creates: both have public keys behind them.
+    for (const devnetRecipient of [anvilAccount(0).address, DEVNET_USDC_ADDRESS]) {
+      expect(isDevnetAddress(devnetRecipient)).toBe(true);
+      expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_FEE_BPS: '25', TOPUP_FEE_RECIPIENT: devnetRecipient }))).toEqual([
+        'TOPUP_FEE_RECIPIENT',
+      ]);
+    }
+  });
 });
 
 describe('keys by role (worker only)', () => {
