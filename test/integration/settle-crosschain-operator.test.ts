@@ -236,6 +236,34 @@ describe.each(DB_KINDS)('operator actions on a cross-chain settlement in needs_r
     expect((await settlementRow(t.id)).state).toBe('refunded');
   }, 180_000);
 
+  test('ops exit 3: abandon-bridge accepted but not finished within --wait; the action goes on and refunds once the wallet is funded', async () => {
+    const t = await needsReview();
+    expect(await h.balanceOf(revenue.address)).toBe(0n); // precondition: the refund cannot finish yet
+
+    const r = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'frank', '--reason', 'message lost (INC-26)', '--wait', '2');
+    expect(r.out).toContain(`${t.id} is needs_review; sending abandon-bridge (operator frank: message lost (INC-26))`);
+    expect(r.out).toMatch(/accepted \(update [^)]+\); waiting up to 2 s for the outcome/);
+    expect(r.out).toContain('still running after 2 s: the action goes on; check it with list or the Temporal UI');
+    expect(r.out).not.toContain('done:');
+    expect(r.code).toBe(3);
+    expect(await stateOf(t.id)).toBe('refunding');
+    expect((await h.temporal.workflow.getHandle(t.id).describe()).status.name).toBe('RUNNING');
+    expect(await h.balanceOf(t.payer.address)).toBe(0n);
+
+    // It goes on: funded, the accepted action refunds the payer exactly once.
+    await fund(revenue.address, VALUE);
+    await waitState(t.id, 'refunded');
+    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
+    expect(await h.balanceOf(revenue.address)).toBe(0n);
+    expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: `${t.id}:bridge-refund` })).toHaveLength(1);
+    const row = await settlementRow(t.id);
+    expect({ state: row.state, operator: row.operator, operatorReason: row.operatorReason }).toEqual({
+      state: 'refunded',
+      operator: 'frank',
+      operatorReason: 'abandon-bridge: message lost (INC-26)',
+    });
+  }, 180_000);
+
   // Claim (README "For operators": `temporal workflow describe` "shows its state, pending activities and
   // their last error"; activities/bridge-refund.ts: a refund that cannot be sent is "visible on the
   // activity"). False for a wallet without USDC: the last failure of the pending refund is Temporal's
