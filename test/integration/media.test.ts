@@ -175,6 +175,69 @@ describe.each(oneDbKind('postgres'))('media generation (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2n * IMAGE_PRICE);
   });
 
+  test("an Idempotency-Key another buyer already used: the second buyer pays for and gets their own job, never the first buyer's", async () => {
+    // docs/security.md threat model, media jobs: the job id is (payment signer, Idempotency-Key).
+    const k = key('shared');
+    // The second buyer is a fresh wallet with exactly one image's price (the file's `stranger` keeps an empty library).
+    const second = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({ account: buyer, transport: http(stack.chains['base-sepolia'].rpcUrl) });
+    const funded = await funder.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [second.address, IMAGE_PRICE],
+    });
+    await h.chain.waitForTransactionReceipt({ hash: funded, pollingInterval: 20 });
+    const post = async (who: typeof second) =>
+      request('POST', imagesUrl(), {
+        json: { prompt: 'one key, two buyers' },
+        headers: { 'Idempotency-Key': k, 'X-PAYMENT': await h.xPayment(who, IMAGE_PRICE) },
+      });
+    const before = {
+      buyer: await h.balanceOf(buyer.address),
+      second: await h.balanceOf(second.address),
+      revenue: await h.balanceOf(revenue),
+    };
+    const first = await post(buyer);
+    expect(first.status).toBe(200);
+    const again = await post(second);
+    expect(again.status).toBe(200);
+    const assetShape = (jobId: string) => ({
+      id: expect.stringMatching(/^[0-9a-f-]{36}$/),
+      kind: 'image',
+      model: 'pixel-1',
+      prompt: 'one key, two buyers',
+      contentType: 'image/png',
+      costUsdc: IMAGE_PRICE.toString(),
+      createdAt: expect.any(String),
+      url: `${h.api.baseUrl}/media/${jobId}/0.png`,
+      jobId,
+      size: expect.any(Number),
+    });
+    expect(first.body).toEqual({ jobId: expect.any(String), assets: [assetShape(first.body.jobId)] });
+    expect(again.body).toEqual({ jobId: expect.any(String), assets: [assetShape(again.body.jobId)] });
+    expect(again.body.jobId).not.toBe(first.body.jobId);
+    expect(again.body.assets[0].id).not.toBe(first.body.assets[0].id);
+    // Two jobs, one per signer, each charged to its own buyer once.
+    const em = h.tdb.db.em.fork();
+    const jobs = await Promise.all(
+      [buyer, second].map((who) => em.findOneOrFail(MediaJob, { workflowId: mediaWorkflowId(who.address, k) })),
+    );
+    expect(jobs.map((j) => ({ id: j.id, state: j.state }))).toEqual([
+      { id: first.body.jobId, state: 'succeeded' },
+      { id: again.body.jobId, state: 'succeeded' },
+    ]);
+    expect(await h.balanceOf(buyer.address)).toBe(before.buyer - IMAGE_PRICE);
+    expect(await h.balanceOf(second.address)).toBe(before.second - IMAGE_PRICE);
+    expect(before.second).toBe(IMAGE_PRICE);
+    expect(await h.balanceOf(revenue)).toBe(before.revenue + 2n * IMAGE_PRICE);
+    // The first buyer's job stays theirs: their signed read answers 200, the second buyer's 404.
+    const path = `${MEDIA}/jobs/${first.body.jobId}`;
+    expect((await h.asBuyer(buyer, 'GET', path)).status).toBe(200);
+    expect((await h.asBuyer(second, 'GET', path)).status).toBe(404);
+  });
+
   test('x402 v2: @x402/fetch 2.x pays an image with PAYMENT-SIGNATURE and gets PAYMENT-RESPONSE (issue 13)', async () => {
     const v2Buyer = privateKeyToAccount(generatePrivateKey());
     const funder = createWalletClient({ account: buyer, transport: http(stack.chains['base-sepolia'].rpcUrl) });

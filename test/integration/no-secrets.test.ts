@@ -1,9 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
+import { WorkflowFailedError, type WorkflowHandle } from '@temporalio/client';
+import { findFreePort } from '../../devnet/process';
 import pino from 'pino';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { SESSION_COOKIE } from '../../src/auth/session-cookie';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { markersNamed } from '../support/history-events';
 import { CookieJar, request, signedVerifyBody } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
@@ -145,5 +149,57 @@ describe('no secret in logs or workflow history (sqlite)', () => {
     expect(found).toEqual([]);
     expect(apiLines.length).toBeGreaterThan(10);
     expect(workerLines.length).toBeGreaterThan(0);
+  });
+
+  describe('a worker whose RPC URL carries secrets (user info, path, query) and does not answer', () => {
+    // docs/security.md "Secrets": every log line is cut to URL origins (src/logger.ts), every activity
+    // failure too, local ones included, before Temporal records it (src/temporal/redacting-interceptor.ts).
+    // viem quotes the URL it failed on (without the user info, with path and query).
+    const secret = `s3cr3t${randomBytes(8).toString('hex')}`;
+    let port: number;
+    let raw: Awaited<ReturnType<WorkflowHandle['fetchHistory']>>;
+    let failure: unknown;
+    let output: string;
+
+    beforeAll(async () => {
+      port = await findFreePort(); // nothing listens: every call of the worker on base-sepolia fails
+      await h.restartWorker({ env: { RPC_URLS_BASE_SEPOLIA: `http://x:${secret}@127.0.0.1:${port}/v2/${secret}?key=${secret}` } });
+      const lines = workerLines.length;
+      const body = await h.pay(buyer, { value: 1_000n });
+      const auth = body.paymentPayload.payload.authorization;
+      const handle = h.temporal.workflow.getHandle(settleWorkflowId('base-sepolia', auth.from, auth.nonce));
+      await h.settle(body);
+      // Verification (the settlePayment local activity) runs out of its attempts and fails the workflow with its last error.
+      failure = await handle.result().then(
+        () => undefined,
+        (err: unknown) => err,
+      );
+      raw = await handle.fetchHistory();
+      output = workerLines.slice(lines).join('\n');
+    });
+    afterAll(async () => {
+      await h.restartWorker();
+    });
+
+    test('the failed local activity and the workflow failure in history name the RPC by its origin only', () => {
+      expect(failure).toBeInstanceOf(WorkflowFailedError);
+      // The local activity's marker holds its failure, and the workflow failed with it.
+      const [marker] = markersNamed(raw.events!, 'core_local_activity');
+      expect(marker!.markerRecordedEventAttributes!.failure!.message).toContain('HTTP request failed.');
+      expect(raw.events!.at(-1)!.workflowExecutionFailedEventAttributes).toBeTruthy();
+      const history = `${JSON.stringify(raw)}\n${decodedHistory(raw)}`;
+      expect(history).toContain(`URL: http://127.0.0.1:${port}/…`);
+      expect(history.includes(secret)).toBe(false);
+    });
+
+    // Claim (docs/security.md threat model, "Secrets": RPC URLs with provider keys in logs; "every log
+    // line is cut to URL origins"). False: the Temporal SDK's own "Activity failed" warning prints the
+    // worker's error object with viem's `url` and `metaMessages` properties, which redactError leaves
+    // as they are (it cuts message and stack only), so the path and query key reach the worker's output.
+    test.failing("the worker's output names the RPC by its origin only", () => {
+      expect(output).toContain('Activity failed');
+      expect(output).toContain(`127.0.0.1:${port}`);
+      expect(output.split('\n').filter((l) => l.includes(secret))).toEqual([]);
+    });
   });
 });

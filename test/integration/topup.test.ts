@@ -568,6 +568,7 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     await h.setCreditLimit(payer.address, 6_000_000n);
     const [p1, p2] = [await h.xPayment(payer, { value: 5_000_000n }), await h.xPayment(payer, { value: 5_000_000n })];
     const before = await h.usdcOf(payer.address);
+    const allowanceBefore = await merchantAllowance();
     const ids = [p1, p2].map((p) => topupWorkflowId('demo-merchant', payer.address, p.nonce));
     const rpcUrl = h.stack.chains.base.rpcUrl;
     // Hold the chain until both requests passed the gateway's checks (both see 6 USDC of headroom).
@@ -611,6 +612,9 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     expect(await h.usdcOf(payer.address)).toBe(before - 10_000_000n + 4_975_000n);
     const refundReceipt = await h.chain.getTransactionReceipt({ hash: refunded.body.refundTx });
     expect(refundReceipt.status).toBe('success');
+    // docs/security.md "Allowances are exact": each top-up raised the allowance by its own net, the
+    // deposit spent its own, and the failed deposit left its own net approved: no more, no less.
+    expect(await merchantAllowance()).toBe(allowanceBefore + 4_975_000n);
     // Replaying the refused payment returns the same refunded top-up, never a second charge.
     const replay = await h.post({}, refunded.body.topupId === ids[0] ? p1.header : p2.header);
     expect(replay).toMatchObject({ status: 409, body: refunded.body });

@@ -148,6 +148,18 @@ describe('production mode: no devnet default applies', () => {
     ]);
     expect(loadStartup('topup', topupEnv()).topup!.TOPUP_RELAYER_ADDRESS).toBe(privateKeyToAddress(topupKey));
   });
+
+  test('topup: a devnet TOPUP_FEE_RECIPIENT is refused by name; an own one starts', () => {
+    const own = randomAddress();
+    expect(loadStartup('topup', { ...topupEnv(), TOPUP_FEE_BPS: '25', TOPUP_FEE_RECIPIENT: own }).topup!.TOPUP_FEE_RECIPIENT).toBe(own);
+    // anvil account #0 and a contract the devnet deployer creates: both have public keys behind them.
+    for (const devnetRecipient of [anvilAccount(0).address, DEVNET_USDC_ADDRESS]) {
+      expect(isDevnetAddress(devnetRecipient)).toBe(true);
+      expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_FEE_BPS: '25', TOPUP_FEE_RECIPIENT: devnetRecipient }))).toEqual([
+        'TOPUP_FEE_RECIPIENT',
+      ]);
+    }
+  });
 });
 
 describe('keys by role (worker only)', () => {
@@ -189,6 +201,35 @@ describe('keys by role (worker only)', () => {
     ]);
     expect(refused(() => loadStartup('worker', { ...workerEnv(), RELAYER_PRIVATE_KEYS: `${relayerKey},${topupKey}` }))).toEqual([
       'RELAYER_PRIVATE_KEYS',
+    ]);
+  });
+
+  test("production: each role address that is set must be its own key's address, and the API's role addresses must differ", () => {
+    // Precondition: every role address set to its own key's address starts.
+    const matching = { ...workerEnv(), TOPUP_RELAYER_ADDRESS: privateKeyToAddress(topupKey) };
+    expect(loadStartup('worker', matching).keys!.topupRelayer).toBe(topupKey);
+    // The worker: an address that is not its role key's is refused by name (each on its own).
+    expect(refused(() => loadStartup('worker', { ...matching, RELAYER_ADDRESS: privateKeyToAddress(revenueKey) }))).toEqual([
+      'RELAYER_ADDRESS',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...matching, TOPUP_RELAYER_ADDRESS: privateKeyToAddress(relayerKey) }))).toEqual([
+      'TOPUP_RELAYER_ADDRESS',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...matching, INFERENCE_REVENUE_WALLET: privateKeyToAddress(topupKey) }))).toEqual([
+      'INFERENCE_REVENUE_WALLET',
+    ]);
+    // No two roles share a key: the top-up key may be neither the relayer's nor the revenue wallet's.
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_RELAYER_PRIVATE_KEY: relayerKey }))).toEqual([
+      'TOPUP_RELAYER_PRIVATE_KEY',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_RELAYER_PRIVATE_KEY: revenueKey }))).toEqual([
+      'TOPUP_RELAYER_PRIVATE_KEY',
+    ]);
+    // The API: the revenue wallet may not be the relayer (compared without case).
+    expect(loadStartup('api', apiEnv()).inference!.revenueWallet).toBe(privateKeyToAddress(revenueKey));
+    const relayer = privateKeyToAddress(relayerKey);
+    expect(refused(() => loadStartup('api', { ...apiEnv(), INFERENCE_REVENUE_WALLET: relayer.toLowerCase() }))).toEqual([
+      'INFERENCE_REVENUE_WALLET',
     ]);
   });
 
