@@ -192,11 +192,10 @@ describe('no secret in logs or workflow history (sqlite)', () => {
       expect(history.includes(secret)).toBe(false);
     });
 
-    // Claim (docs/security.md threat model, "Secrets": RPC URLs with provider keys in logs; "every log
-    // line is cut to URL origins"). False: the Temporal SDK's own "Activity failed" warning prints the
-    // worker's error object with viem's `url` and `metaMessages` properties, which redactError leaves
-    // as they are (it cuts message and stack only), so the path and query key reach the worker's output.
-    test.failing("the worker's output names the RPC by its origin only", () => {
+    // docs/security.md threat model, "Secrets": every log line is cut to URL origins, the SDK's own
+    // "Activity failed" warning too, which prints the whole error object (viem's carried its `url` and
+    // `metaMessages` until src/temporal/redacting-interceptor.ts made each error a plain failure).
+    test("the worker's output names the RPC by its origin only", () => {
       expect(output).toContain('Activity failed');
       expect(output).toContain(`127.0.0.1:${port}`);
       expect(output.split('\n').filter((l) => l.includes(secret))).toEqual([]);

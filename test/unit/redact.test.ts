@@ -1,3 +1,5 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { HttpRequestError } from 'viem';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { BodyTooLarge, readBounded, readPrefix } from '../../src/http/bounded-body';
@@ -53,6 +55,39 @@ describe('where redaction applies', () => {
     const err = await inbound.execute({} as never, failing).catch((e: Error) => e);
     expect((err as Error).message).toBe('HTTP request failed. URL: https://rpc.example.com/…');
     await expect(inbound.execute({} as never, async () => 'ok')).resolves.toBe('ok');
+  });
+
+  test('a viem error leaves as a small ApplicationFailure of its own name: no URL property, no request body, no cause chain', async () => {
+    const inbound = new RedactingActivityInbound();
+    const viem = new HttpRequestError({
+      url: `https://rpc.example.com/v2/${KEY}?key=${KEY}`,
+      body: { raw: 'ab'.repeat(50_000) },
+      status: 429,
+    });
+    const err = (await inbound.execute({} as never, () => Promise.reject(viem)).catch((e: unknown) => e)) as ApplicationFailure;
+
+    expect(err).toBeInstanceOf(ApplicationFailure);
+    expect({ type: err.type, nonRetryable: err.nonRetryable, cause: err.cause }).toEqual({
+      type: 'HttpRequestError',
+      nonRetryable: false,
+      cause: undefined,
+    });
+    expect(JSON.stringify({ ...err, message: err.message, stack: err.stack })).not.toContain(KEY);
+    expect(err.message).toMatch(/^HTTP request failed\.[\s\S]*URL: https:\/\/rpc\.example\.com\/…[\s\S]*more characters\)$/);
+    expect(err.message.length).toBeLessThan(4_100);
+    expect(Object.keys(err)).not.toContain('url');
+    // An ApplicationFailure of ours over a viem error (ApplicationFailure.fromError) keeps its own fields, over a plain cause.
+    // (fromError takes the error's own cause as the failure's: viem's estimate error over its HTTP error.)
+    const wrapped = ApplicationFailure.fromError(new Error('estimate failed', { cause: viem }), { nonRetryable: true });
+    const out = (await inbound.execute({} as never, () => Promise.reject(wrapped)).catch((e: unknown) => e)) as ApplicationFailure;
+    expect({ type: out.type, nonRetryable: out.nonRetryable }).toEqual({ type: 'Error', nonRetryable: true });
+    expect(out.cause).toBeInstanceOf(ApplicationFailure);
+    expect(Object.keys(out.cause!)).not.toContain('url');
+    expect(JSON.stringify({ ...out.cause, message: out.cause!.message, stack: out.cause!.stack })).not.toContain(KEY);
+    // Temporal's own failures pass as they are, redacted.
+    const own = ApplicationFailure.nonRetryable(`see https://rpc.example.com/${KEY}`, 'RefundNotOwed');
+    expect(await inbound.execute({} as never, () => Promise.reject(own)).catch((e: unknown) => e)).toBe(own);
+    expect(own.message).toBe('see https://rpc.example.com/…');
   });
 });
 

@@ -134,6 +134,8 @@ describe.each([
     expect(out).toMatchObject({ value: { response: settled, organizationId: 'org-1' }, state: 'settled' });
     // The fast path does not retry its short wait: confirmPayment takes over (and retries its own).
     expect(m.calls).toEqual({ ...none, settlePayment: 1, confirmPayment: 2, verify: 1, submit: 1, confirm: 3 });
-    expect(out.history).toEqual({ localActivities: 2, states: ['submitted', 'settled'], patch });
+    // Waiting past the fast path adds the parking patch (park-unproven-v1): its marker and upsert, on both types.
+    const parking = { markers: patch.markers + 1, changeVersionUpserts: patch.changeVersionUpserts + 1 };
+    expect(out.history).toEqual({ localActivities: 2, states: ['submitted', 'settled'], patch: parking });
   });
 });
