@@ -129,11 +129,8 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
     expect(required('topup')).toEqual([...shared, 'METRICS_TOKEN', 'TOPUP_MERCHANT_CONTRACT', 'TOPUP_RELAYER_ADDRESS'].sort());
   });
 
-  // Claim (docs/security.md "Docker Compose"): "Variables that are not set are never passed as empty
-  // strings". False today: PLATFORM_FEE_RECIPIENT, OPERATOR_ADDRESSES (x-app) and RELAYER_PRIVATE_KEYS
-  // (worker) default to '' (`${VAR:-}`). loadConfig drops empty values, so none falls back to a devnet
-  // default through src/config.ts; the statement itself does not hold. Kept failing until one changes.
-  test.failing('no app variable defaults to an empty string when it is not set (a bare name passes it only when set)', () => {
+  // docs/security.md "Docker Compose": "Variables that are not set are never passed as empty strings".
+  test('no app variable defaults to an empty string when it is not set (a bare name passes it only when set)', () => {
     const emptyDefaults = APP_SERVICES.flatMap((name) =>
       Object.entries(envOf(name))
         .filter(([, v]) => v === '' || (typeof v === 'string' && /^\$\{\w+:-\}$/.test(v)))
