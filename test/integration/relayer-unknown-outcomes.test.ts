@@ -132,7 +132,7 @@ describe.each(DB_KINDS)('relayer under a misbehaving provider (%s)', (kind) => {
     expect(
       await chain.readContract({
         address: stack.usdc,
-        abi: authorizationStateAbi,
+        abi: tokenAbi,
         functionName: 'authorizationState',
         args: [account.address, transferOnceNonce('refund:twice')],
       }),
@@ -191,33 +191,42 @@ describe.each(DB_KINDS)('relayer under a misbehaving provider (%s)', (kind) => {
   });
 });
 
-describe('the fee ceiling', () => {
-  let tdb: TestDatabase;
-  let anvil: Anvil;
+/** A chain of the describe's own (its blocks and base fee are the tests'), mining only when told, and a SQLite database. */
+function ownChain() {
+  const own = {} as { tdb: TestDatabase; anvil: Anvil; funded(): Promise<PrivateKeyAccount> };
   beforeAll(async () => {
-    // Its own chain: blocks here carry a base fee far above the ceiling.
-    [tdb, anvil] = await Promise.all([openTestDatabase('sqlite'), startAnvil({ chainId: 84532, log: () => undefined })]);
-    await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
+    [own.tdb, own.anvil] = await Promise.all([openTestDatabase('sqlite'), startAnvil({ chainId: 84532, log: () => undefined })]);
+    await rpc(own.anvil.rpcUrl, 'evm_setAutomine', [false]);
   });
   afterAll(async () => {
-    await anvil?.stop();
-    await tdb?.close();
+    await own.anvil?.stop();
+    await own.tdb?.close();
   });
+  own.funded = async () => {
+    const account = privateKeyToAccount(generatePrivateKey());
+    await rpc(own.anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
+    return account;
+  };
+  return own;
+}
+
+describe('the fee ceiling', () => {
+  // Its own chain: blocks here carry a base fee far above the ceiling.
+  const own = ownChain();
 
   test('replacement bumps stop at MAX_FEE_PER_GAS_<NET>: at the ceiling the transaction waits, re-sent, never bumped past it', async () => {
     const ceiling = 3n * GWEI;
-    const env = { RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl, MAX_FEE_PER_GAS_BASE_SEPOLIA: ceiling.toString() };
+    const env = { RPC_URLS_BASE_SEPOLIA: own.anvil.rpcUrl, MAX_FEE_PER_GAS_BASE_SEPOLIA: ceiling.toString() };
     const network = buildNetworkTable(env).get('base-sepolia')!;
-    const account = privateKeyToAccount(generatePrivateKey());
-    await rpc(anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
-    const relayer = new Relayer(network, account, tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
+    const account = await own.funded();
+    const relayer = new Relayer(network, account, own.tdb.db, { replaceAfterMs: REPLACE_AFTER_MS });
     const { hash } = await relayer.send('ceiling', { to: fresh(), data: '0x' });
     const first = await relayer.client.getTransaction({ hash });
     expect(first.maxFeePerGas! < ceiling).toBe(true);
     // From the next block on, the base fee is far above the ceiling: the transaction is never included.
-    await rpc(anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [numberToHex(50n * GWEI)]);
-    await rpc(anvil.rpcUrl, 'evm_mine', []);
-    const stored = () => tdb.db.em.fork().findOne(RelayerTransaction, { id: 'ceiling' });
+    await rpc(own.anvil.rpcUrl, 'anvil_setNextBlockBaseFeePerGas', [numberToHex(50n * GWEI)]);
+    await rpc(own.anvil.rpcUrl, 'evm_mine', []);
+    const stored = () => own.tdb.db.em.fork().findOne(RelayerTransaction, { id: 'ceiling' });
 
     let repairs = 0;
     const receipt = await relayer.waitForReceipt((await stored())!, 10 * REPLACE_AFTER_MS, () => repairs++);
@@ -230,37 +239,27 @@ describe('the fee ceiling', () => {
     const latest = parseTransaction(rec.rawTx as Hex) as { maxFeePerGas: bigint; maxPriorityFeePerGas: bigint; nonce: number };
     expect({ nonce: latest.nonce, maxFeePerGas: latest.maxFeePerGas }).toEqual({ nonce: 0, maxFeePerGas: ceiling });
     expect(latest.maxPriorityFeePerGas <= ceiling).toBe(true);
-    expect(await anvilNonce(anvil.rpcUrl, account.address)).toBe(0);
+    expect(await anvilNonce(own.anvil.rpcUrl, account.address)).toBe(0);
   });
 });
 
 describe('reorgs', () => {
-  let tdb: TestDatabase;
-  let anvil: Anvil;
-  beforeAll(async () => {
-    [tdb, anvil] = await Promise.all([openTestDatabase('sqlite'), startAnvil({ chainId: 84532, log: () => undefined })]);
-    await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
-  });
-  afterAll(async () => {
-    await anvil?.stop();
-    await tdb?.close();
-  });
+  const own = ownChain();
 
   test('a mined transaction that a reorg removes within CONFIRMATION_DEPTH is sent again with the same bytes, and counts only once final again', async () => {
-    const env = { RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl, CONFIRMATION_DEPTH_BASE_SEPOLIA: '2' };
+    const env = { RPC_URLS_BASE_SEPOLIA: own.anvil.rpcUrl, CONFIRMATION_DEPTH_BASE_SEPOLIA: '2' };
     const network = buildNetworkTable(env).get('base-sepolia')!;
-    const account = privateKeyToAccount(generatePrivateKey());
-    await rpc(anvil.rpcUrl, 'anvil_setBalance', [account.address, numberToHex(10n ** 20n)]);
-    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    const account = await own.funded();
+    await rpc(own.anvil.rpcUrl, 'evm_mine', []);
     // No repair falls due during the test: what is mined again is what the wait sends again.
-    const relayer = new Relayer(network, account, tdb.db, { replaceAfterMs: 60_000 });
+    const relayer = new Relayer(network, account, own.tdb.db, { replaceAfterMs: 60_000 });
     const client = relayer.client;
     const { hash } = await relayer.send('reorged', { to: fresh(), data: '0x' });
-    await rpc(anvil.rpcUrl, 'evm_mine', []);
+    await rpc(own.anvil.rpcUrl, 'evm_mine', []);
     const first = await client.getTransactionReceipt({ hash });
 
     let headAtReport: bigint | undefined;
-    const stored = () => tdb.db.em.fork().findOne(RelayerTransaction, { id: 'reorged' });
+    const stored = () => own.tdb.db.em.fork().findOne(RelayerTransaction, { id: 'reorged' });
     let polled!: () => void;
     const sighted = new Promise<void>((resolve) => (polled = resolve));
     const waiting = relayer.waitForReceipt(
@@ -274,13 +273,13 @@ describe('reorgs', () => {
     await sighted; // the wait has looked once: it saw the receipt, one block deep
     // The block that mined it is taken out before two more follow it: the chain no longer has it, and
     // anvil does not put a rolled-back transaction back in its pool (nor do other nodes reliably).
-    await rpc(anvil.rpcUrl, 'anvil_rollback', [1]);
+    await rpc(own.anvil.rpcUrl, 'anvil_rollback', [1]);
     expect(await client.getBlockNumber({ cacheTime: 0 })).toBe(first.blockNumber - 1n);
     expect(await client.getTransactionCount({ address: account.address, blockTag: 'latest' })).toBe(0);
     expect((await stored())!.status).toBe('signed'); // not reported: it was never final
-    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [1]);
+    await rpc(own.anvil.rpcUrl, 'evm_setIntervalMining', [1]);
     const receipt = await waiting;
-    await rpc(anvil.rpcUrl, 'evm_setIntervalMining', [0]);
+    await rpc(own.anvil.rpcUrl, 'evm_setIntervalMining', [0]);
 
     expect(receipt).toMatchObject({ transactionHash: hash, status: 'success' });
     expect(receipt!.blockHash).not.toBe(first.blockHash); // mined again, in a block of the new chain
@@ -291,16 +290,3 @@ describe('reorgs', () => {
 });
 
 const anvilNonce = async (url: string, address: Address) => Number(await rpc(url, 'eth_getTransactionCount', [address, 'latest']));
-
-const authorizationStateAbi = [
-  {
-    type: 'function',
-    name: 'authorizationState',
-    stateMutability: 'view',
-    inputs: [
-      { name: 'authorizer', type: 'address' },
-      { name: 'nonce', type: 'bytes32' },
-    ],
-    outputs: [{ name: '', type: 'bool' }],
-  },
-] as const;

@@ -109,9 +109,9 @@ describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
     // The minute's own run may signal too before the first mark is visible: one marker, one mark all the same.
     const signals = history.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'markStuck').length;
     expect(signals).toBeGreaterThanOrEqual(1);
-    // One marker per patch this run took: only the stuck mark's (the API's fastSettlementWorkflow has no
-    // patch of its own).
-    expect(patchIds(history)).toEqual(['x402-mark-stuck']);
+    // One marker per patch this run took: parking's, taken when it waited past the fast path, and the
+    // stuck mark's (the API's fastSettlementWorkflow has no other patch of its own).
+    expect(patchIds(history)).toEqual(['park-unproven-v1', 'x402-mark-stuck']);
     const stuckUpserts = history.filter((e) => e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields?.X402Stuck);
     expect(stuckUpserts).toHaveLength(1);
 
