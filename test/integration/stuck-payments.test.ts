@@ -63,6 +63,9 @@ describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
     const described = await schedule.describe();
     expect(described.spec.intervals).toEqual([{ every: 60_000, offset: undefined }]);
     expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'stuckScanWorkflow', taskQueue });
+    // The scans here are the test's own (`trigger` runs a paused schedule's action): a minute boundary
+    // during the test would otherwise scan before "nothing is counted before a scan ran" is asserted.
+    await schedule.pause('stuck-payments test: scans triggered by the test');
 
     const body = await h.pay(buyer, { value: 2_000_000n });
     const nonce = body.paymentPayload.payload.authorization.nonce as Hex;
