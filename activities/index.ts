@@ -1,7 +1,7 @@
 import { createSettlementActivities, type SettlementActivityDeps } from './settlement';
 import { createPermitActivities } from './permit';
 import { createCrossChainActivities, type CrossChainActivityDeps } from './crosschain';
-import { createTopUpActivities } from './topup';
+import { createTopUpActivities, type TopUpActivityDeps } from './topup';
 import { createRefundActivities } from './refund';
 import { createMediaActivities, type MediaActivityDeps } from './media';
 
@@ -17,7 +17,8 @@ export type ActivityDeps = SettlementActivityDeps &
   MediaActivityDeps &
   RoleSigners &
   StuckActivityDeps &
-  BridgeRefundDeps;
+  BridgeRefundDeps &
+  Pick<TopUpActivityDeps, 'config'>;
 
 /** All activities of the worker, bound to their dependencies. */
 export function createActivities(deps: ActivityDeps) {

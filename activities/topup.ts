@@ -1,5 +1,15 @@
 import { ApplicationFailure } from '@temporalio/activity';
-import { BaseError, ContractFunctionRevertedError, decodeErrorResult, encodeFunctionData, type Address, type Hex } from 'viem';
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  decodeErrorResult,
+  decodeFunctionData,
+  encodeFunctionData,
+  keccak256,
+  toHex,
+  type Address,
+  type Hex,
+} from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
@@ -19,10 +29,11 @@ import { TOPUP_DESTINATION_NETWORK, type TopUpInput } from '../src/topup/types';
 import type { RoleSigners } from './signers';
 import { awaitRecordedReceipt } from '../src/chains/evm/calls';
 import { refundOwed } from './topup-refund';
-import { sendTransferOnce } from './transfer-once';
+import { recordedCall, sendAsRecorded, sendTransferOnce } from './transfer-once';
+import { depositorAbi } from '../src/topup/depositor-abi';
 
 export interface TopUpActivityDeps extends RoleSigners {
-  config: Pick<Config, 'RECEIPT_WAIT_MS'> & Partial<Pick<Config, 'env'>>;
+  config: Pick<Config, 'RECEIPT_WAIT_MS' | 'TOPUP_DEPOSITOR_CONTRACT'> & Partial<Pick<Config, 'env'>>;
   db: MikroORM;
   networks: NetworkTable;
   relayerFor(network: EvmNetworkId): Relayer;
@@ -49,6 +60,34 @@ function revertDetail(err: unknown): string | null {
     }
   }
   return (revert as Error).message.split('\n')[0];
+}
+
+/** The on-chain key of one top-up's merchant deposit: the same for every attempt, different per top-up. */
+export const topupDepositId = (workflowId: string): Hex => keccak256(toHex(`x402-facilitator:topup-deposit:${workflowId}`));
+
+/**
+ * The deposit call: through the deposit key, unless this top-up's allowance was recorded for the
+ * merchant itself (a top-up in flight across the upgrade that introduced the key), which deposits
+ * directly as it was prepared to.
+ */
+async function depositCall(relayer: Relayer, input: TopUpInput, depositor: Address): Promise<{ to: Address; data: Hex }> {
+  const approve = await recordedCall(relayer, relayerTxId(input.workflowId, 'approve'));
+  const spender = approve && (decodeFunctionData({ abi: tokenAbi, data: approve.data }).args?.[0] as Address | undefined);
+  const merchant = input.merchantContract as Address;
+  if (spender && spender.toLowerCase() === merchant.toLowerCase()) {
+    return {
+      to: merchant,
+      data: encodeFunctionData({ abi: merchantAbi, functionName: 'deposit', args: [input.buyer as Address, BigInt(input.netAmount)] }),
+    };
+  }
+  return {
+    to: depositor,
+    data: encodeFunctionData({
+      abi: depositorAbi,
+      functionName: 'deposit',
+      args: [topupDepositId(input.workflowId), merchant, input.buyer as Address, BigInt(input.netAmount)],
+    }),
+  };
 }
 
 /**
@@ -138,36 +177,39 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     },
 
     /**
-     * Lets the merchant contract pull exactly this deposit: the allowance grows by `netAmount` once
-     * per top-up (write-ahead record 'approve'), never to an unlimited amount, and concurrent top-ups
-     * add up instead of overwriting each other (USDC's increaseAllowance). The deposit spends it.
+     * Lets the deposit key pull exactly this deposit: the allowance grows by `netAmount` once per
+     * top-up (write-ahead record 'approve'), never to an unlimited amount, and concurrent top-ups add
+     * up instead of overwriting each other (USDC's increaseAllowance). The deposit spends it. An
+     * allowance recorded for the merchant itself (before deposits carried a key) is re-sent as it was.
      */
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
-      const usdc = relayer.network.usdc as Address;
-      const data = encodeFunctionData({
-        abi: tokenAbi,
-        functionName: 'increaseAllowance',
-        args: [input.merchantContract as Address, BigInt(input.netAmount)],
-      });
-      await relayer.send(relayerTxId(input.workflowId, 'approve'), { to: usdc, data });
-      const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'approve'), deps.config.RECEIPT_WAIT_MS);
+      const id = relayerTxId(input.workflowId, 'approve');
+      await sendAsRecorded(relayer, id, async () => ({
+        to: relayer.network.usdc as Address,
+        data: encodeFunctionData({
+          abi: tokenAbi,
+          functionName: 'increaseAllowance',
+          args: [deps.config.TOPUP_DEPOSITOR_CONTRACT as Address, BigInt(input.netAmount)],
+        }),
+      }));
+      const receipt = await awaitRecordedReceipt(relayer, id, deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable('increaseAllowance reverted', 'ApproveReverted');
     },
 
     /**
-     * Sends `deposit(buyer, net)` once for this top-up. A call that would revert (credit limit
-     * consumed by a concurrent top-up, minimum deposit) is reported before anything is signed.
+     * Sends `deposit(buyer, net)` to the merchant once for this top-up, through the deposit key
+     * (OnceDepositor): it marks `topupDepositId(workflowId)` used on chain, so a second transaction of
+     * this deposit (a re-nonce, a replacement, another worker) reverts and credits nothing. A call that
+     * would revert (credit limit consumed by a concurrent top-up, minimum deposit) is reported before
+     * anything is signed.
      */
     async submitDeposit(input: TopUpInput): Promise<DepositSubmit> {
       const relayer = relayerOf(input);
-      const data = encodeFunctionData({
-        abi: merchantAbi,
-        functionName: 'deposit',
-        args: [input.buyer as Address, BigInt(input.netAmount)],
-      });
       try {
-        const { hash } = await relayer.send(relayerTxId(input.workflowId, 'deposit'), { to: input.merchantContract as Address, data });
+        const hash = await sendAsRecorded(relayer, relayerTxId(input.workflowId, 'deposit'), () =>
+          depositCall(relayer, input, deps.config.TOPUP_DEPOSITOR_CONTRACT as Address),
+        );
         return { submitted: true, hash };
       } catch (err) {
         const detail = revertDetail(err);

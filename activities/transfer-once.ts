@@ -31,24 +31,40 @@ export const transferOnceNonce = (effectId: string): Hex => keccak256(toHex(`x40
  * as it was (also a plain `transfer` recorded before transfers carried a key). Returns the hash.
  */
 export async function sendTransferOnce(relayer: Relayer, effectId: string, token: Address, to: Address, value: bigint): Promise<Hex> {
-  const recorded = await relayer.find(effectId);
-  if (recorded) {
-    const { to: target, data } = parseTransaction(recorded.rawTx as Hex);
-    return (await relayer.send(effectId, { to: target!, data: data ?? '0x' })).hash;
-  }
-  const authorization = {
-    from: relayer.address,
-    to,
-    value: value.toString(),
-    validAfter: '0',
-    validBefore: maxUint256.toString(),
-    nonce: transferOnceNonce(effectId),
-  };
-  const signature = await relayer.account.signTypedData(transferWithAuthorizationTypedData(await domainOf(relayer, token), authorization));
-  const data = encodeFunctionData({
-    abi: tokenAbi,
-    functionName: 'transferWithAuthorization',
-    args: [relayer.address, to, value, 0n, maxUint256, authorization.nonce, signature],
+  return sendAsRecorded(relayer, effectId, async () => {
+    const authorization = {
+      from: relayer.address,
+      to,
+      value: value.toString(),
+      validAfter: '0',
+      validBefore: maxUint256.toString(),
+      nonce: transferOnceNonce(effectId),
+    };
+    const signature = await relayer.account.signTypedData(
+      transferWithAuthorizationTypedData(await domainOf(relayer, token), authorization),
+    );
+    const data = encodeFunctionData({
+      abi: tokenAbi,
+      functionName: 'transferWithAuthorization',
+      args: [relayer.address, to, value, 0n, maxUint256, authorization.nonce, signature],
+    });
+    return { to: token, data };
   });
-  return (await relayer.send(effectId, { to: token, data })).hash;
+}
+
+/** The call recorded under `effectId`, if any: what an earlier attempt (of any code version) signed. */
+export async function recordedCall(relayer: Relayer, effectId: string): Promise<{ to: Address; data: Hex } | null> {
+  const recorded = await relayer.find(effectId);
+  if (!recorded) return null;
+  const { to, data } = parseTransaction(recorded.rawTx as Hex);
+  return { to: to!, data: data ?? '0x' };
+}
+
+/**
+ * Sends the call recorded under `effectId` as it was signed, or else the call `build` makes now: an
+ * effect recorded before a change of its call's shape finishes as it started.
+ */
+export async function sendAsRecorded(relayer: Relayer, effectId: string, build: () => Promise<{ to: Address; data: Hex }>): Promise<Hex> {
+  const call = (await recordedCall(relayer, effectId)) ?? (await build());
+  return (await relayer.send(effectId, call)).hash;
 }

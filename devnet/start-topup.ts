@@ -43,7 +43,7 @@ export function topupDevnetEnv(env: NodeJS.ProcessEnv): Record<string, string> {
   return Object.fromEntries(Object.entries(defaults).filter(([k]) => !env[k]));
 }
 
-/** After the shared contracts: the merchant contract on `base`, with the worker's top-up relayer allowed. */
+/** After the shared contracts: the merchant contract and its deposit key on `base`, with the worker's top-up relayer allowed. */
 export async function deployTopupContracts(
   network: EvmNetwork,
   rpcUrl: string,
@@ -51,8 +51,8 @@ export async function deployTopupContracts(
   relayer: Address,
 ): Promise<string | undefined> {
   if (network.id !== TOPUP_DESTINATION_NETWORK) return undefined;
-  const { merchant } = await deployTopupDevnet({ rpcUrl, chainId, relayers: [relayer] });
-  return `merchant contract ${merchant} on ${network.id}, relayer allowed`;
+  const { merchant, depositor } = await deployTopupDevnet({ rpcUrl, chainId, relayers: [relayer] });
+  return `merchant contract ${merchant} on ${network.id}, deposit key ${depositor}, relayer allowed`;
 }
 
 /** Port and public URL of the gateway, as the gateway itself reads them. */

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { Hex } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
+import { DEVNET_DEPOSITOR_ADDRESS } from './chains/devnet-addresses';
 
 /**
  * The whole service configuration, read once from the environment and validated with zod.
@@ -135,6 +136,13 @@ const schema = z.object({
   REVENUE_WALLET_PRIVATE_KEY: hexKey.optional(),
   /** Worker: the top-up relayer (TOPUP_RELAYER_ADDRESS) that deposits into the merchant contract. */
   TOPUP_RELAYER_PRIVATE_KEY: hexKey.optional(),
+  /**
+   * Worker and top-up gateway: the deposit key contract (devnet/contracts/OnceDepositor.sol) through
+   * which the top-up relayer calls the merchant's `deposit`, at most once per top-up. The merchant
+   * allows it as its relayer; it allows the top-up relayer as its caller. Devnet default refused in
+   * production.
+   */
+  TOPUP_DEPOSITOR_CONTRACT: address.default(DEVNET_DEPOSITOR_ADDRESS),
   /**
    * Withdrawal operators: wallets (comma list) whose organizations (the ones they signed in to
    * create) may see and move the facilitator's gateway-wallet balance. Nobody by default.

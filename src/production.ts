@@ -34,6 +34,7 @@ function devnetValues(): { keys: Set<string>; addresses: Set<string> } {
       devnet.DEVNET_BRIDGE_DEPLOYER_KEY,
       devnet.DEVNET_BRIDGE_ATTESTER_KEY,
       devnet.DEVNET_TOPUP_DEPLOYER_KEY,
+      devnet.DEVNET_DEPOSITOR_DEPLOYER_KEY,
       devnet.DEVNET_GATEWAY_DEPLOYER_KEY,
       devnet.DEVNET_GATEWAY_OPERATOR_KEY,
     ].map((k) => k.toLowerCase()),
@@ -161,6 +162,7 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
       same('RELAYER_ADDRESS', config.RELAYER_ADDRESS, keys.relayer);
       same('INFERENCE_REVENUE_WALLET', config.env.INFERENCE_REVENUE_WALLET, keys.revenue);
       same('TOPUP_RELAYER_ADDRESS', config.env.TOPUP_RELAYER_ADDRESS, keys.topupRelayer);
+      if (config.TOPUP_RELAYER_PRIVATE_KEY) devnetAddress('TOPUP_DEPOSITOR_CONTRACT', config.TOPUP_DEPOSITOR_CONTRACT);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
       for (const line of err.message.split('\n').slice(1)) {
@@ -187,6 +189,7 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
 
   if (role === 'topup' && parts.topup) {
     devnetAddress('TOPUP_MERCHANT_CONTRACT', parts.topup.TOPUP_MERCHANT_CONTRACT);
+    devnetAddress('TOPUP_DEPOSITOR_CONTRACT', config.TOPUP_DEPOSITOR_CONTRACT);
     devnetAddress('TOPUP_RELAYER_ADDRESS', parts.topup.TOPUP_RELAYER_ADDRESS);
     devnetAddress('TOPUP_FEE_RECIPIENT', parts.topup.TOPUP_FEE_RECIPIENT);
   }

@@ -61,7 +61,7 @@ function refuseSwitchedOffMainnets(s: Startup, networkVariables: Record<string, 
   throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
 }
 
-/** The contracts `s` uses: every enabled network's, and the merchant contract for the top-up gateway. */
+/** The contracts `s` uses: every enabled network's, and the merchant contract and its deposit key for the top-up gateway. */
 export function startupContracts(s: Startup): ContractTarget[] {
   const base = s.networks.get('base');
   const merchant: ContractTarget[] =
@@ -72,6 +72,12 @@ export function startupContracts(s: Startup): ContractTarget[] {
             network: 'base',
             rpcUrl: base.rpcUrls[0],
             address: s.topup.TOPUP_MERCHANT_CONTRACT as `0x${string}`,
+          },
+          {
+            variable: 'TOPUP_DEPOSITOR_CONTRACT',
+            network: 'base',
+            rpcUrl: base.rpcUrls[0],
+            address: s.config.TOPUP_DEPOSITOR_CONTRACT as `0x${string}`,
           },
         ]
       : [];

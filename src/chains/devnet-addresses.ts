@@ -48,6 +48,12 @@ export const DEVNET_BRIDGE_FEE_BPS = 10;
 export const DEVNET_TOPUP_DEPLOYER_KEY = '0x705fd44b7b6947796ad67377742b99d92c6c73b32b5e5c0292b31bc5858b3ea9' as const;
 export const DEVNET_TOPUP_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_TOPUP_DEPLOYER_KEY);
 export const DEVNET_MERCHANT_ADDRESS = getContractAddress({ from: DEVNET_TOPUP_DEPLOYER_ADDRESS, nonce: 0n });
+/**
+ * The top-up deposit key (OnceDepositor) on the devnet `base` chain: nonce 0 of a deployer key of its
+ * own, so its address does not depend on how many calls the merchant deployer has made.
+ */
+export const DEVNET_DEPOSITOR_DEPLOYER_KEY = '0x70c02ef88a8753d92e3883cea778f7c76e4eba239a56afe9e91fbad636a48498' as const;
+export const DEVNET_DEPOSITOR_ADDRESS = getContractAddress({ from: privateKeyToAddress(DEVNET_DEPOSITOR_DEPLOYER_KEY), nonce: 0n });
 // --- Gateway wallet (batched nanopayments and withdrawals) ----------------------------------------
 /**
  * The gateway wallet is deployed by its own devnet-only deployer key at nonce 0, so its address is

@@ -4,11 +4,13 @@ import { databaseCheck, healthStatus, networkChecks, temporalCheck, timed } from
 import type { TopupDeps } from './context';
 import { TOPUP_DESTINATION_NETWORK } from './types';
 import { merchantAbi } from './merchant-abi';
+import { depositorAbi } from './depositor-abi';
 
 /**
  * GET /healthz: each dependency is asked, bounded, for real: Temporal (system info), the database
  * (a query), every enabled network's RPC with the relayer's gas (src/observability/health.ts) and
- * the merchant contract on the destination chain (code present, our relayer allowed).
+ * the merchant contract on the destination chain (code present, the deposit key allowed on it and
+ * our relayer allowed on the deposit key).
  * 200 when all answer, 503 otherwise; the body names the failing one.
  */
 export async function health(deps: TopupDeps) {
@@ -22,14 +24,20 @@ export async function health(deps: TopupDeps) {
       const code = await publicClientFor(destination).getCode({ address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address });
       if (!code || code === '0x') throw new Error(`no contract at ${deps.topup.TOPUP_MERCHANT_CONTRACT}`);
       const relayer = deps.topup.TOPUP_RELAYER_ADDRESS as Address;
-      const allowed = await publicClientFor(destination).readContract({
-        address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address,
-        abi: merchantAbi,
-        functionName: 'isRelayer',
-        args: [relayer],
-      });
-      if (!allowed) throw new Error(`relayer ${relayer} may not deposit on the merchant contract`);
-      return { address: deps.topup.TOPUP_MERCHANT_CONTRACT, relayer };
+      const depositor = deps.config.TOPUP_DEPOSITOR_CONTRACT as Address;
+      const client = publicClientFor(destination);
+      const [depositorAllowed, relayerAllowed] = await Promise.all([
+        client.readContract({
+          address: deps.topup.TOPUP_MERCHANT_CONTRACT as Address,
+          abi: merchantAbi,
+          functionName: 'isRelayer',
+          args: [depositor],
+        }),
+        client.readContract({ address: depositor, abi: depositorAbi, functionName: 'isCaller', args: [relayer] }),
+      ]);
+      if (!depositorAllowed) throw new Error(`the deposit key ${depositor} may not deposit on the merchant contract`);
+      if (!relayerAllowed) throw new Error(`relayer ${relayer} may not call the deposit key ${depositor}`);
+      return { address: deps.topup.TOPUP_MERCHANT_CONTRACT, relayer, depositor };
     }),
   ]);
   // The destination chain is required even when its table entry is incomplete (no RPC URL).

@@ -1,6 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Address, Hex } from 'viem';
-import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_DEPOSITOR_ADDRESS, DEVNET_DEPOSITOR_DEPLOYER_KEY, DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
+import { depositorAbi } from '../../src/topup/depositor-abi';
+import { topupDepositId } from '../../activities/topup';
 import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
 import { settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
@@ -14,7 +16,7 @@ import { createTopupApp } from '../../src/topup/app';
 import { RateLimits } from '../../src/http/rate-limit';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
-import { createWalletClient, http, parseEventLogs } from 'viem';
+import { createWalletClient, decodeFunctionData, http, parseEventLogs } from 'viem';
 // x402-fetch ships ESM-only type declarations that this CommonJS build cannot resolve; its CJS runtime is used.
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { decodeXPaymentResponse, wrapFetchWithPayment } = require('x402-fetch') as {
@@ -80,7 +82,13 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
           base: evm(8453),
           'solana-devnet': { ok: true, ms: expect.any(Number), slot: expect.any(Number) },
         },
-        merchantContract: { ok: true, ms: expect.any(Number), address: DEVNET_MERCHANT_ADDRESS, relayer: h.relayer.address },
+        merchantContract: {
+          ok: true,
+          ms: expect.any(Number),
+          address: DEVNET_MERCHANT_ADDRESS,
+          relayer: h.relayer.address,
+          depositor: DEVNET_DEPOSITOR_ADDRESS,
+        },
       },
     });
   });
@@ -250,13 +258,13 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     expect(anyone.body.topup.buyer).toBeNull();
   });
 
-  /** What the top-up relayer lets the merchant contract pull. */
+  /** What the top-up relayer lets the deposit key (and through it the merchant contract) pull. */
   const merchantAllowance = () =>
     h.chain.readContract({
       address: h.stack.usdc,
       abi: tokenAbi,
       functionName: 'allowance',
-      args: [h.relayer.address, DEVNET_MERCHANT_ADDRESS],
+      args: [h.relayer.address, DEVNET_DEPOSITOR_ADDRESS],
     });
 
   test('same-chain top-up: settled, deposited, exact amounts on chain and in the record', async () => {
@@ -305,7 +313,7 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     expect(await h.usdcOf(DEVNET_MERCHANT_ADDRESS)).toBe(before.merchant + 4_975_000n);
     expect(await h.usdcOf(h.feeRecipient)).toBe(before.fee + 25_000n);
     expect(await h.usdcOf(h.relayer.address)).toBe(before.relayer); // passed through, nothing kept
-    // The merchant contract was allowed exactly this deposit, which spent it: no unlimited approval.
+    // The deposit key was allowed exactly this deposit, which spent it: no unlimited approval.
     expect(await merchantAllowance()).toBe(before.allowance);
 
     const status = await h.get(`/v1/demo-merchant/topups/${topupId}`);
@@ -321,6 +329,64 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     const quote = await h.get(`/v1/demo-merchant/topups/quote?buyer=${payer.address}`);
     expect(quote.body).toMatchObject({ balance: '4975000', headroom: '995025000', minBuyerDeposit: '0' });
   });
+  test('a second transaction of the same deposit reverts on the deposit key and credits nothing, whatever its nonce', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const pay = await h.xPayment(payer, { value: 2_000_000n });
+    const res = await h.post({ amount: '2000000' }, pay.header);
+    expect(res.status).toBe(200);
+    expect(res.body.state).toBe('deposited');
+    const topupId = res.body.topupId as string;
+    const first = await h.chain.getTransaction({ hash: res.body.depositTx as Hex });
+    expect(first.to?.toLowerCase()).toBe(DEVNET_DEPOSITOR_ADDRESS.toLowerCase());
+    expect(
+      await h.chain.readContract({
+        address: DEVNET_DEPOSITOR_ADDRESS,
+        abi: depositorAbi,
+        functionName: 'used',
+        args: [topupDepositId(topupId)],
+      }),
+    ).toBe(true);
+    // Another allowed caller (a second relayer key) holds and allows the amount, so that only the key stands in its way.
+    const net = BigInt(res.body.netAmount);
+    const other = privateKeyToAccount(generatePrivateKey());
+    await rpc(h.stack.chains.base.rpcUrl, 'anvil_setBalance', [other.address, '0xde0b6b3a7640000']);
+    const owner = privateKeyToAccount(DEVNET_DEPOSITOR_DEPLOYER_KEY);
+    const sent = async (account: typeof other, call: Parameters<ReturnType<TopupHarness['walletOf']>['writeContract']>[0]) =>
+      expect((await waitForReceipt(h.chain, await h.walletOf(account).writeContract(call))).status).toBe('success');
+    await sent(owner, {
+      address: DEVNET_DEPOSITOR_ADDRESS,
+      abi: depositorAbi,
+      functionName: 'setCaller',
+      args: [other.address, true],
+    } as any);
+    await sent(TEST_ACCOUNTS.buyers[0], {
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [other.address, net],
+    } as any);
+    await sent(other, { address: h.stack.usdc, abi: tokenAbi, functionName: 'approve', args: [DEVNET_DEPOSITOR_ADDRESS, net] } as any);
+    const before = { merchant: await h.merchantBalance(payer.address), other: await h.usdcOf(other.address) };
+    // What stops it is the used key, not the caller or the funds.
+    const { args } = decodeFunctionData({ abi: depositorAbi, data: first.input });
+    await expect(
+      h.chain.simulateContract({
+        account: other,
+        address: DEVNET_DEPOSITOR_ADDRESS,
+        abi: depositorAbi,
+        functionName: 'deposit',
+        args: args as any,
+      }),
+    ).rejects.toThrow(/DepositIdUsed/);
+    // The same bytes as the recorded deposit, from another key at another nonce (what any duplicate would send).
+    const again = await h.walletOf(other).sendTransaction({ to: first.to!, data: first.input, gas: 300_000n } as any);
+    const receipt = await waitForReceipt(h.chain, again);
+    expect(receipt.status).toBe('reverted');
+    expect(await h.merchantBalance(payer.address)).toBe(before.merchant);
+    expect(await h.usdcOf(other.address)).toBe(before.other);
+    expect(await h.depositedEvents(payer.address)).toEqual([net]);
+  });
+
   describe('rejected before settlement: exact status and body, nothing moves', () => {
     const expectRejected = async (res: { status: number; body: any }, status: number, errorReason: string, error: string | RegExp) => {
       expect(res.status).toBe(status);

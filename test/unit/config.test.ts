@@ -1,4 +1,5 @@
 import { ConfigError, DEVNET_RELAYER_KEY, loadConfig } from '../../src/config';
+import { DEVNET_DEPOSITOR_ADDRESS } from '../../src/chains/devnet-addresses';
 
 /** The ConfigError that loadConfig throws for `env` (fails the test if it does not throw one). */
 function configError(env: Record<string, string | undefined>): ConfigError {
@@ -37,6 +38,7 @@ describe('loadConfig defaults', () => {
       TEMPORAL_NAMESPACE: 'default',
       TEMPORAL_TASK_QUEUE: 'x402-settlement',
       TEMPORAL_UI_URL: 'http://127.0.0.1:8233',
+      TOPUP_DEPOSITOR_CONTRACT: DEVNET_DEPOSITOR_ADDRESS,
       TEMPORAL_TLS: false,
       SQLITE_PATH: '.data/facilitator.sqlite',
       SESSION_TTL_SECONDS: 8 * 3600,

@@ -124,9 +124,18 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
     ];
     expect(required('api')).toEqual([...shared, 'METRICS_TOKEN'].sort());
     expect(required('worker')).toEqual(
-      [...shared, 'RELAYER_PRIVATE_KEY', 'REVENUE_WALLET_PRIVATE_KEY', 'TOPUP_RELAYER_ADDRESS', 'TOPUP_RELAYER_PRIVATE_KEY'].sort(),
+      [
+        ...shared,
+        'RELAYER_PRIVATE_KEY',
+        'REVENUE_WALLET_PRIVATE_KEY',
+        'TOPUP_DEPOSITOR_CONTRACT',
+        'TOPUP_RELAYER_ADDRESS',
+        'TOPUP_RELAYER_PRIVATE_KEY',
+      ].sort(),
     );
-    expect(required('topup')).toEqual([...shared, 'METRICS_TOKEN', 'TOPUP_MERCHANT_CONTRACT', 'TOPUP_RELAYER_ADDRESS'].sort());
+    expect(required('topup')).toEqual(
+      [...shared, 'METRICS_TOKEN', 'TOPUP_DEPOSITOR_CONTRACT', 'TOPUP_MERCHANT_CONTRACT', 'TOPUP_RELAYER_ADDRESS'].sort(),
+    );
   });
 
   // docs/security.md "Docker Compose": "Variables that are not set are never passed as empty strings".

@@ -9,6 +9,7 @@ import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_DEPLOYER_KEY,
   DEVNET_MERCHANT_ADDRESS,
+  DEVNET_DEPOSITOR_ADDRESS,
   PERMIT2_CANONICAL_ADDRESS,
   DEVNET_USDC_ADDRESS,
 } from '../../src/chains/devnet-addresses';
@@ -37,8 +38,15 @@ const workerEnv = () => ({
   RELAYER_PRIVATE_KEY: relayerKey,
   REVENUE_WALLET_PRIVATE_KEY: revenueKey,
   TOPUP_RELAYER_PRIVATE_KEY: topupKey,
+  TOPUP_DEPOSITOR_CONTRACT: depositor,
 });
-const topupEnv = () => productionEnv({ TOPUP_MERCHANT_CONTRACT: randomAddress(), TOPUP_RELAYER_ADDRESS: privateKeyToAddress(topupKey) });
+const depositor = randomAddress();
+const topupEnv = () =>
+  productionEnv({
+    TOPUP_MERCHANT_CONTRACT: randomAddress(),
+    TOPUP_DEPOSITOR_CONTRACT: depositor,
+    TOPUP_RELAYER_ADDRESS: privateKeyToAddress(topupKey),
+  });
 
 /** Variables named in the ConfigError that `fn` throws. */
 function refused(fn: () => unknown): string[] {
@@ -141,8 +149,18 @@ describe('production mode: no devnet default applies', () => {
     ]);
   });
 
-  test('topup: the devnet merchant contract and relayer defaults are refused with the variables named', () => {
-    expect(refused(() => loadStartup('topup', productionEnv())).sort()).toEqual(['TOPUP_MERCHANT_CONTRACT', 'TOPUP_RELAYER_ADDRESS']);
+  test('topup: the devnet merchant contract, deposit key and relayer defaults are refused with the variables named', () => {
+    expect(refused(() => loadStartup('topup', productionEnv())).sort()).toEqual([
+      'TOPUP_DEPOSITOR_CONTRACT',
+      'TOPUP_MERCHANT_CONTRACT',
+      'TOPUP_RELAYER_ADDRESS',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_DEPOSITOR_CONTRACT: undefined }))).toEqual([
+      'TOPUP_DEPOSITOR_CONTRACT',
+    ]);
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_DEPOSITOR_CONTRACT: DEVNET_DEPOSITOR_ADDRESS }))).toEqual([
+      'TOPUP_DEPOSITOR_CONTRACT',
+    ]);
     expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_MERCHANT_CONTRACT: DEVNET_MERCHANT_ADDRESS }))).toEqual([
       'TOPUP_MERCHANT_CONTRACT',
     ]);
@@ -305,6 +323,11 @@ describe('start-up contract code check (a real anvil)', () => {
     await expect(startUp('topup', { ...topup, ...perm })).rejects.toThrow(
       /TOPUP_MERCHANT_CONTRACT: no contract code at 0x[0-9a-fA-F]{40} on base/,
     );
-    await expect(startUp('topup', { ...topup, ...perm, TOPUP_MERCHANT_CONTRACT: withCode })).resolves.toMatchObject({ role: 'topup' });
+    await expect(startUp('topup', { ...topup, ...perm, TOPUP_MERCHANT_CONTRACT: withCode })).rejects.toThrow(
+      `TOPUP_DEPOSITOR_CONTRACT: no contract code at ${depositor} on base`,
+    );
+    await expect(
+      startUp('topup', { ...topup, ...perm, TOPUP_MERCHANT_CONTRACT: withCode, TOPUP_DEPOSITOR_CONTRACT: withCode }),
+    ).resolves.toMatchObject({ role: 'topup' });
   });
 });

@@ -67,7 +67,7 @@ describe('a worker without a role key never signs that role with another key', (
     const asked: string[] = [];
     const deps = (signer: Relayer | undefined) =>
       ({
-        config: { RECEIPT_WAIT_MS: 1000 },
+        config: { RECEIPT_WAIT_MS: 1000, TOPUP_DEPOSITOR_CONTRACT: randomAddress() },
         db: tdb.db,
         networks,
         relayerFor: () => recordingRelayer('relayer', touched),
@@ -106,7 +106,7 @@ describe('a worker without a role key never signs that role with another key', (
     const withKey: string[] = [];
     const activitiesWith = (signer: Relayer | undefined) =>
       createTopUpActivities({
-        config: { RECEIPT_WAIT_MS: 1000 },
+        config: { RECEIPT_WAIT_MS: 1000, TOPUP_DEPOSITOR_CONTRACT: randomAddress() },
         db: tdb.db,
         networks,
         relayerFor: () => recordingRelayer('relayer', touched),
@@ -121,7 +121,7 @@ describe('a worker without a role key never signs that role with another key', (
       netAmount: '1000000',
     } as unknown as TopUpInput;
     // Precondition: with the top-up relayer's key, the deposit goes to that wallet's signer.
-    await expect(activitiesWith(recordingRelayer('topup', withKey)).submitDeposit(input)).rejects.toThrow('topup.send used');
+    await expect(activitiesWith(recordingRelayer('topup', withKey)).submitDeposit(input)).rejects.toThrow('topup.find used');
     for (const step of [activities.ensureMerchantAllowance, activities.submitDeposit]) {
       await expect(step(input)).rejects.toMatchObject({
         type: 'WrongRelayer',
