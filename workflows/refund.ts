@@ -2,6 +2,7 @@ import { proxyActivities } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refund';
 import type { RefundInput, RefundOutcome } from '../src/inference/types';
 import { x402States } from './x402-state';
+import { confirmOrPark } from './park';
 
 // Ledger reads and writes: cheap and safe to repeat; retried until the database answers.
 const { markRefundPending, claimStaleCharge, chargeSettlement, recordRefundOutcome } = proxyActivities<RefundActivities>({
@@ -26,7 +27,8 @@ const { awaitRefundReceipt } = proxyActivities<RefundActivities>({
  * relayer. Its id is `refund:<charge id>`, so a charge is refunded at most once. The same workflow,
  * started by the API with a delay under `chat-guard:<charge id>` and `onlyIfStale`, refunds a charge
  * that an API process left behind (it died before the reply was finished); both share the refund
- * transfer's write-ahead record, so even both together send one transfer.
+ * transfer's write-ahead record, so even both together send one transfer. A refund transaction
+ * unproven past `parkAfterMs` waits in `needs_review` (workflows/park.ts) and goes on confirming.
  */
 export async function refundWorkflow(input: RefundInput): Promise<RefundOutcome> {
   const state = x402States('refund');
@@ -49,7 +51,12 @@ export async function refundWorkflow(input: RefundInput): Promise<RefundOutcome>
 
   const { hash } = await sendRefund(input);
   state('refund_submitted');
-  const receipt = await awaitRefundReceipt(input);
+  const receipt = await confirmOrPark(
+    () => awaitRefundReceipt(input),
+    'the refund transaction',
+    input.parkAfterMs,
+    () => state('needs_review'),
+  );
   const final = receipt.status === 'success' ? 'refunded' : 'refund_failed';
   await recordRefundOutcome({ chargeId: input.chargeId, state: final, refundTx: hash });
   state(final);

@@ -15,6 +15,7 @@ import { SETTLEMENT_REJECTED, VERIFY_ATTEMPTS, type SettleOutcome, type Settleme
 import type { SettleResponse } from '../src/x402/schemas';
 import type { StateOf } from '../src/temporal/states';
 import { x402States } from './x402-state';
+import { confirmOrPark } from './park';
 import {
   OPERATOR_ACTIONS_MEMO,
   assertDecision,
@@ -23,19 +24,6 @@ import {
   type OperatorAction,
   type OperatorDecision,
 } from './operator-actions';
-
-/**
- * How long a sent transaction may stay without a proven outcome before the settlement waits in
- * `needs_review` (issue 37, docs/security.md "Failure model"), unless the input says
- * (`SettlementBase.parkAfterMs`, the API's SETTLE_PARK_AFTER_MS). The confirmation goes on meanwhile.
- */
-export const PARK_AFTER_MS = 15 * 60_000;
-
-/** Patch id of parking: histories from before it waited in `submitted` with no timer. */
-export const PARK_UNPROVEN_PATCH = 'park-unproven-v1';
-
-/** Memo field of a parked settlement: why, and since when (workflow time). */
-export const PARKED_MEMO = 'parked';
 
 /** Retry policies of the skeleton, written once for every scheme. */
 export const SETTLEMENT_RETRY = {
@@ -125,28 +113,14 @@ async function settle(input: SettlementInput, oneLocalActivity: () => boolean): 
   };
   setHandler(rebroadcastUpdate, nudge('rebroadcast'), { validator });
   setHandler(replaceUpdate, nudge('replace'), { validator });
-  /**
-   * The confirmation of a sent transaction. Past `parkAfterMs` without an outcome (no receipt the
-   * relayer could prove: a provider failing, a replica lagging, fees at the ceiling) the settlement
-   * moves to `needs_review` with the reason, flagged for operators, and goes on waiting: the relayer
-   * keeps re-sending the recorded bytes and signs nothing new without proof, and an operator's
-   * rebroadcast or replace is taken there too.
-   */
-  const confirmed = async (): Promise<SettleResponse> => {
-    const confirming = confirmPayment(input);
-    if (!patched(PARK_UNPROVEN_PATCH)) return confirming;
-    let done = false;
-    const outcome = confirming.finally(() => (done = true));
-    outcome.catch(() => undefined); // awaited below
-    const parkAfterMs = input.parkAfterMs ?? PARK_AFTER_MS;
-    if (!(await condition(() => done, parkAfterMs))) {
-      const reason = `no proven outcome for the settlement transaction within ${Math.round(parkAfterMs / 1000)} s of its submission; the relayer keeps re-sending it and signs nothing new without proof`;
-      state('needs_review');
-      upsertMemo({ [PARKED_MEMO]: { reason, at: new Date().toISOString() } });
-      log.warn('settlement parked for review', { reason });
-    }
-    return outcome;
-  };
+  /** The confirmation of a sent transaction; unproven past `parkAfterMs`, the settlement waits in `needs_review` (workflows/park.ts). */
+  const confirmed = (): Promise<SettleResponse> =>
+    confirmOrPark(
+      () => confirmPayment(input),
+      'the settlement transaction',
+      input.parkAfterMs,
+      () => state('needs_review'),
+    );
   const reject = (response: SettleResponse): never => {
     state('rejected');
     throw ApplicationFailure.nonRetryable(response.errorReason ?? 'rejected', SETTLEMENT_REJECTED, response);

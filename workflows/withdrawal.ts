@@ -3,6 +3,7 @@ import type { SettlementActivities } from '../activities/settlement';
 import type { WithdrawalActivities } from '../activities/withdrawal';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord, type WithdrawalState } from '../src/gateway/withdrawal-types';
 import { x402States } from './x402-state';
+import { confirmOrPark } from './park';
 
 // Once money may move, retry until the outcome is known: every activity is idempotent.
 const { initiateGatewayWithdrawal, withdrawFromGateway, readWithdrawalBlock } = proxyActivities<WithdrawalActivities>({
@@ -66,6 +67,17 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
       response: JSON.stringify(rec),
     });
   };
+  /**
+   * A step's receipt. Unproven past `parkAfterMs`, the workflow shows `needs_review` to operators
+   * (workflows/park.ts; the record keeps its state) and goes on confirming.
+   */
+  const confirmed = (step: 'initiate' | 'withdraw') =>
+    confirmOrPark(
+      () => awaitWithdrawalReceipt({ network: input.network, workflowId: input.workflowId, step }),
+      `the withdrawal's ${step} transaction`,
+      input.parkAfterMs,
+      () => move('needs_review'),
+    );
   const fail = async (errorReason: string, message: string) => {
     await state('failed', { errorReason, message });
     return rec;
@@ -76,7 +88,7 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
     const init = await initiateGatewayWithdrawal(input);
     if (!init.submitted) return fail('withdrawal_rejected', init.detail);
     await state('initiating', { initiateTransaction: init.hash });
-    const receipt = await awaitWithdrawalReceipt({ network: input.network, workflowId: input.workflowId, step: 'initiate' });
+    const receipt = await confirmed('initiate');
     if (receipt.status !== 'success') return fail('withdrawal_rejected', `initiateWithdrawal reverted in ${init.hash}`);
   }
 
@@ -101,7 +113,7 @@ export async function withdrawalWorkflow(input: WithdrawalInput): Promise<Withdr
     if (!sent.submitted && sent.reason === 'not_ready') continue; // the block moved on: wait again
     if (!sent.submitted) return fail('withdrawal_failed', sent.detail);
     await state('withdrawing', { withdrawTransaction: sent.hash });
-    const receipt = await awaitWithdrawalReceipt({ network: input.network, workflowId: input.workflowId, step: 'withdraw' });
+    const receipt = await confirmed('withdraw');
     if (receipt.status !== 'success') return fail('withdrawal_failed', `withdraw reverted in ${sent.hash}`);
     await state('withdrawn');
     return rec;

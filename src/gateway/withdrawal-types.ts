@@ -21,6 +21,8 @@ export interface WithdrawalInput {
   withdrawalDelayBlocks?: string;
   /** Sleep between block-number checks while waiting for `withdrawalBlock`. */
   pollMs: number;
+  /** A transaction unproven this long (ms) shows `needs_review`; absent: PARK_AFTER_MS (workflows/park.ts). */
+  parkAfterMs?: number;
   /** Set when the workflow continued as new after initiating (a long wait). */
   resume?: { initiateTransaction: string };
 }

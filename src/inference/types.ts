@@ -34,6 +34,8 @@ export interface RefundInput {
   /** Why the charge is refunded (provider failure message), recorded in the ledger. */
   reason: string;
   requestId?: string;
+  /** A refund transaction unproven this long (ms) waits in `needs_review`; absent: PARK_AFTER_MS (workflows/park.ts). */
+  parkAfterMs?: number;
   /**
    * The charge guard (started with a delay by the API when it claims the charge): refund only if the
    * charge is still `settling` or `charged`, i.e. no API process finished it. `workflowId` stays the

@@ -27,7 +27,7 @@ export interface SettlementBase {
   platform?: string;
   /**
    * How long a sent transaction may stay without a proven outcome before the settlement waits in
-   * `needs_review` (ms; the API's SETTLE_PARK_AFTER_MS). Absent: the workflow's PARK_AFTER_MS.
+   * `needs_review` (ms; the API's SETTLE_PARK_AFTER_MS). Absent: PARK_AFTER_MS (workflows/park.ts).
    */
   parkAfterMs?: number;
 }

@@ -57,13 +57,13 @@ export const X402_KINDS = {
   },
   refund: {
     what: 'a refund of a paid chat or media charge, and the charge guard',
-    states: ['guard', 'refund_pending', 'refund_submitted', 'refunded', 'refund_failed', 'not_owed', 'not_charged'],
+    states: ['guard', 'refund_pending', 'refund_submitted', 'needs_review', 'refunded', 'refund_failed', 'not_owed', 'not_charged'],
     terminal: ['refunded', 'refund_failed', 'not_owed', 'not_charged'],
     patient: ['guard'],
   },
   withdrawal: {
     what: 'a gateway-wallet withdrawal',
-    states: ['initiating', 'waiting', 'withdrawing', 'withdrawn', 'failed'],
+    states: ['initiating', 'waiting', 'withdrawing', 'needs_review', 'withdrawn', 'failed'],
     terminal: ['withdrawn', 'failed'],
     patient: ['waiting'],
   },

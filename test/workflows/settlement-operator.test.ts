@@ -1,4 +1,5 @@
-import { PARKED_MEMO, fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
+import { fastSettlementWorkflow, settlementWorkflow } from '../../workflows/settlement';
+import { PARKED_MEMO } from '../../workflows/park';
 import { OPERATOR_ACTIONS_MEMO, rebroadcastUpdate, replaceUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { HASH, PAYER, input } from '../support/settlement-workflow-mocks';
