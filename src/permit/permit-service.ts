@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { ServiceDeps } from '../deps';
 import type { AuthContext } from '../auth/key-mode';
 import { assertKeyModeAllows } from '../auth/key-mode';
-import { isEvmNetworkId } from '../chains/networks';
+import { isEvmNetworkId, isListedToken } from '../chains/networks';
 import { Settlement } from '../db/entities';
 import { permitWorkflowId } from '../temporal/workflow-ids';
 import { permitWorkflow } from '../../workflows/permit';
@@ -44,7 +44,7 @@ export async function executePermit(
 
 /**
  * Validate in the order of docs/decisions.md "Permit" (network, key mode, network configured, body,
- * signature form, deadline, tokenAddress), then start (or attach to) the permit workflow and wait
+ * signature form, deadline, tokenAddress given and listed), then start (or attach to) the permit workflow and wait
  * for it up to SETTLE_WAIT_MS.
  */
 async function permit(
@@ -79,6 +79,9 @@ async function permit(
       raw,
       'tokenAddress is required: the permit is applied to the token it names (there is no fallback to the network USDC)',
     );
+  }
+  if (!isListedToken(network, r.tokenAddress)) {
+    return permitFailure('invalid_request', raw, `tokenAddress: ${r.tokenAddress} is not a token this service settles on ${raw}`);
   }
 
   const workflowId = permitWorkflowId(network.id, r.tokenAddress, r.owner, sig.sighash);
