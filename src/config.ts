@@ -173,6 +173,13 @@ const schema = z.object({
     .string()
     .regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key')
     .optional(),
+  /**
+   * The most our Solana fee payer pays for one settlement (lamports): the signatures' base fee
+   * (5,000 each) plus the priority fee the buyer's compute-budget instructions set (price x limit).
+   * An x402 client's payment costs about 10,000 (two signatures, 1 micro-lamport per unit); anything
+   * above the cap is refused before we sign.
+   */
+  SOLANA_MAX_FEE_LAMPORTS: int().pipe(z.number().min(5_000)).default(50_000),
   /** Batched nanopayments (docs/decisions.md "Batched payments and withdrawals"): mainnets forward while on. */
   GATEWAY_MAINNET_ENABLED: boolish.default(true),
   /** Upstream batching gateway API for testnets: by default the devnet double that `npm start` runs. */
