@@ -59,6 +59,13 @@ const schema = z.object({
   RATE_LIMIT_IP: int().pipe(z.number().min(1)).default(1200),
   RATE_LIMIT_AUTH_IP: int().pipe(z.number().min(1)).default(30),
   RATE_LIMIT_KEY: int().pipe(z.number().min(1)).default(6000),
+  /**
+   * Gas budget per organization (issue 39): the gas its settlements and permits may make the
+   * relayer sign per window, charged at the call type's ceiling when a workflow starts
+   * (src/chains/evm/gas-ceilings.ts). Past it, 429 with `Retry-After`. Counted with the rate limits.
+   */
+  GAS_BUDGET_PER_ORG: int().pipe(z.number().min(1)).default(1_000_000_000),
+  GAS_BUDGET_WINDOW_SECONDS: int().pipe(z.number().min(1).max(604_800)).default(3_600),
   REDIS_URL: z.string().url().optional(),
   /** Key prefix in Redis, so several deployments (or tests) can share one server. */
   RATE_LIMIT_PREFIX: z.string().min(1).max(64).default('x402rl'),

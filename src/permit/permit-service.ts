@@ -16,6 +16,7 @@ import { resolvePermitSignature } from './signature';
 import { deadlineProblem } from './verify';
 import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf, type PermitRejection } from './types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
+import { underGasBudget } from '../settle/gas-budget';
 
 export interface PermitReply {
   status: number;
@@ -108,20 +109,26 @@ async function permit(
     r: sig.r,
     s: sig.s,
   };
-  const handle = await startOrAttach(deps.temporal, permitWorkflow, {
-    workflowId,
-    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-    args: [input],
-    searchAttributes: x402SearchAttributes({
-      kind: 'permit',
-      network: network.id,
-      payer: input.owner,
-      state: 'verifying',
-      organization: req.auth.organizationId,
+  const observe = observeWorkflowStart(deps, permitWorkflow.name, req.requestId, workflowId);
+  const handle = await underGasBudget(deps, req.auth.organizationId, 'permit', (budgeted) =>
+    startOrAttach(deps.temporal, permitWorkflow, {
+      workflowId,
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+      searchAttributes: x402SearchAttributes({
+        kind: 'permit',
+        network: network.id,
+        payer: input.owner,
+        state: 'verifying',
+        organization: req.auth.organizationId,
+      }),
+      memo: { requestId: req.requestId },
+      onStart: (result) => {
+        budgeted(result);
+        observe(result);
+      },
     }),
-    memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, permitWorkflow.name, req.requestId, workflowId),
-  });
+  );
 
   const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
   try {

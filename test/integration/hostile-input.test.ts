@@ -12,6 +12,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
 import { serveSeller, v2Facilitator } from '../support/sdk-seller';
 import { v2Payer } from '../support/x402-v2';
+import { ROUTE_GAS } from '../../src/settle/gas-budget';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
@@ -411,5 +412,35 @@ describe("the relayer's gas is not the attacker's to spend (sqlite)", () => {
       },
     });
     expect(await relayerState()).toEqual(before);
+  });
+});
+
+describe("an organization's gas budget (sqlite)", () => {
+  const relayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[3]).address;
+  let h: SettleHarness;
+  beforeAll(async () => {
+    // Room for exactly one EIP-3009 settlement at its gas ceiling.
+    h = await startSettleHarness('sqlite', { relayerIndex: 3, env: { GAS_BUDGET_PER_ORG: String(ROUTE_GAS.eip3009) } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test("valid payments from a free key stop at the organization's budget: 429, one transaction signed, repeats of the first not charged", async () => {
+    const buyer = TEST_ACCOUNTS.buyers[4];
+    const nonce = () => h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' });
+    const before = await nonce();
+    const first = await h.pay(buyer);
+    expect((await h.settleUntilFinal(first)).body).toMatchObject({ success: true });
+    expect((await h.settle(first)).body).toMatchObject({ success: true }); // a repeat: answered, not charged
+    const second = await h.settle(await h.pay(buyer));
+    expect(second.status).toBe(429);
+    expect(second.body).toEqual({
+      type: 'api_error',
+      code: 429,
+      message: expect.stringMatching(/gas budget for the window; retry in \d+ s$/),
+    });
+    expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await nonce()).toBe(before + 1);
   });
 });
