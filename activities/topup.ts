@@ -20,6 +20,7 @@ import { relayerTxId } from '../src/temporal/workflow-ids';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { merchantAbi } from '../src/topup/merchant-abi';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
+import { gasCeilingRefusal } from '../src/chains/evm/gas-ceilings';
 
 /** A GasVerdict as an activity result (no bigint). */
 export type GasCheck =
@@ -46,6 +47,8 @@ export type DepositSubmit = { submitted: true; hash: Hex } | { submitted: false;
  * revert; null when the error is not a revert (transient: the activity is retried).
  */
 function revertDetail(err: unknown): string | null {
+  const refused = gasCeilingRefusal(err); // refused for its gas before signing: as final as a revert
+  if (refused) return refused;
   if (!(err instanceof BaseError)) return null;
   const revert = err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message));
   if (!revert) return null;

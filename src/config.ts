@@ -60,6 +60,13 @@ const schema = z.object({
   RATE_LIMIT_IP: int().pipe(z.number().min(1)).default(1200),
   RATE_LIMIT_AUTH_IP: int().pipe(z.number().min(1)).default(30),
   RATE_LIMIT_KEY: int().pipe(z.number().min(1)).default(6000),
+  /**
+   * Gas budget per organization (issue 39): the gas its settlements and permits may make the
+   * relayer sign per window, charged at the call type's ceiling when a workflow starts
+   * (src/chains/evm/gas-ceilings.ts). Past it, 429 with `Retry-After`. Counted with the rate limits.
+   */
+  GAS_BUDGET_PER_ORG: int().pipe(z.number().min(1)).default(1_000_000_000),
+  GAS_BUDGET_WINDOW_SECONDS: int().pipe(z.number().min(1).max(604_800)).default(3_600),
   REDIS_URL: z.string().url().optional(),
   /** Key prefix in Redis, so several deployments (or tests) can share one server. */
   RATE_LIMIT_PREFIX: z.string().min(1).max(64).default('x402rl'),
@@ -181,6 +188,13 @@ const schema = z.object({
     .string()
     .regex(/^([1-9A-HJ-NP-Za-km-z]{80,90}|\[[\d,\s]+\])$/, 'must be a base58 or JSON-array Solana secret key')
     .optional(),
+  /**
+   * The most our Solana fee payer pays for one settlement (lamports): the signatures' base fee
+   * (5,000 each) plus the priority fee the buyer's compute-budget instructions set (price x limit).
+   * An x402 client's payment costs about 10,000 (two signatures, 1 micro-lamport per unit); anything
+   * above the cap is refused before we sign.
+   */
+  SOLANA_MAX_FEE_LAMPORTS: int().pipe(z.number().min(5_000)).default(50_000),
   /** Batched nanopayments (docs/decisions.md "Batched payments and withdrawals"): mainnets forward while on. */
   GATEWAY_MAINNET_ENABLED: boolish.default(true),
   /** Upstream batching gateway API for testnets: by default the devnet double that `npm start` runs. */

@@ -425,6 +425,18 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
 }
 
 /**
+ * The tokens we call on a network: its USDC (USDG on `robinhood`), the only token the table lists.
+ * Every route that makes the relayer call a token (EIP-3009, Permit2, /v1/permit, top-up) refuses any
+ * other before a read or a transaction: a token's own code runs inside transactions we pay for, so
+ * an attacker's token could burn the relayer's gas (docs/security.md, "Gas griefing").
+ */
+export const listedTokens = (network: Pick<EvmNetwork, 'usdc'>): Address[] => (network.usdc ? [network.usdc] : []);
+
+/** Whether `address` (any spelling) is one of the network's listed tokens. */
+export const isListedToken = (network: Pick<EvmNetwork, 'usdc'>, address: string): boolean =>
+  listedTokens(network).some((t) => t.toLowerCase() === address.toLowerCase());
+
+/**
  * The contracts a network uses, each with the variable that configures it (start-up checks:
  * no devnet address in production, code at every address).
  */

@@ -8,7 +8,14 @@ import type { HttpState } from './context';
 
 export type RateLimitConfig = Pick<
   Config,
-  'RATE_LIMIT_WINDOW_SECONDS' | 'RATE_LIMIT_IP' | 'RATE_LIMIT_AUTH_IP' | 'RATE_LIMIT_KEY' | 'REDIS_URL' | 'RATE_LIMIT_PREFIX'
+  | 'RATE_LIMIT_WINDOW_SECONDS'
+  | 'RATE_LIMIT_IP'
+  | 'RATE_LIMIT_AUTH_IP'
+  | 'RATE_LIMIT_KEY'
+  | 'REDIS_URL'
+  | 'RATE_LIMIT_PREFIX'
+  | 'GAS_BUDGET_PER_ORG'
+  | 'GAS_BUDGET_WINDOW_SECONDS'
 >;
 
 /** Probes and scrapes are never limited: a busy client must not make us look down. */
@@ -23,15 +30,15 @@ export class RateLimits {
   private readonly ip: RateLimiterAbstract;
   private readonly authIp: RateLimiterAbstract;
   private readonly caller: RateLimiterAbstract;
+  private readonly gas: RateLimiterAbstract;
   private readonly redis?: Redis;
 
   constructor(config: RateLimitConfig, logger?: Logger) {
-    const duration = config.RATE_LIMIT_WINDOW_SECONDS;
     if (config.REDIS_URL) {
       this.redis = new Redis(config.REDIS_URL, { enableOfflineQueue: false, maxRetriesPerRequest: 1, lazyConnect: false });
       this.redis.on('error', (err) => logger?.warn({ err: err.message }, 'rate-limit redis unavailable; counting in memory'));
     }
-    const limiter = (name: string, points: number): RateLimiterAbstract => {
+    const limiter = (name: string, points: number, duration = config.RATE_LIMIT_WINDOW_SECONDS): RateLimiterAbstract => {
       const keyPrefix = `${config.RATE_LIMIT_PREFIX}:${name}`;
       const memory = new RateLimiterMemory({ points, duration, keyPrefix });
       return this.redis ? new RateLimiterRedis({ storeClient: this.redis, points, duration, keyPrefix, insuranceLimiter: memory }) : memory;
@@ -39,6 +46,7 @@ export class RateLimits {
     this.ip = limiter('ip', config.RATE_LIMIT_IP);
     this.authIp = limiter('auth-ip', config.RATE_LIMIT_AUTH_IP);
     this.caller = limiter('caller', config.RATE_LIMIT_KEY);
+    this.gas = limiter('gas', config.GAS_BUDGET_PER_ORG, config.GAS_BUDGET_WINDOW_SECONDS);
   }
 
   /** Every route but the probes: the IP's budget, and sign-in's stricter one. */
@@ -55,6 +63,19 @@ export class RateLimits {
   /** Once authenticated: the API key's (or session's) own budget, whatever addresses it comes from. */
   async consumeCaller(caller: string): Promise<void> {
     await consume(this.caller, caller, 'too many requests for this API key');
+  }
+
+  /**
+   * Charges `gas` to the organization's gas budget (GAS_BUDGET_PER_ORG per GAS_BUDGET_WINDOW_SECONDS):
+   * 429 with `Retry-After` once it is spent. Called before a workflow that makes the relayer sign starts.
+   */
+  async chargeGas(organizationId: string, gas: bigint): Promise<void> {
+    await consume(this.gas, `org:${organizationId}`, 'this organization has used its gas budget for the window', Number(gas));
+  }
+
+  /** Gives a charge back: the request attached to a workflow that was already running (charged once). */
+  async refundGas(organizationId: string, gas: bigint): Promise<void> {
+    await this.gas.reward(`org:${organizationId}`, Number(gas)).catch(() => undefined);
   }
 
   /** Resolves once Redis is connected (or at once without it), at most after `timeoutMs`: start-up waits for it. */
@@ -75,9 +96,9 @@ export class RateLimits {
   }
 }
 
-async function consume(limiter: RateLimiterAbstract, key: string, message: string): Promise<void> {
+async function consume(limiter: RateLimiterAbstract, key: string, message: string, points = 1): Promise<void> {
   try {
-    await limiter.consume(key);
+    await limiter.consume(key, points);
   } catch (rejected) {
     if (!(rejected instanceof RateLimiterRes)) throw rejected;
     const seconds = Math.max(1, Math.ceil(rejected.msBeforeNext / 1000));

@@ -39,6 +39,7 @@ export class Metrics {
   private readonly settleDuration: Histogram<'route' | 'network' | 'result'>;
   private readonly workflowStarts: Counter<'workflow' | 'result'>;
   private readonly rpcErrors: Counter<'network'>;
+  private readonly gasBudgetRefusals: Counter<'route'>;
   private observing = false;
 
   constructor(opts: { processMetrics?: boolean } = {}) {
@@ -81,7 +82,18 @@ export class Metrics {
       labelNames: ['network'],
       registers,
     });
+    this.gasBudgetRefusals = new Counter({
+      name: 'x402_gas_budget_exhausted_total',
+      help: "Settlements and permits refused (429) because the caller's organization had spent its gas budget for the window (GAS_BUDGET_PER_ORG), by route; the API log names the organization",
+      labelNames: ['route'],
+      registers,
+    });
     if (opts.processMetrics) collectDefaultMetrics({ register: this.registry });
+  }
+
+  /** One start refused for the organization's spent gas budget. */
+  gasBudgetExhausted(route: string): void {
+    this.gasBudgetRefusals.inc({ route: REASON.test(route) ? route : 'unknown' });
   }
 
   /** One failed RPC call of `network`. */

@@ -1,10 +1,13 @@
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, decodeErrorResult, type Abi, type Hex } from 'viem';
+import { gasCeilingRefusal } from '../chains/evm/gas-ceilings';
 
 /**
  * Tells a contract's refusal (a revert, or no such function) from a transport failure, and says what
- * the contract objected to. A revert is final for the permit; anything else is retried.
+ * the contract objected to. A revert (or a gas-ceiling refusal) is final for the permit; anything else is retried.
  */
 export function revertReason(err: unknown, abi: Abi): string | undefined {
+  const refused = gasCeilingRefusal(err); // refused for its gas before signing: as final as a revert
+  if (refused) return refused;
   if (!(err instanceof BaseError)) return undefined;
   const reverted = err.walk(
     (e) =>

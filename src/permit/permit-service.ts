@@ -5,7 +5,7 @@ import type { EntityManager } from '@mikro-orm/core';
 import type { ServiceDeps } from '../deps';
 import type { AuthContext } from '../auth/key-mode';
 import { assertKeyModeAllows } from '../auth/key-mode';
-import { isEvmNetworkId } from '../chains/networks';
+import { isEvmNetworkId, isListedToken } from '../chains/networks';
 import { Settlement } from '../db/entities';
 import { permitWorkflowId } from '../temporal/workflow-ids';
 import { permitWorkflow } from '../../workflows/permit';
@@ -16,6 +16,7 @@ import { resolvePermitSignature } from './signature';
 import { deadlineProblem } from './verify';
 import { PERMIT_REJECTED, type PermitInput, type PermitOutcome, type PermitOwnerOf, type PermitRejection } from './types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
+import { underGasBudget } from '../settle/gas-budget';
 
 export interface PermitReply {
   status: number;
@@ -44,7 +45,7 @@ export async function executePermit(
 
 /**
  * Validate in the order of docs/decisions.md "Permit" (network, key mode, network configured, body,
- * signature form, deadline, tokenAddress), then start (or attach to) the permit workflow and wait
+ * signature form, deadline, tokenAddress given and listed), then start (or attach to) the permit workflow and wait
  * for it up to SETTLE_WAIT_MS.
  */
 async function permit(
@@ -80,6 +81,9 @@ async function permit(
       'tokenAddress is required: the permit is applied to the token it names (there is no fallback to the network USDC)',
     );
   }
+  if (!isListedToken(network, r.tokenAddress)) {
+    return permitFailure('invalid_request', raw, `tokenAddress: ${r.tokenAddress} is not a token this service settles on ${raw}`);
+  }
 
   const workflowId = permitWorkflowId(network.id, r.tokenAddress, r.owner, sig.sighash);
   const mine: PermitOwnerOf = { organizationId: req.auth.organizationId, recipient: r.recipient.toLowerCase(), value: r.value };
@@ -105,20 +109,26 @@ async function permit(
     r: sig.r,
     s: sig.s,
   };
-  const handle = await startOrAttach(deps.temporal, permitWorkflow, {
-    workflowId,
-    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-    args: [input],
-    searchAttributes: x402SearchAttributes({
-      kind: 'permit',
-      network: network.id,
-      payer: input.owner,
-      state: 'verifying',
-      organization: req.auth.organizationId,
+  const observe = observeWorkflowStart(deps, permitWorkflow.name, req.requestId, workflowId);
+  const handle = await underGasBudget(deps, req.auth.organizationId, 'permit', (budgeted) =>
+    startOrAttach(deps.temporal, permitWorkflow, {
+      workflowId,
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+      searchAttributes: x402SearchAttributes({
+        kind: 'permit',
+        network: network.id,
+        payer: input.owner,
+        state: 'verifying',
+        organization: req.auth.organizationId,
+      }),
+      memo: { requestId: req.requestId },
+      onStart: (result) => {
+        budgeted(result);
+        observe(result);
+      },
     }),
-    memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, permitWorkflow.name, req.requestId, workflowId),
-  });
+  );
 
   const deadline = Date.now() + deps.config.SETTLE_WAIT_MS;
   try {

@@ -1,5 +1,5 @@
 import type { Address, Hex } from 'viem';
-import type { EvmNetwork } from '../chains/networks';
+import { isListedToken, type EvmNetwork } from '../chains/networks';
 import { isPermitSignedByOwner } from './signature';
 import type { PermitInput } from './types';
 
@@ -26,7 +26,7 @@ export function deadlineProblem(deadline: string, nowSeconds: number, minValidit
 }
 
 /**
- * Verifies a permit before any transaction, in this order: deadline, token is a contract, token
+ * Verifies a permit before any transaction, in this order: deadline, token is listed, token is a contract, token
  * answers DOMAIN_SEPARATOR() and nonces(owner), and (v, r, s) is the owner's EIP-2612 signature of
  * Permit(owner, spender = facilitator, value, current nonce, deadline) under that domain.
  */
@@ -37,6 +37,10 @@ export async function verifyPermit(
 ): Promise<PermitVerification> {
   const late = deadlineProblem(input.deadline, opts.nowSeconds, opts.minValiditySeconds);
   if (late) return { ok: false, reason: 'permit_execution_failed', message: late };
+  // The API refuses an unlisted token (400 invalid_request); this holds for any workflow input too.
+  if (!isListedToken(network, input.token)) {
+    return { ok: false, reason: 'permit_execution_failed', message: `tokenAddress ${input.token} is not a token this service settles` };
+  }
   const token = input.token as Address;
   const owner = input.owner as Address;
   if (!(await opts.reads.hasCode(token))) {

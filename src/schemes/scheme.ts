@@ -72,7 +72,7 @@ export interface RoutingView {
 /** What parsing needs: the network table and the mainnet switch. */
 export type ParseDeps = Pick<ServiceDeps, 'networks' | 'config'>;
 export type VerifyDeps = {
-  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'env' | 'SOLANA_FEE_PAYER_KEY' | 'MAINNETS_ENABLED'>;
+  config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'env' | 'SOLANA_FEE_PAYER_KEY' | 'SOLANA_MAX_FEE_LAMPORTS' | 'MAINNETS_ENABLED'>;
   networks: NetworkTable;
 };
 export interface WorkerDeps extends VerifyDeps {

@@ -34,8 +34,8 @@ export function settlementNetwork(
 }
 
 /**
- * The base of an EVM settlement input: the organization's payout (or `creditedRecipient`), its fee on
- * `amount`, and the marketplace fee `extra` asks for (refused with `invalid_payment_requirements` out of
+ * The base of an EVM settlement input: the organization's payout (or `creditedRecipient`; never the
+ * payer itself), its fee on `amount`, and the marketplace fee `extra` asks for (refused with `invalid_payment_requirements` out of
  * bounds, or where the route cannot pay it: `marketplaceFee: false`).
  */
 export async function evmSettlementBase(
@@ -53,12 +53,14 @@ export async function evmSettlementBase(
   const network = deps.networks.get(p.network)!;
   const resolved = await payoutFor(req, network.testnet, p.extra?.creditedRecipient);
   if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer: p.payer };
+  const refuse = (message: string): Refusal => ({ refused: 'invalid_payment_requirements', network: p.network, payer: p.payer, message });
+  // A payment to oneself moves nothing but our gas, at no cost to whoever repeats it (issue 39).
+  if (resolved.payout.toLowerCase() === p.payer.toLowerCase()) return refuse('the payer is the payout wallet: a self-payment is refused');
   const { fee, feeRecipient } = platformFee(p.amount, resolved.org, deps);
   const marketplace = marketplaceFeeOf(p.extra, {
     facilitator: network.facilitator ?? ZERO_ADDRESS,
     organizationFeeBps: organizationFeeBps(resolved.org, deps),
   });
-  const refuse = (message: string): Refusal => ({ refused: 'invalid_payment_requirements', network: p.network, payer: p.payer, message });
   if (marketplace && 'refused' in marketplace) return refuse(marketplace.refused);
   if (marketplace && p.marketplaceFee === false) return refuse('extra.platformFeeBps is not applied on this route; settle on one chain');
   return {

@@ -11,6 +11,7 @@ import type { SettleResponse } from '../x402/schemas';
 import type { Scheme, SettleRoute, VerifyReply } from '../schemes/scheme';
 import { fastSettlementWorkflow } from '../../workflows/settlement';
 import { settlementRejection, type SettleOutcome, type SettlementInput } from './types';
+import { underGasBudget } from './gas-budget';
 
 /**
  * The API side of the single settlement skeleton: a scheme's request checks, the short-circuit for
@@ -96,20 +97,26 @@ export async function recordedSettlement(
 }
 
 /**
- * Starts (or attaches to) the settlement workflow and waits up to SETTLE_WAIT_MS: the final answer,
+ * Starts (or attaches to) the settlement workflow, under the organization's gas budget, and waits up to SETTLE_WAIT_MS: the final answer,
  * the rejection it failed with, or 202 `settlement_pending` with the transaction hash once recorded
  * (a repeat of the request attaches to the same workflow).
  */
 export async function runSettlement(deps: ServiceDeps, req: SettleRequest, input: SettlementInput): Promise<SettleReply> {
   const { workflowId, network, payer } = input;
-  const handle = await startOrAttach(deps.temporal, fastSettlementWorkflow, {
-    workflowId,
-    taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
-    args: [input],
-    searchAttributes: x402SearchAttributes({ kind: 'settle', network, payer, state: 'verifying', organization: input.organizationId }),
-    memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, fastSettlementWorkflow.name, req.requestId, workflowId),
-  });
+  const observe = observeWorkflowStart(deps, fastSettlementWorkflow.name, req.requestId, workflowId);
+  const handle = await underGasBudget(deps, input.organizationId, input.route, (budgeted) =>
+    startOrAttach(deps.temporal, fastSettlementWorkflow, {
+      workflowId,
+      taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+      searchAttributes: x402SearchAttributes({ kind: 'settle', network, payer, state: 'verifying', organization: input.organizationId }),
+      memo: { requestId: req.requestId },
+      onStart: (result) => {
+        budgeted(result);
+        observe(result);
+      },
+    }),
+  );
 
   try {
     const result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + req.waitMs);

@@ -1,9 +1,24 @@
+import { createWalletClient, http, numberToHex, type Address, type Hex } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { compileContracts } from '../../devnet/contracts';
+import { PERMIT2_CANONICAL_ADDRESS } from '../../src/chains/devnet-addresses';
 import { Settlement, InferenceCharge, TopUp } from '../../src/db/entities';
 import { MediaJob } from '../../src/db/media';
 import { listRoutes } from '../../src/api/app';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 import { readStackInfo } from '../support/stack-info';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { request } from '../support/http';
+import { serveSeller, v2Facilitator } from '../support/sdk-seller';
+import { v2Payer } from '../support/x402-v2';
+import { ROUTE_GAS } from '../../src/settle/gas-budget';
+
+/* eslint-disable @typescript-eslint/no-require-imports */
+const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
+const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
+const { ExactEvmScheme } = require('@x402/evm/exact/client');
+/* eslint-enable @typescript-eslint/no-require-imports */
 
 /**
  * Hostile input on every route of both apps (issue 12), over real HTTP against the real apps, the
@@ -234,5 +249,198 @@ describe('hostile input on every route (sqlite)', () => {
     for (const c of cases) await check(topup.url, c, 'topup', failures);
     expect(failures).toEqual([]);
     expect(await rows(topup)).toEqual(before);
+  });
+});
+
+/**
+ * Issue 39, as an attacker with a free test key would try it: make the relayer spend its gas. Each
+ * exploit must be refused with the spec's error shape, and the relayer's nonce and balance must not
+ * move at all (no transaction signed, no gas spent).
+ */
+describe("the relayer's gas is not the attacker's to spend (sqlite)", () => {
+  const NETWORK = 'eip155:84532';
+  const PRICE = 1_000_000n;
+  /** About 4M gas per transferFrom: millions of gas in one settlement, as the issue found. */
+  const BURN_ROUNDS = 50_000n;
+  const relayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[3]).address;
+  let h: SettleHarness;
+  let burner: Address;
+  let seller: Awaited<ReturnType<typeof serveSeller>>;
+  const workerLines: string[] = [];
+
+  const rpcUrl = () => h.stack.chains['base-sepolia'].rpcUrl;
+  const relayerState = async () => ({
+    nonce: await h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' }),
+    balance: await h.chain.getBalance({ address: relayer }),
+  });
+
+  beforeAll(async () => {
+    h = await startSettleHarness('sqlite', { relayerIndex: 3, onWorkerLine: (line) => workerLines.push(line) });
+    // The attacker's token: deployed by a throwaway wallet, as anyone could.
+    const deployer = privateKeyToAccount(generatePrivateKey());
+    await h.chain.request({ method: 'anvil_setBalance' as never, params: [deployer.address, numberToHex(10n ** 18n)] as never });
+    const { abi, bytecode } = compileContracts().GasBurningToken;
+    const wallet = createWalletClient({ account: deployer, transport: http(rpcUrl()) });
+    const hash = await wallet.deployContract({ chain: null, abi, bytecode, args: [BURN_ROUNDS] });
+    burner = (await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 })).contractAddress!;
+
+    // A route priced in that token, sold with @x402/express 2.x using us as facilitator (Permit2).
+    const resourceServer = new x402ResourceServer(v2Facilitator(h)).register(NETWORK, new ExactEvmServer());
+    seller = await serveSeller((app) => {
+      app.use(
+        paymentMiddleware(
+          {
+            'GET /burn': {
+              accepts: {
+                scheme: 'exact',
+                network: NETWORK,
+                price: { amount: PRICE.toString(), asset: burner, extra: { name: 'Burn', version: '1', assetTransferMethod: 'permit2' } },
+                payTo: h.stack.facilitator,
+                maxTimeoutSeconds: 120,
+              },
+              description: 'priced in a gas-burning token',
+            },
+          },
+          resourceServer,
+        ),
+      );
+      app.get('/burn', (_req: unknown, res: any) => res.json({ paid: 'burn' }));
+    });
+  });
+  afterAll(async () => {
+    await seller?.close();
+    await h?.close();
+  });
+
+  /** A buyer holding the token with Permit2 approved, paying with @x402/fetch 2.x (Permit2). */
+  async function burnBuyer() {
+    const buyer = privateKeyToAccount(generatePrivateKey());
+    await h.chain.request({ method: 'anvil_setBalance' as never, params: [buyer.address, numberToHex(10n ** 18n)] as never });
+    const { abi } = compileContracts().GasBurningToken;
+    const wallet = createWalletClient({ account: buyer, transport: http(rpcUrl()) });
+    for (const [functionName, args] of [
+      ['mint', [buyer.address, PRICE * 10n]],
+      ['approve', [PERMIT2_CANONICAL_ADDRESS, PRICE * 10n]],
+    ] as const) {
+      const hash = await wallet.writeContract({ chain: null, address: burner, abi, functionName, args } as never);
+      await h.chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+    }
+    return v2Payer(buyer, NETWORK, burner, [new ExactEvmScheme(buyer, { rpcUrl: rpcUrl() })]);
+  }
+
+  const settleAgain = (payload: Record<string, any>) =>
+    request('POST', `${h.api.baseUrl}/v1/settle`, {
+      json: { x402Version: 2, paymentPayload: payload, paymentRequirements: payload.accepted },
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+  const refused = (errorReason: string, payer: string) => ({ success: false, errorReason, transaction: '', network: NETWORK, payer });
+
+  test('a gas-burning token sold via Permit2: refused as a token we do not list; the relayer spends no gas', async () => {
+    const { pay, sent } = await burnBuyer();
+    const before = await relayerState();
+    const res = await pay(`${seller.url}/burn`);
+    expect(res.status).toBe(402);
+    expect(sent).toHaveLength(1);
+    const again = await settleAgain(sent[0]);
+    expect({ status: again.status, body: again.body }).toEqual({
+      status: 400,
+      body: refused('invalid_exact_evm_payload_asset_mismatch', sent[0].payload.permit2Authorization.from),
+    });
+    expect(await relayerState()).toEqual(before);
+  });
+
+  test('the same token listed by mistake: the settlement is refused at its gas ceiling before signing; the relayer spends no gas', async () => {
+    await h.restartWorker({ env: { USDC_ADDRESS_BASE_SEPOLIA: burner } });
+    const { pay, sent } = await burnBuyer();
+    const before = await relayerState();
+    const res = await pay(`${seller.url}/burn`);
+    expect(res.status).toBe(402);
+    const again = await settleAgain(sent[0]);
+    expect({ status: again.status, body: again.body }).toEqual({
+      status: 409,
+      body: refused('invalid_transaction_state', sent[0].payload.permit2Authorization.from),
+    });
+    // Refused for its gas (not a revert): the worker says so where it logs a refusal at submission.
+    expect(workerLines.join('\n')).toMatch(/refused: settlePermit2Exact is estimated at \d+ gas, above its ceiling of 350000/);
+    expect(await relayerState()).toEqual(before);
+  });
+
+  test('a payment to oneself (creditedRecipient = payer): refused before any workflow; the relayer spends no gas', async () => {
+    const buyer = TEST_ACCOUNTS.buyers[3];
+    const before = await relayerState();
+    const res = await h.settle(await h.pay(buyer, { extra: { name: 'USDC', version: '2', creditedRecipient: buyer.address } }));
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 400,
+      body: {
+        success: false,
+        errorReason: 'invalid_payment_requirements',
+        errorMessage: 'the payer is the payout wallet: a self-payment is refused',
+        transaction: '',
+        network: 'base-sepolia',
+        payer: buyer.address,
+      },
+    });
+    expect(await relayerState()).toEqual(before);
+  });
+
+  test('/v1/permit naming the gas-burning token: 400 invalid_request; the relayer spends no gas', async () => {
+    const before = await relayerState();
+    const owner = privateKeyToAccount(generatePrivateKey()).address;
+    const res = await request('POST', `${h.api.baseUrl}/v1/permit`, {
+      json: {
+        network: 'base-sepolia',
+        tokenAddress: burner,
+        owner,
+        spender: h.stack.facilitator,
+        recipient: owner,
+        value: '1000000',
+        deadline: String(Math.floor(Date.now() / 1000) + 600),
+        v: 27,
+        r: `0x${'11'.repeat(32)}` as Hex,
+        s: `0x${'22'.repeat(32)}` as Hex,
+      },
+      headers: { authorization: `Bearer ${h.apiKey}` },
+    });
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 400,
+      body: {
+        success: false,
+        errorReason: 'invalid_request',
+        transaction: '',
+        network: 'base-sepolia',
+        message: `tokenAddress: ${burner} is not a token this service settles on base-sepolia`,
+      },
+    });
+    expect(await relayerState()).toEqual(before);
+  });
+});
+
+describe("an organization's gas budget (sqlite)", () => {
+  const relayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[3]).address;
+  let h: SettleHarness;
+  beforeAll(async () => {
+    // Room for exactly one EIP-3009 settlement at its gas ceiling.
+    h = await startSettleHarness('sqlite', { relayerIndex: 3, env: { GAS_BUDGET_PER_ORG: String(ROUTE_GAS.eip3009) } });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test("valid payments from a free key stop at the organization's budget: 429, one transaction signed, repeats of the first not charged", async () => {
+    const buyer = TEST_ACCOUNTS.buyers[4];
+    const nonce = () => h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' });
+    const before = await nonce();
+    const first = await h.pay(buyer);
+    expect((await h.settleUntilFinal(first)).body).toMatchObject({ success: true });
+    expect((await h.settle(first)).body).toMatchObject({ success: true }); // a repeat: answered, not charged
+    const second = await h.settle(await h.pay(buyer));
+    expect(second.status).toBe(429);
+    expect(second.body).toEqual({
+      type: 'api_error',
+      code: 429,
+      message: expect.stringMatching(/gas budget for the window; retry in \d+ s$/),
+    });
+    expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(await nonce()).toBe(before + 1);
   });
 });

@@ -348,21 +348,12 @@ describe.each(oneDbKind('sqlite'))('POST /v1/permit (%s)', (kind) => {
       await expectRejected({ ...p.body, tokenAddress: undefined }, 500, failed('permit_execution_failed'), /^tokenAddress is required/);
     });
 
-    test('tokenAddress without code, or a contract that is no EIP-2612 token -> 500 permit_execution_failed', async () => {
+    test('a tokenAddress the network does not list (no code, or any other contract) -> 400 invalid_request, nothing sent', async () => {
+      // We call only tokens we list (issue 39): an attacker's token would run its code on our gas.
       const p = await kit.sign();
-      const nowhere = freshAddress();
-      await expectRejected(
-        { ...p.body, tokenAddress: nowhere },
-        500,
-        failed('permit_execution_failed'),
-        /is not a contract on base-sepolia/,
-      );
-      await expectRejected(
-        { ...p.body, tokenAddress: h.stack.facilitator },
-        500,
-        failed('permit_execution_failed'),
-        /is not an EIP-2612 token/,
-      );
+      for (const token of [freshAddress(), h.stack.facilitator]) {
+        await expectRejected({ ...p.body, tokenAddress: token }, 400, failed('invalid_request'), /is not a token this service settles/);
+      }
     });
 
     test('a transfer that would revert (owner without funds) -> 500 permit_execution_failed, nothing signed', async () => {

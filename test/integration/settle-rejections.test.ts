@@ -62,6 +62,14 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle rejections (%s)', (kind) => 
     );
   });
 
+  test('a payment to oneself (the payout is the payer) -> invalid_payment_requirements, before any workflow (issue 39)', async () => {
+    const self = await pay({ extra: { name: 'USDC', version: '2', creditedRecipient: buyer.address } });
+    await expectRejected(self, 400, {
+      ...rejected('invalid_payment_requirements'),
+      errorMessage: 'the payer is the payout wallet: a self-payment is refused',
+    });
+  });
+
   test('signed by someone else -> invalid_exact_evm_payload_signature', async () => {
     await expectRejected(await pay({ signer: stranger }), 400, rejected('invalid_exact_evm_payload_signature'));
   });

@@ -1,6 +1,17 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { keccak256, numberToHex, parseTransaction, recoverTransactionAddress, toHex, type Address, type Hex } from 'viem';
+import {
+  getAbiItem,
+  keccak256,
+  numberToHex,
+  parseTransaction,
+  recoverTransactionAddress,
+  toFunctionSelector,
+  toHex,
+  type Address,
+  type Hex,
+} from 'viem';
+import { tokenAbi } from '../../src/chains/evm/abi';
 import type { PrivateKeyAccount } from 'viem/accounts';
 
 /**
@@ -30,7 +41,11 @@ import type { PrivateKeyAccount } from 'viem/accounts';
  */
 
 /** Data prefix of a transaction that moves money (the model's token transfer). */
-export const EFFECT_MARKER = '0xeffec7';
+/**
+ * Calldata prefix of a call that "moves money": the selector of a call type the relayer signs
+ * (src/chains/evm/gas-ceilings.ts refuses unlisted ones), a refund's `transferWithAuthorization`.
+ */
+export const EFFECT_MARKER = toFunctionSelector(getAbiItem({ abi: tokenAbi, name: 'transferWithAuthorization' }));
 
 const ZERO_HASH = `0x${'00'.repeat(32)}` as Hex;
 const EMPTY_BLOOM = `0x${'00'.repeat(256)}` as Hex;
@@ -103,6 +118,8 @@ export class ModelChain {
   private readonly syncSends: boolean;
   private salt = 0;
   faults: Faults = { httpErrors: 0, httpStatus: 429, lostSends: 0, laggedReads: 0, lagBlocks: 0 };
+  /** What eth_estimateGas answers, for every call. */
+  gasEstimate = 50_000n;
   /** Mine a block after every N-th JSON-RPC call (0: only when told). */
   mineEvery = 0;
   private calls = 0;
@@ -427,7 +444,7 @@ export class ModelChain {
       case 'eth_maxPriorityFeePerGas':
         return numberToHex(PRIORITY_FEE);
       case 'eth_estimateGas':
-        return numberToHex(50_000);
+        return numberToHex(this.gasEstimate);
       case 'eth_getTransactionCount': {
         const [address, tag] = params as [string, string];
         if (tag === 'pending') return numberToHex(this.pendingNonce(address, view));

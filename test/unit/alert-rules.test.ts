@@ -38,6 +38,7 @@ describe('alert rules', () => {
     expect(names).toEqual(
       expect.arrayContaining([
         'X402StuckPayments',
+        'X402GasBudgetExhausted',
         'X402RelayerBalanceLow',
         'X402RelayerNonceStuck',
         'X402RelayerNonceGap',

@@ -15,6 +15,7 @@ import {
   envSuffix,
   EVM_NETWORK_IDS,
   isEvmNetworkId,
+  isListedToken,
   isSolanaNetworkId,
   type EvmNetwork,
   type EvmNetworkId,
@@ -327,6 +328,20 @@ describe('network id helpers', () => {
     expect(isSolanaNetworkId('solana')).toBe(true);
     expect(isSolanaNetworkId('solana-devnet')).toBe(true);
     expect(isSolanaNetworkId('base')).toBe(false);
+  });
+});
+
+describe('the token allow-list (isListedToken)', () => {
+  test("a network's USDC, in any spelling, and nothing else; a network without USDC lists none", () => {
+    const t = buildNetworkTable({});
+    const baseSepolia = t.get('base-sepolia')!;
+    expect(isListedToken(baseSepolia, DEVNET_USDC_ADDRESS)).toBe(true);
+    expect(isListedToken(baseSepolia, DEVNET_USDC_ADDRESS.toLowerCase())).toBe(true);
+    expect(isListedToken(baseSepolia, DEVNET_FACILITATOR_ADDRESS)).toBe(false);
+    expect(isListedToken(t.get('base')!, DEVNET_USDC_ADDRESS)).toBe(false);
+    expect(isListedToken(t.get('fluent-testnet')!, DEVNET_USDC_ADDRESS)).toBe(false);
+    const configured = buildNetworkTable({ USDC_ADDRESS_FLUENT_TESTNET: DEVNET_USDC_ADDRESS }).get('fluent-testnet')!;
+    expect(isListedToken(configured, DEVNET_USDC_ADDRESS)).toBe(true);
   });
 });
 

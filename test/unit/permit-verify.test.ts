@@ -82,6 +82,17 @@ describe('verifyPermit', () => {
     expect((await verify(await permit({ deadline: BigInt(NOW + MIN_VALIDITY) }))).ok).toBe(true);
   });
 
+  test('a token the network does not list -> permit_execution_failed, no chain read', async () => {
+    const reads = fakeToken();
+    const out = await verify({ ...(await permit()), token: RECIPIENT }, reads);
+    expect(out).toEqual({
+      ok: false,
+      reason: 'permit_execution_failed',
+      message: `tokenAddress ${RECIPIENT} is not a token this service settles`,
+    });
+    expect(reads.hasCode).not.toHaveBeenCalled();
+  });
+
   test('a token address without code -> permit_execution_failed', async () => {
     const out = await verify(await permit(), fakeToken({ code: false }));
     expect(out).toEqual({

@@ -136,7 +136,7 @@ const EXAMPLES: [Schedule][] = [
 ];
 
 const idOf = (k: number) => `sim:${k}`;
-const callOf = (k: number) => ({ to: TOKEN, data: `${EFFECT_MARKER}${pad(toHex(k), { size: 29 }).slice(2)}` as Hex });
+const callOf = (k: number) => ({ to: TOKEN, data: `${EFFECT_MARKER}${pad(toHex(k), { size: 28 }).slice(2)}` as Hex });
 
 let tdb: TestDatabase;
 let server: ModelServer;

@@ -14,6 +14,7 @@ import {
   inspectExactSvmTransaction,
   MAX_COMPUTE_UNIT_LIMIT,
   MAX_COMPUTE_UNIT_PRICE,
+  feeLamports,
   verifyExactSvmOnChain,
   type Inspection,
 } from '../../src/schemes/solana/verify';
@@ -37,14 +38,16 @@ const opts = (o: Partial<SvmPaymentOptions> = {}): SvmPaymentOptions => ({
   blockhash: BLOCKHASH,
   ...o,
 });
-const inspect = (o: Partial<SvmPaymentOptions> = {}, r = req) =>
-  inspectExactSvmTransaction(toBase64(svmPaymentTransaction(opts(o))), r, feePayer.publicKey);
+/** SOLANA_MAX_FEE_LAMPORTS's default. */
+const CAP = 50_000n;
+const inspect = (o: Partial<SvmPaymentOptions> = {}, r = req, cap = CAP) =>
+  inspectExactSvmTransaction(toBase64(svmPaymentTransaction(opts(o))), r, feePayer.publicKey, cap);
 const reasonOf = (i: Inspection) => (i.ok ? 'ok' : i.reason);
 
 describe('inspectExactSvmTransaction (pure rules, reference reason names)', () => {
   test('an x402-client payment passes: payer is the transfer authority, key is its signature', () => {
     const tx = svmPaymentTransaction(opts());
-    const i = inspectExactSvmTransaction(toBase64(tx), req, feePayer.publicKey);
+    const i = inspectExactSvmTransaction(toBase64(tx), req, feePayer.publicKey, CAP);
     expect(i.ok).toBe(true);
     if (!i.ok) return;
     expect(i.payer).toBe(buyer.publicKey.toBase58());
@@ -63,12 +66,12 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
     ['random bytes', Buffer.from('not a solana transaction at all').toString('base64')],
     ['too long', 'A'.repeat(5000)],
   ])('undecodable transaction (%s): invalid_exact_svm_payload_transaction', (_n, b64) => {
-    expect(reasonOf(inspectExactSvmTransaction(b64, req, feePayer.publicKey))).toBe('invalid_exact_svm_payload_transaction');
+    expect(reasonOf(inspectExactSvmTransaction(b64, req, feePayer.publicKey, CAP))).toBe('invalid_exact_svm_payload_transaction');
   });
 
   test('trailing bytes after a valid transaction: invalid_exact_svm_payload_transaction', () => {
     const raw = Buffer.concat([Buffer.from(svmPaymentTransaction(opts()).serialize()), Buffer.from([1, 2, 3])]);
-    expect(reasonOf(inspectExactSvmTransaction(raw.toString('base64'), req, feePayer.publicKey))).toBe(
+    expect(reasonOf(inspectExactSvmTransaction(raw.toString('base64'), req, feePayer.publicKey, CAP))).toBe(
       'invalid_exact_svm_payload_transaction',
     );
   });
@@ -118,10 +121,31 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
   });
 
   test('price above 5 lamports per CU: ..._compute_price_instruction_too_high', () => {
-    expect(reasonOf(inspect({ microLamports: MAX_COMPUTE_UNIT_PRICE }))).toBe('ok');
-    expect(reasonOf(inspect({ microLamports: MAX_COMPUTE_UNIT_PRICE + 1n }))).toBe(
+    const noCap = 10n ** 18n;
+    expect(reasonOf(inspect({ microLamports: MAX_COMPUTE_UNIT_PRICE }, req, noCap))).toBe('ok');
+    expect(reasonOf(inspect({ microLamports: MAX_COMPUTE_UNIT_PRICE + 1n }, req, noCap))).toBe(
       'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
     );
+  });
+
+  test('the fee payer pays at most the cap per settlement (SOLANA_MAX_FEE_LAMPORTS): ..._compute_price_instruction_too_high', () => {
+    // Two signatures (10,000) plus price x limit: 200,000 CU at 200,000 micro-lamports is 40,000 more, at the cap.
+    expect(feeLamports(2, 200_000n, MAX_COMPUTE_UNIT_LIMIT)).toBe(CAP);
+    expect(reasonOf(inspect({ units: MAX_COMPUTE_UNIT_LIMIT, microLamports: 200_000n }))).toBe('ok');
+    // One micro-lamport per unit more: within each instruction's own cap, above the total.
+    expect(reasonOf(inspect({ units: MAX_COMPUTE_UNIT_LIMIT, microLamports: 200_001n }))).toBe(
+      'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+    );
+    // Before the cap, the per-instruction caps let a buyer make us pay 1,010,000 lamports per settlement.
+    expect(reasonOf(inspect({ units: MAX_COMPUTE_UNIT_LIMIT, microLamports: MAX_COMPUTE_UNIT_PRICE }))).toBe(
+      'invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high',
+    );
+    expect(reasonOf(inspect({ units: MAX_COMPUTE_UNIT_LIMIT, microLamports: MAX_COMPUTE_UNIT_PRICE }, req, 1_010_000n))).toBe('ok');
+  });
+
+  test('a payment to oneself (payTo is the payer): invalid_payment_requirements', () => {
+    const self = { ...req, payTo: buyer.publicKey.toBase58() };
+    expect(reasonOf(inspect({ payTo: buyer.publicKey }, self))).toBe('invalid_payment_requirements');
   });
 
   test('third instruction of another program: ..._not_a_transfer_instruction', () => {
@@ -183,7 +207,9 @@ describe('inspectExactSvmTransaction (pure rules, reference reason names)', () =
     expect(reasonOf(inspect({ signers: [] }))).toBe('invalid_exact_svm_payload_signature_invalid');
     const tx = svmPaymentTransaction(opts());
     tx.signatures[1] = svmPaymentTransaction(opts({ amount: 1n })).signatures[1]; // the buyer's, for another message
-    expect(reasonOf(inspectExactSvmTransaction(toBase64(tx), req, feePayer.publicKey))).toBe('invalid_exact_svm_payload_signature_invalid');
+    expect(reasonOf(inspectExactSvmTransaction(toBase64(tx), req, feePayer.publicKey, CAP))).toBe(
+      'invalid_exact_svm_payload_signature_invalid',
+    );
   });
 
   test('base58 round trip of keys and signatures', () => {
@@ -209,6 +235,7 @@ describe('verifyExactSvmOnChain (against the litesvm devnet node through the pro
       toBase64(svmPaymentTransaction(opts({ blockhash: dn.ledger.latestBlockhash().blockhash, ...o }))),
       r,
       feePayer.publicKey,
+      CAP,
     );
     if (!i.ok) throw new Error(`inspection failed: ${i.reason}`);
     return verifyExactSvmOnChain(i, rpc(), feePayer.publicKey);

@@ -167,6 +167,8 @@ describe('verifyPermit2: each rule and its reason', () => {
       },
     ],
     ['token is not the asset', 'permit2_token_mismatch', () => pay({ asset: OTHER })],
+    // The token's code runs in the settlement we pay gas for: only the network's listed token (issue 39).
+    ['token and asset are a token we do not list', 'invalid_exact_evm_payload_asset_mismatch', () => pay({ token: OTHER, asset: OTHER })],
     [
       'exact: signed amount is not maxAmountRequired',
       'invalid_exact_evm_payload_amount_mismatch',

@@ -3,6 +3,7 @@ import { heartbeat } from '../../temporal/heartbeat';
 import { BaseError, ContractFunctionRevertedError, type Address, type Hex, type TransactionReceipt } from 'viem';
 import { RecordedCallMismatch, Relayer, type AlsoWrite } from './relayer';
 import { relayerTxId } from '../../temporal/workflow-ids';
+import { gasCeilingRefusal } from './gas-ceilings';
 
 /**
  * Sending and confirming relayer calls through the write-ahead relayer, shared by the EVM
@@ -18,8 +19,10 @@ export type RecordMined = AlsoWrite<TransactionReceipt>;
 
 export type CallSent = { sent: true; hash: Hex } | { sent: false; revert: string };
 
-/** A revert found while estimating (nothing signed), or undefined for a transient error. */
+/** A revert found while estimating, or a gas-ceiling refusal (nothing signed); undefined for a transient error. */
 export const revertOf = (err: unknown): string | undefined => {
+  const refused = gasCeilingRefusal(err); // refused for its gas: as final as a revert, nothing signed
+  if (refused) return refused;
   const hit =
     err instanceof BaseError ? err.walk((e) => e instanceof ContractFunctionRevertedError || /revert/i.test((e as Error).message)) : null;
   return hit ? (hit as Error).message.split('\n')[0] : undefined;

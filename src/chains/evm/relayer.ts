@@ -14,6 +14,7 @@ import { RelayerTransaction } from '../../db/entities';
 import { findRow, inTransaction, insertRow, updateRows } from '../../db/rows';
 import type { EvmNetwork } from '../networks';
 import { publicClientFor } from './clients';
+import { checkGas } from './gas-ceilings';
 import { oneAtATime } from './one-at-a-time';
 import { Broadcasts } from './relayer-broadcasts';
 import { UsedOnce } from './used-once';
@@ -140,7 +141,8 @@ export class Relayer {
   /**
    * Sends the call once per `id`: returns the recorded transaction when there is one (re-broadcast
    * in case it was never sent or was dropped), otherwise estimates, signs with the next nonce,
-   * records, then broadcasts. Estimation reverts are thrown before anything is signed.
+   * records, then broadcasts. Estimation reverts, and estimates above the call type's gas ceiling
+   * (`GasCeilingExceeded`, gas-ceilings.ts), are thrown before anything is signed.
    */
   async send(
     id: string,
@@ -159,6 +161,8 @@ export class Relayer {
       return { hash: existing.hash as Hex, reused: true };
     }
     const [gas, fees] = await Promise.all([this.estimate(id, call), this.fees().then((f) => this.capped(f))]);
+    // Never more gas than the call type needs (gas-ceilings.ts): refused here, before anything is signed.
+    const ceiling = checkGas(call.data, gas);
     // Nonce allocation, signing and recording run one at a time per relayer; the broadcasts follow in
     // the same order (`Broadcasts.queue`), so a gap, which the node holds until it fills, is rare and
     // short. A concurrent retry of the same activity that recorded first is found by the record's
@@ -172,7 +176,7 @@ export class Relayer {
           to: call.to,
           data: call.data,
           nonce,
-          gas: (gas * 12n) / 10n,
+          gas: min((gas * 12n) / 10n, ceiling),
           maxFeePerGas: fees.maxFeePerGas,
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
         });
@@ -626,6 +630,7 @@ const HEAD_POLL_MS = 100;
 const firstPollMs = (recentWaitMs: number) => Math.max(1, Math.min(MAX_POLL_MS, Math.round(recentWaitMs / 2)));
 
 const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));
+const min = (a: bigint, b: bigint) => (a < b ? a : b);
 
 /** `send` was asked for a call other than the one recorded under its id: another caller's effect, never adopted. */
 export class RecordedCallMismatch extends Error {

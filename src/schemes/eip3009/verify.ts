@@ -1,6 +1,6 @@
 import { getAddress, hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
 import { recoverSigner, SECP256K1N_HALF } from '../../chains/evm/recover-signer';
-import type { EvmNetwork } from '../../chains/networks';
+import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
 import { transferWithAuthorizationTypedData, type TokenDomain } from './typed-data';
@@ -55,7 +55,7 @@ export async function verifyExactEvm(
   if (!isAddressEqual(req.payTo as Address, facilitator) || !isAddressEqual(a.to as Address, facilitator)) {
     return fail('invalid_exact_evm_payload_recipient_mismatch');
   }
-  if (!network.usdc || !isAddressEqual(req.asset as Address, network.usdc)) return fail('invalid_exact_evm_payload_asset_mismatch');
+  if (!isListedToken(network, req.asset)) return fail('invalid_exact_evm_payload_asset_mismatch');
   const name = req.extra?.name;
   const version = req.extra?.version;
   if (!name || !version) return fail('invalid_payment_requirements');

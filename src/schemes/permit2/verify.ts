@@ -1,6 +1,6 @@
 import { hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
 import { recoverSigner, SECP256K1N_HALF } from '../../chains/evm/recover-signer';
-import type { EvmNetwork } from '../../chains/networks';
+import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
 import type { Permit2PaymentPayload } from './payload';
 import type { SettleReason } from '../../x402/error-reasons';
@@ -74,6 +74,8 @@ export async function verifyPermit2(
     return fail('upto_facilitator_mismatch');
   }
   if (!isAddressEqual(p.permit.permitted.token as Address, req.asset as Address)) return fail('permit2_token_mismatch');
+  // We call only tokens we list: the token's code runs inside the settlement we pay gas for.
+  if (!isListedToken(network, req.asset)) return fail('invalid_exact_evm_payload_asset_mismatch');
 
   const permitted = BigInt(p.permit.permitted.amount);
   if (permitted !== BigInt(req.maxAmountRequired)) return fail('invalid_exact_evm_payload_amount_mismatch');

@@ -37,6 +37,9 @@ const findRecorded = (deps: WorkerDeps, input: SolanaSettleInput) =>
  * is sent. The buyer pays `payTo` directly, so organization payout and fee do not apply
  * (docs/decisions.md "Solana settlement").
  */
+/** The most the fee payer pays for one settlement (SOLANA_MAX_FEE_LAMPORTS). */
+const maxFee = (deps: Pick<VerifyDeps, 'config'>) => BigInt(deps.config.SOLANA_MAX_FEE_LAMPORTS);
+
 export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
   route: 'solana',
   claims: (body) => isSolanaNetworkId(body.network),
@@ -84,7 +87,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
         message: 'extra.creditedRecipient must equal payTo on Solana: the buyer pays payTo directly',
       };
     }
-    const inspection = inspectExactSvmTransaction(svmPayload.data.transaction, requirements, feePayer);
+    const inspection = inspectExactSvmTransaction(svmPayload.data.transaction, requirements, feePayer, maxFee(deps));
     if (!inspection.ok) return refuse(inspection.reason, id, inspection.payer);
     const payment: SolanaPayment = {
       network: id,
@@ -130,7 +133,7 @@ export const solana: Scheme<SolanaPayment, SolanaSettleInput> = {
 
   async verify(p, deps) {
     const { feePayer, rpc } = clusterOf(deps, p.network);
-    const inspection = inspectExactSvmTransaction(p.transaction, p, feePayer.publicKey);
+    const inspection = inspectExactSvmTransaction(p.transaction, p, feePayer.publicKey, maxFee(deps));
     const v = inspection.ok
       ? await verifyExactSvmOnChain(inspection, rpc, feePayer.publicKey)
       : { isValid: false as const, invalidReason: inspection.reason };

@@ -33,6 +33,7 @@ export type ExactSvmReason =
   | 'invalid_exact_svm_payload_transaction_receiver_ata_not_found'
   | 'invalid_exact_svm_payload_transaction_simulation_failed'
   | 'settle_exact_svm_block_height_exceeded'
+  | 'invalid_payment_requirements'
   | 'insufficient_funds';
 
 /** What is checked against: the requirement's mint (`asset`), seller wallet (`payTo`) and amount. */
@@ -72,6 +73,13 @@ export const MAX_COMPUTE_UNIT_PRICE = 5_000_000n;
  * make us spend; a TransferChecked needs ~6k CU and the x402 client asks for what simulation used.
  */
 export const MAX_COMPUTE_UNIT_LIMIT = 200_000;
+/** Solana's base fee per signature (lamports); the fee payer pays it for every signature the transaction needs. */
+export const LAMPORTS_PER_SIGNATURE = 5_000n;
+
+/** What the fee payer pays for a transaction: each signature's base fee plus price (micro-lamports) x limit, rounded up. */
+export const feeLamports = (signatures: number, computeUnitPrice: bigint, computeUnitLimit: number): bigint =>
+  LAMPORTS_PER_SIGNATURE * BigInt(signatures) + (computeUnitPrice * BigInt(computeUnitLimit) + 999_999n) / 1_000_000n;
+
 /** A serialized transaction is at most 1232 bytes; base64 of that is under 1700 characters. */
 export const MAX_TRANSACTION_BASE64 = 1700;
 
@@ -121,8 +129,16 @@ const isMemo = (ix: Ix) => ix.programId.equals(MEMO_PROGRAM_ID) && ix.accounts.l
 const u32le = (d: Uint8Array, at: number) => Buffer.from(d).readUInt32LE(at);
 const u64le = (d: Uint8Array, at: number) => Buffer.from(d).readBigUInt64LE(at);
 
-/** Every structural rule, no I/O. `feePayer` is our key, the only account allowed in the fee slot. */
-export function inspectExactSvmTransaction(base64: string, req: ExactSvmRequirements, feePayer: PublicKey): Inspection {
+/**
+ * Every structural rule, no I/O. `feePayer` is our key, the only account allowed in the fee slot;
+ * `maxFeeLamports` the most it pays for this transaction (SOLANA_MAX_FEE_LAMPORTS).
+ */
+export function inspectExactSvmTransaction(
+  base64: string,
+  req: ExactSvmRequirements,
+  feePayer: PublicKey,
+  maxFeeLamports: bigint,
+): Inspection {
   const tx = decode(base64);
   // Lookup tables would hide accounts from these checks; the x402 client never uses them.
   if (!tx || tx.message.addressTableLookups.length > 0) return { ok: false, reason: 'invalid_exact_svm_payload_transaction' };
@@ -155,7 +171,9 @@ export function inspectExactSvmTransaction(base64: string, req: ExactSvmRequirem
   if (!price.programId.equals(ComputeBudgetProgram.programId) || price.data.length !== 9 || price.data[0] !== SET_COMPUTE_UNIT_PRICE) {
     return fail('invalid_exact_svm_payload_transaction_instructions_compute_price_instruction', payerGuess);
   }
-  if (u64le(price.data, 1) > MAX_COMPUTE_UNIT_PRICE) {
+  // The per-instruction caps alone let a buyer make us pay about 1,000,000 lamports; the total is capped too.
+  const fee = feeLamports(msg.header.numRequiredSignatures, u64le(price.data, 1), u32le(limit.data, 1));
+  if (u64le(price.data, 1) > MAX_COMPUTE_UNIT_PRICE || fee > maxFeeLamports) {
     return fail('invalid_exact_svm_payload_transaction_instructions_compute_price_instruction_too_high', payerGuess);
   }
 
@@ -191,6 +209,8 @@ export function inspectExactSvmTransaction(base64: string, req: ExactSvmRequirem
   }
 
   if (mint.toBase58() !== req.asset) return fail('invalid_exact_svm_payload_mint_mismatch', payer);
+  // Paying oneself moves nothing but the fee we pay, at no cost to whoever repeats it (issue 39).
+  if (payer === req.payTo) return fail('invalid_payment_requirements', payer);
   let payToAta: PublicKey;
   try {
     payToAta = associatedTokenAddress(mint, new PublicKey(req.payTo), transfer.programId);

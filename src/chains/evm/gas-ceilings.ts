@@ -1,0 +1,111 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { getAbiItem, size, slice, toFunctionSelector, type Abi, type Hex } from 'viem';
+import { facilitatorAbi, tokenAbi } from './abi';
+import { facilitatorBridgeAbi } from './bridge';
+import { gatewayWalletAbi } from './gateway-wallet-abi';
+import { facilitatorPermit2Abi } from '../../schemes/permit2/abi';
+import { merchantAbi } from '../../topup/merchant-abi';
+
+/**
+ * The most gas the relayer signs for each call type, by the function called. A call whose estimate
+ * is above its type's ceiling is refused before anything is signed (`GasCeilingExceeded`), and a
+ * call of no listed type is refused too: a token or contract whose code burns gas can never spend
+ * more of ours than the call type needs. The gas signed is the estimate plus 20%, never above the
+ * ceiling.
+ *
+ * Each ceiling is the largest estimate measured on the devnet (anvil, TestUSDC and our contracts,
+ * over the integration tests of each flow: fresh payees, fees, a `permit2612`)
+ * plus a margin of 50% and 50,000, rounded up to 10,000. The margin covers what the devnet lacks:
+ * mainnet USDC's proxy and blacklist reads (cold reads, 2,100 each) and new storage slots (20,000
+ * each). Largest estimates measured: settleSplit 153,783; settlePermit2Exact 195,432 (with a
+ * `permit2612`; 161,035 without); settlePermit2Upto 145,131 without a `permit2612`, which adds about
+ * the same 34,000, so it takes the exact ceiling; transferWithPermit 121,958; settleAndBurn 178,954;
+ * receiveAndPayout 204,416; transferWithAuthorization 66,223; increaseAllowance 46,491; deposit
+ * 98,360; initiateWithdrawal 76,714; withdraw 67,015. Arbitrum counts its L1 data cost in gas units
+ * (docs/decisions.md "Gas ceilings per call type").
+ */
+export const GAS_CEILINGS = {
+  /** A call without a function selector: a bare transfer (21,000) and a few bytes of calldata. */
+  plain: 30_000n,
+  /** EIP-3009 settlement: `settleSplit` pulls the authorization, pays the fee and the payout. */
+  settleSplit: 290_000n,
+  /** Permit2 `exact` / `upto` settlement through the proxy, with an optional EIP-2612 permit for Permit2. */
+  settlePermit2Exact: 350_000n,
+  settlePermit2Upto: 350_000n,
+  /** POST /v1/permit: `transferWithPermit` applies the EIP-2612 permit and moves the tokens. */
+  transferWithPermit: 240_000n,
+  /** Cross-chain EIP-3009: pull and burn on the source chain; receive, mint and pay out on the destination. */
+  settleAndBurn: 320_000n,
+  receiveAndPayout: 360_000n,
+  /** Refunds and top-up refunds from our own wallet (activities/transfer-once.ts). */
+  transferWithAuthorization: 150_000n,
+  /** Top-up: the merchant contract's allowance, then its `deposit`. */
+  increaseAllowance: 120_000n,
+  deposit: 200_000n,
+  /** Gateway-wallet withdrawal: initiate, then withdraw after the delay. */
+  initiateWithdrawal: 170_000n,
+  withdraw: 160_000n,
+} as const satisfies Record<string, bigint>;
+
+export type CallType = keyof typeof GAS_CEILINGS;
+
+const ABIS: Record<Exclude<CallType, 'plain'>, Abi> = {
+  settleSplit: facilitatorAbi,
+  settlePermit2Exact: facilitatorPermit2Abi,
+  settlePermit2Upto: facilitatorPermit2Abi,
+  transferWithPermit: facilitatorAbi,
+  settleAndBurn: facilitatorBridgeAbi,
+  receiveAndPayout: facilitatorBridgeAbi,
+  transferWithAuthorization: tokenAbi,
+  increaseAllowance: tokenAbi,
+  deposit: merchantAbi,
+  initiateWithdrawal: gatewayWalletAbi,
+  withdraw: gatewayWalletAbi,
+};
+
+/** Call type by 4-byte selector. */
+const BY_SELECTOR = new Map<string, CallType>(
+  Object.entries(ABIS).map(([name, abi]) => {
+    const item = getAbiItem({ abi, name } as never);
+    if (!item) throw new Error(`gas-ceilings: ${name} is not in its ABI`);
+    return [toFunctionSelector(item as never), name as CallType];
+  }),
+);
+
+/** The call type of this calldata: `plain` without a selector, else the function's; undefined when unlisted. */
+export function callTypeOf(data: Hex): CallType | undefined {
+  if (size(data) < 4) return 'plain';
+  return BY_SELECTOR.get(slice(data, 0, 4));
+}
+
+/** Failure type of a call refused for its gas (nothing was signed). */
+export const GAS_CEILING_EXCEEDED = 'GasCeilingExceeded';
+
+/**
+ * The refusal of a call whose estimate is above its type's ceiling, or of a call of no listed type:
+ * non-retryable (the same call would be refused again; nothing was signed). Callers that report a
+ * call that would revert report this the same way (`gasCeilingRefusal`).
+ */
+export function checkGas(data: Hex, estimate: bigint): bigint {
+  const type = callTypeOf(data);
+  if (type === undefined) {
+    throw ApplicationFailure.create({
+      type: GAS_CEILING_EXCEEDED,
+      nonRetryable: true,
+      message: `refused: the relayer signs no call of selector ${slice(data, 0, 4)} (not a listed call type)`,
+    });
+  }
+  const ceiling = GAS_CEILINGS[type];
+  if (estimate > ceiling) {
+    throw ApplicationFailure.create({
+      type: GAS_CEILING_EXCEEDED,
+      nonRetryable: true,
+      message: `refused: ${type} is estimated at ${estimate} gas, above its ceiling of ${ceiling}`,
+    });
+  }
+  return ceiling;
+}
+
+/** The message of a gas-ceiling refusal, or undefined when `err` is none. */
+export const gasCeilingRefusal = (err: unknown): string | undefined =>
+  err instanceof ApplicationFailure && err.type === GAS_CEILING_EXCEEDED ? err.message : undefined;
