@@ -87,7 +87,7 @@ async function depositCall(relayer: Relayer, input: TopUpInput, depositor: Addre
     to: depositor,
     data: encodeFunctionData({
       abi: depositorAbi,
-      functionName: 'deposit',
+      functionName: 'depositOnce',
       args: [topupDepositId(input.workflowId), merchant, input.buyer as Address, BigInt(input.netAmount)],
     }),
   };

@@ -11,7 +11,7 @@ interface IMerchantDeposit {
 }
 
 /// @notice The top-up gateway's on-chain idempotency key for merchant deposits.
-/// A listed caller (the top-up relayer) calls `deposit(id, merchant, buyer, amount)`; the contract
+/// A listed caller (the top-up relayer) calls `depositOnce(id, merchant, buyer, amount)`; the contract
 /// marks `id` used, pulls `amount` from the caller, and calls the merchant's `deposit(buyer, amount)`
 /// as the merchant's allowed relayer. A second transaction with the same id reverts, whatever its
 /// nonce or signer, so one top-up can never be credited twice. Merchant reverts bubble up unchanged,
@@ -53,7 +53,7 @@ contract OnceDepositor {
         emit CallerSet(caller, allowed);
     }
 
-    function deposit(bytes32 id, address merchant, address buyer, uint256 amount) external {
+    function depositOnce(bytes32 id, address merchant, address buyer, uint256 amount) external {
         if (!isCaller[msg.sender]) revert NotCaller(msg.sender);
         if (used[id]) revert DepositIdUsed(id);
         used[id] = true;

@@ -10,7 +10,7 @@ export const depositorAbi = parseAbi([
   'function isCaller(address) view returns (bool)',
   'function used(bytes32 id) view returns (bool)',
   'function setCaller(address caller, bool allowed)',
-  'function deposit(bytes32 id, address merchant, address buyer, uint256 amount)',
+  'function depositOnce(bytes32 id, address merchant, address buyer, uint256 amount)',
   'event DepositedOnce(bytes32 indexed id, address indexed merchant, address indexed buyer, uint256 amount, address caller)',
   'error NotOwner(address caller)',
   'error NotCaller(address caller)',

@@ -374,7 +374,7 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
         account: other,
         address: DEVNET_DEPOSITOR_ADDRESS,
         abi: depositorAbi,
-        functionName: 'deposit',
+        functionName: 'depositOnce',
         args: args as any,
       }),
     ).rejects.toThrow(/DepositIdUsed/);

@@ -5,6 +5,7 @@ import { facilitatorBridgeAbi } from './bridge';
 import { gatewayWalletAbi } from './gateway-wallet-abi';
 import { facilitatorPermit2Abi } from '../../schemes/permit2/abi';
 import { merchantAbi } from '../../topup/merchant-abi';
+import { depositorAbi } from '../../topup/depositor-abi';
 
 /**
  * The most gas the relayer signs for each call type, by the function called. A call whose estimate
@@ -20,8 +21,8 @@ import { merchantAbi } from '../../topup/merchant-abi';
  * each). Largest estimates measured: settleSplit 153,783; settlePermit2Exact 195,432 (with a
  * `permit2612`; 161,035 without); settlePermit2Upto 145,131 without a `permit2612`, which adds about
  * the same 34,000, so it takes the exact ceiling; transferWithPermit 121,958; settleAndBurn 178,954;
- * receiveAndPayout 204,416; transferWithAuthorization 66,223; increaseAllowance 46,491; deposit
- * 98,360; initiateWithdrawal 76,714; withdraw 67,015. Arbitrum counts its L1 data cost in gas units
+ * receiveAndPayout 204,416; transferWithAuthorization 66,223; increaseAllowance 46,491; depositOnce
+ * 180,863 (a fresh buyer); deposit 98,360; initiateWithdrawal 76,714; withdraw 67,015. Arbitrum counts its L1 data cost in gas units
  * (docs/decisions.md "Gas ceilings per call type").
  */
 export const GAS_CEILINGS = {
@@ -39,8 +40,13 @@ export const GAS_CEILINGS = {
   receiveAndPayout: 360_000n,
   /** Refunds and top-up refunds from our own wallet (activities/transfer-once.ts). */
   transferWithAuthorization: 150_000n,
-  /** Top-up: the merchant contract's allowance, then its `deposit`. */
+  /**
+   * Top-up: the deposit key's allowance, then `depositOnce` through it (the merchant's `deposit` plus
+   * the key's used-id write, pull and approval); `deposit` straight on the merchant for a top-up
+   * whose allowance was recorded for the merchant itself.
+   */
   increaseAllowance: 120_000n,
+  depositOnce: 330_000n,
   deposit: 200_000n,
   /** Gateway-wallet withdrawal: initiate, then withdraw after the delay. */
   initiateWithdrawal: 170_000n,
@@ -58,6 +64,7 @@ const ABIS: Record<Exclude<CallType, 'plain'>, Abi> = {
   receiveAndPayout: facilitatorBridgeAbi,
   transferWithAuthorization: tokenAbi,
   increaseAllowance: tokenAbi,
+  depositOnce: depositorAbi,
   deposit: merchantAbi,
   initiateWithdrawal: gatewayWalletAbi,
   withdraw: gatewayWalletAbi,
