@@ -63,5 +63,5 @@ export async function connectTestTemporal(env: Record<string, string> = {}): Pro
 }
 
 /** The payload codec of a test environment (its PAYLOAD_CODEC_KEYS), or none. */
-export const testDataConverter = (env: { PAYLOAD_CODEC_KEYS?: string }) =>
+export const testDataConverter = (env: Record<string, string | undefined>) =>
   temporalDataConverter({ PAYLOAD_CODEC_KEYS: env.PAYLOAD_CODEC_KEYS, production: false });
