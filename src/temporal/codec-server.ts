@@ -7,7 +7,7 @@ import type { Config } from '../config';
 import { ConfigError } from '../config';
 import { jsonBody } from '../http/json-body';
 import { securityHeaders } from '../http/security-headers';
-import { AesGcmPayloadCodec } from './payload-codec';
+import { AesGcmPayloadCodec, isSealed } from './payload-codec';
 import { parsePayloadCodecKeys } from './codec-keys';
 
 /**
@@ -104,11 +104,10 @@ export function createCodecServer(config: CodecServerConfig): Koa {
       }
     };
   // The CLI's --codec-endpoint may name the namespace as a path segment: /{namespace}/decode.
-  router.post(
-    ['/decode', '/:namespace/decode'],
-    jsonBody('8mb'),
-    route((p) => codec.decode(p)),
-  );
+  // Decoding is for display: the CLI and UI also send payloads nobody seals (the SDK's patch markers,
+  // search attributes), which pass unchanged; a sealed one that does not open is an error.
+  const display = (payloads: Payload[]) => Promise.all(payloads.map(async (p) => (isSealed(p) ? (await codec.decode([p]))[0]! : p)));
+  router.post(['/decode', '/:namespace/decode'], jsonBody('8mb'), route(display));
   router.post(
     ['/encode', '/:namespace/encode'],
     jsonBody('8mb'),

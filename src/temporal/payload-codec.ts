@@ -42,6 +42,9 @@ function unframe(b: Buffer): Payload {
   return { metadata, ...(o.data !== undefined ? { data: new Uint8Array(Buffer.from(o.data, 'base64')) } : {}) };
 }
 
+/** Whether a payload says it was sealed by this codec (it may still fail to open). */
+export const isSealed = (p: Payload): boolean => text(p.metadata?.[METADATA_ENCODING_KEY]) === ENCRYPTED_ENCODING;
+
 export class AesGcmPayloadCodec implements PayloadCodec {
   constructor(private readonly keys: PayloadCodecKeys) {}
 
@@ -61,7 +64,7 @@ export class AesGcmPayloadCodec implements PayloadCodec {
     return payloads.map((p) => {
       // Unlike an encryption-at-rest codec, nothing plain passes: a payload we did not seal was
       // written by someone without the key (docs/security.md "Forged workflows").
-      if (text(p.metadata?.[METADATA_ENCODING_KEY]) !== ENCRYPTED_ENCODING) {
+      if (!isSealed(p)) {
         throw new ValueError('payload codec: refused a payload not encrypted with our key (written without PAYLOAD_CODEC_KEYS)');
       }
       const id = text(p.metadata?.[KEY_ID_METADATA]) ?? '';

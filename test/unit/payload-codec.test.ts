@@ -148,7 +148,7 @@ describe('codec server', () => {
     }
   });
 
-  test('with the token it decodes (also under /{namespace}/decode); a plain or foreign payload is a 422', async () => {
+  test('with the token it decodes (also under /{namespace}/decode); plain payloads pass for display; a foreign sealed one is a 422', async () => {
     const sealed = (await codecOf(keys).encode([payload(input), payload('x')])).map(toJson);
     for (const path of ['/decode', '/default/decode']) {
       const res = await post(path, { payloads: sealed }, `Bearer ${token}`);
@@ -157,9 +157,14 @@ describe('codec server', () => {
       expect(body.payloads.map((p) => JSON.parse(Buffer.from(p.data, 'base64').toString()))).toEqual([input, 'x']);
       expect(Buffer.from(body.payloads[0]!.metadata[METADATA_ENCODING_KEY]!, 'base64').toString()).toBe('json/plain');
     }
+    // Plain payloads (patch markers, search attributes) are shown as they are; a foreign sealed one is refused.
     const plain = await post('/decode', { payloads: [toJson(payload(input))] }, `Bearer ${token}`);
-    expect(plain.status).toBe(422);
-    expect(((await plain.json()) as { error: string }).error).toMatch(/not encrypted with our key/);
+    expect(plain.status).toBe(200);
+    expect(((await plain.json()) as { payloads: unknown[] }).payloads).toEqual([toJson(payload(input))]);
+    const foreign = (await codecOf(generatePayloadCodecKey('k1')).encode([payload(input)])).map(toJson);
+    const refused = await post('/decode', { payloads: foreign }, `Bearer ${token}`);
+    expect(refused.status).toBe(422);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/does not authenticate under key k1/);
     const bad = await post('/decode', { payloads: 'nope' }, `Bearer ${token}`);
     expect(bad.status).toBe(400);
   });
