@@ -64,22 +64,36 @@ describe('a workflow started without the payload codec key moves nothing (sqlite
     expect(res.body.success).toBe(true);
   });
 
-  test('forged refund, settlement and withdrawal with plain payloads: the workflow task fails to decode, no activity runs, nothing moves', async () => {
+  test('every money workflow forged with plain payloads (refund, settlements, permit, bridge, top-up, withdrawal, batched, media): the workflow task fails to decode, no activity runs, nothing moves', async () => {
     const [thiefBefore, revenueBefore] = await Promise.all([h.balanceOf(thief), h.balanceOf(revenue)]);
     const refund = forgedRefund('refund');
     const forged: [string, unknown, string][] = [
       ['refundWorkflow', refund, refund.workflowId],
-      // Inputs a forger would guess at: the decode fails before the workflow reads any of them.
-      [
+      // Every other workflow that moves money, with inputs a forger would guess at: the decode fails
+      // before the workflow reads any of them.
+      ...[
         'fastSettlementWorkflow',
-        { network: 'base-sepolia', payer: thief, amount: '1000000000000', payTo: thief },
-        `forged-settle-${Date.now()}`,
-      ],
-      [
+        'settlementWorkflow',
+        'permitWorkflow',
+        'crossChainSettlementWorkflow',
+        'bridgeTransferWorkflow',
+        'topUpWorkflow',
         'withdrawalWorkflow',
-        { network: 'base-sepolia', depositor: revenue, recipient: thief, amount: '1000000000000' },
-        `forged-withdraw-${Date.now()}`,
-      ],
+        'batchedSettlementWorkflow',
+        'mediaJobWorkflow',
+      ].map((type): [string, unknown, string] => [
+        type,
+        {
+          network: 'base-sepolia',
+          payer: thief,
+          payTo: thief,
+          recipient: thief,
+          depositor: revenue,
+          amount: '1000000000000',
+          price: '1000000000000',
+        },
+        `forged-${type}-${randomBytes(4).toString('hex')}`,
+      ]),
     ];
     const handles = await Promise.all(
       forged.map(([type, input, workflowId]) => plain.workflow.start(type, { workflowId, taskQueue: taskQueue(), args: [input] })),
