@@ -61,7 +61,7 @@ import { openTestDatabase, type DbKind } from '../test/support/db';
 import { request, signIn } from '../test/support/http';
 import { exactPayment } from '../test/support/payments';
 import { permit2Payment } from '../test/support/permit2-payments';
-import { dbEnv, startWorker } from '../test/support/services';
+import { dbEnv, startWorker, testDataConverter } from '../test/support/services';
 import { solanaRpcCall, svmPaymentTransaction, toBase64 } from '../test/support/solana';
 import { sleep } from './measure';
 import { spawnApi, stopTree } from './processes';
@@ -475,7 +475,10 @@ async function main(): Promise<void> {
     // --- the verdict: the workflows of unanswered payments, then the chain, then the ledger.
     const temporalConnection = await TemporalConnection.connect({ address: temporal.address });
     cleanups.push(() => temporalConnection.close());
-    const temporalClient = new TemporalClient({ connection: temporalConnection });
+    const temporalClient = new TemporalClient({
+      connection: temporalConnection,
+      dataConverter: testDataConverter({ ...process.env, ...env }),
+    });
     const unanswered = payments.filter((p) => !p.outcome);
     const views = new Map<Payment, WorkflowView>();
     const viewAll = async () => {

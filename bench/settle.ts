@@ -31,7 +31,7 @@ import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from '../test/support/db';
 import { request, signIn } from '../test/support/http';
 import { exactPayment } from '../test/support/payments';
-import { dbEnv, startWorker } from '../test/support/services';
+import { dbEnv, startWorker, testDataConverter } from '../test/support/services';
 import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { RelayerTransaction } from '../src/db/entities';
 import { benchBareWorkflow, benchFloor, benchOrchestrationFloor, type FloorChain } from './floor';
@@ -281,7 +281,7 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
   cleanups.push(() => tdb.close());
   const connection = await Connection.connect({ address: stack.temporal.address });
   cleanups.push(() => connection.close());
-  const temporal = new Client({ connection });
+  const temporal = new Client({ connection, dataConverter: testDataConverter({ ...process.env, ...env }) }); // the worker's payload codec, if any
   // --logs: the API's warnings and errors (a 500's cause) on stderr.
   const api = await spawnApi({ ...env, ...dbEnv(tdb.config), LOG_LEVEL: 'warn' }, opts.logs);
   cleanups.push(() => stopTree(api.proc));

@@ -11,7 +11,8 @@
  *   4. The database migrated (SQLite .data/facilitator.sqlite, or DATABASE_URL).
  *   5. The worker (tsx workers/main.ts), the API (tsx src/api/main.ts) and the top-up gateway
  *      (tsx src/topup/main.ts, its own port; destination chain `base` = 8453 on 8547, cross-chain
- *      source `optimism` = 10 on 8548).
+ *      source `optimism` = 10 on 8548), all with the devnet payload codec key (.data/payload-codec-keys),
+ *      and the codec server (src/temporal/codec-server-main.ts, token in .data/codec-server-token).
  *
  * Ctrl-C (SIGINT) or SIGTERM stops everything in order (api, worker, then chains and Temporal), so a
  * second `npm start` finds all its data again. If any child dies, its last output is printed and
@@ -24,6 +25,7 @@ import { createPublicClient, formatUnits, http, type Address } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import { ConfigError, DEVNET_RELAYER_KEY, isProductionEnv, type Config } from '../src/config';
 import { loadStartup } from '../src/startup';
+import { DEVNET_KEY_ID_PREFIX, generatePayloadCodecKey, parsePayloadCodecKeys } from '../src/temporal/codec-keys';
 import type { EvmNetwork } from '../src/chains/networks';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { openDatabase } from '../src/db/orm';
@@ -43,6 +45,8 @@ import { canConnect, describeExit, repoRoot, spawnManaged, waitForHttp, waitUnti
 const ROOT = repoRoot();
 const DATA_DIR = path.join(ROOT, '.data');
 const SESSION_SECRET_FILE = path.join(DATA_DIR, 'session-secret');
+const CODEC_KEYS_FILE = path.join(DATA_DIR, 'payload-codec-keys');
+const CODEC_TOKEN_FILE = path.join(DATA_DIR, 'codec-server-token');
 const TEMPORAL_DB = path.join(DATA_DIR, 'temporal.db');
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 
@@ -163,19 +167,56 @@ function watch(child: Child): void {
 // ---------------------------------------------------------------------------------------------
 // Steps.
 
-/** SESSION_SECRET from the environment, else the one in .data/session-secret (created on first start). */
-function sessionSecret(): string {
-  if (process.env.SESSION_SECRET) return process.env.SESSION_SECRET;
-  if (existsSync(SESSION_SECRET_FILE)) {
-    const secret = readFileSync(SESSION_SECRET_FILE, 'utf8').trim();
-    if (secret.length >= 32) return secret;
-    say(`${path.relative(ROOT, SESSION_SECRET_FILE)} is too short; writing a new one (existing sessions end)`);
+/** `variable` from the environment, else the value in `file` if `valid`, else `make()` written there (owner-only). */
+function devnetSecret(variable: string, file: string, valid: (v: string) => boolean, make: () => string): string {
+  if (process.env[variable]) return process.env[variable]!;
+  if (existsSync(file)) {
+    const value = readFileSync(file, 'utf8').trim();
+    if (valid(value)) return value;
+    say(`${path.relative(ROOT, file)} is not valid; writing a new one`);
   }
-  const secret = randomBytes(32).toString('hex');
-  writeFileSync(SESSION_SECRET_FILE, `${secret}\n`, { mode: 0o600 });
-  chmodSync(SESSION_SECRET_FILE, 0o600);
-  return secret;
+  const value = make();
+  writeFileSync(file, `${value}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return value;
 }
+
+/** SESSION_SECRET from the environment, else the one in .data/session-secret (created on first start; a new one ends existing sessions). */
+const sessionSecret = () =>
+  devnetSecret(
+    'SESSION_SECRET',
+    SESSION_SECRET_FILE,
+    (v) => v.length >= 32,
+    () => randomBytes(32).toString('hex'),
+  );
+
+/**
+ * PAYLOAD_CODEC_KEYS from the environment, else the devnet key in .data/payload-codec-keys, made on
+ * the first start and kept with the Temporal database whose payloads it sealed. Its id starts with
+ * `devnet`, which production refuses.
+ */
+const payloadCodecKeys = () =>
+  devnetSecret(
+    'PAYLOAD_CODEC_KEYS',
+    CODEC_KEYS_FILE,
+    (v) => {
+      try {
+        return parsePayloadCodecKeys(v).keys.size > 0;
+      } catch {
+        return false;
+      }
+    },
+    () => generatePayloadCodecKey(`${DEVNET_KEY_ID_PREFIX}-${randomBytes(4).toString('hex')}`),
+  );
+
+/** CODEC_SERVER_TOKEN from the environment, else the one in .data/codec-server-token. */
+const codecServerToken = () =>
+  devnetSecret(
+    'CODEC_SERVER_TOKEN',
+    CODEC_TOKEN_FILE,
+    (v) => v.length >= 32,
+    () => randomBytes(24).toString('hex'),
+  );
 
 /** The loopback port of a devnet RPC URL, or undefined when the network points elsewhere. */
 function localRpcPort(network: EvmNetwork): number | undefined {
@@ -324,6 +365,18 @@ async function startTopupGateway(config: Config, env: NodeJS.ProcessEnv): Promis
   say(`top-up gateway ready (${seconds(started)})`);
 }
 
+/** The codec server (src/temporal/codec-server-main.ts): operators read sealed payloads through it. */
+async function startCodecServer(config: Config, env: NodeJS.ProcessEnv): Promise<void> {
+  const child = spawnApp('codec', 'src/temporal/codec-server-main.ts', env);
+  const host = ['0.0.0.0', '::', '[::]'].includes(config.CODEC_SERVER_HOST) ? '127.0.0.1' : config.CODEC_SERVER_HOST;
+  await waitUntil('the codec server to listen', () => canConnect(host, config.CODEC_SERVER_PORT, 500), {
+    timeoutMs: 60_000,
+    intervalMs: 100,
+    process: child.proc,
+  });
+  watch(child);
+}
+
 /** Runs the starts in parallel; every one that succeeded is registered (and so stopped on failure). */
 async function all<T>(starts: Promise<T>[]): Promise<T[]> {
   const results = await Promise.allSettled(starts);
@@ -340,7 +393,13 @@ async function main(): Promise<void> {
   mkdirSync(DATA_DIR, { recursive: true });
 
   const externalTemporal = process.env.TEMPORAL_ADDRESS;
-  const childEnv: NodeJS.ProcessEnv = { ...process.env, SESSION_SECRET: sessionSecret() };
+  // Every process that talks to Temporal seals its payloads with the same devnet key (docs/security.md).
+  const childEnv: NodeJS.ProcessEnv = {
+    ...process.env,
+    SESSION_SECRET: sessionSecret(),
+    PAYLOAD_CODEC_KEYS: payloadCodecKeys(),
+    CODEC_SERVER_TOKEN: codecServerToken(),
+  };
   Object.assign(childEnv, topupDevnetEnv(childEnv));
   if (isProductionEnv(childEnv)) {
     throw new ConfigError(
@@ -359,6 +418,7 @@ async function main(): Promise<void> {
   await checkPortsFree([
     { port: config.PORT, what: 'API' },
     { port: topupEndpoint(childEnv).port, what: 'top-up gateway' },
+    { port: config.CODEC_SERVER_PORT, what: 'codec server' },
     ...(externalTemporal
       ? []
       : [
@@ -404,7 +464,7 @@ async function main(): Promise<void> {
     say(`media provider double at ${m.url}`);
   }
   childEnv.TEMPORAL_ADDRESS = (temporal as DevServer | undefined)?.address ?? config.TEMPORAL_ADDRESS;
-  await all([startWorker(childEnv), startApi(config, childEnv), startTopupGateway(config, childEnv)]);
+  await all([startWorker(childEnv), startApi(config, childEnv), startTopupGateway(config, childEnv), startCodecServer(config, childEnv)]);
   if (stopping) return;
 
   await printSummary(
@@ -444,6 +504,9 @@ async function printSummary(
     `  API           ${api}   (listening on ${config.HOST}:${config.PORT})`,
     `  Top-up        ${topupEndpoint(config.env).url}/v1/${topupEndpoint(config.env).merchant}/topups   (gateway, quote at .../topups/quote?buyer=0x...)`,
     `  Temporal UI   ${temporalUi ?? `${config.TEMPORAL_UI_URL} (TEMPORAL_UI_URL)`}   (namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`,
+    `  Codec server  http://${config.CODEC_SERVER_HOST}:${config.CODEC_SERVER_PORT}   (payloads in Temporal are sealed with .data/payload-codec-keys; read them with`,
+    `                temporal workflow show -w <id> --codec-endpoint http://${config.CODEC_SERVER_HOST}:${config.CODEC_SERVER_PORT} --codec-auth "Bearer $(cat .data/codec-server-token)")`,
+    '  Operators     PAYLOAD_CODEC_KEYS=$(cat .data/payload-codec-keys) npm run ops -- list   (the ops CLI needs the key too)',
     ...chains.map(
       (n, i) => `  ${i === 0 ? 'Chains      ' : '            '}  ${pad(n.id, 17)} chain ${pad(String(n.chainId), 9)} ${n.rpcUrls[0]}`,
     ),

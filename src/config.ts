@@ -2,6 +2,7 @@ import { z } from 'zod';
 import type { Hex } from 'viem';
 import { privateKeyToAddress } from 'viem/accounts';
 import { DEVNET_DEPOSITOR_ADDRESS } from './chains/devnet-addresses';
+import { parsePayloadCodecKeys } from './temporal/codec-keys';
 
 /**
  * The whole service configuration, read once from the environment and validated with zod.
@@ -92,6 +93,33 @@ const schema = z.object({
   TEMPORAL_TLS_CA_PATH: z.string().min(1).optional(),
   TEMPORAL_TLS_SERVER_NAME: z.string().min(1).optional(),
   TEMPORAL_API_KEY: z.string().min(1).optional(),
+  /**
+   * The payload codec's keys (src/temporal/payload-codec.ts): `id:base64key[,id:base64key...]`, each
+   * key 32 random bytes (`openssl rand -base64 32`); the first seals, all open (rotation). The API,
+   * worker, top-up gateway and ops CLI hold the same list. Required in production; `npm start`
+   * generates a devnet one; unset in development, payloads are plain.
+   */
+  PAYLOAD_CODEC_KEYS: z
+    .string()
+    .trim()
+    .superRefine((v, ctx) => {
+      try {
+        parsePayloadCodecKeys(v);
+      } catch (err) {
+        ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      }
+    })
+    .optional(),
+  /**
+   * The codec server (`npm run codec-server`, src/temporal/codec-server.ts): where it listens, the
+   * bearer token it requires, and whether it also seals (`/encode`: whoever may call it can forge
+   * workflow input, so it is off unless an operator needs it). Browsers may call it from
+   * TEMPORAL_UI_URL's origin only.
+   */
+  CODEC_SERVER_HOST: z.string().min(1).default('127.0.0.1'),
+  CODEC_SERVER_PORT: int().pipe(z.number().min(0).max(65535)).default(8888),
+  CODEC_SERVER_TOKEN: z.string().min(32, 'must be at least 32 characters').optional(),
+  CODEC_SERVER_ENCODE: boolish.default(false),
 
   /** PostgreSQL when set (postgres:// or postgresql://); the embedded SQLite file otherwise. */
   DATABASE_URL: z

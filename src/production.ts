@@ -8,6 +8,7 @@ import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey } from './chains/solana/f
 import * as devnet from './chains/devnet-addresses';
 import type { InferenceConfig } from './inference/config';
 import type { TopupConfig } from './topup/config';
+import { payloadCodecProblem } from './temporal/payload-codec';
 
 /**
  * Production never runs on a devnet value (docs/security.md "What production must configure").
@@ -144,6 +145,9 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
     for (const c of contractVariables(n)) devnetAddress(c.variable, c.address);
   }
   devnetAddress('PLATFORM_FEE_RECIPIENT', config.PLATFORM_FEE_RECIPIENT);
+  // Every role talks to Temporal: without the codec key its payloads would be plain (forgeable).
+  const codec = payloadCodecProblem(config);
+  if (codec) refuse('PAYLOAD_CODEC_KEYS', codec);
   for (const s of buildSolanaNetworkTable(config.env).values()) {
     if (!s.enabled) continue;
     if (!config.SOLANA_FEE_PAYER_KEY) refuse('SOLANA_FEE_PAYER_KEY', `required in production while ${s.id} has an RPC URL`);

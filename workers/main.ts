@@ -13,6 +13,7 @@ import { ensureStuckScanSchedule } from '../src/temporal/stuck-scan';
 import { createActivities } from '../activities';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
+import { temporalDataConverter } from '../src/temporal/payload-codec';
 import { workerTuning } from '../src/temporal/worker-tuning';
 import { workerWorkflowOptions } from '../src/temporal/workflow-bundle';
 import { solanaNetworks } from '../src/chains/solana/context';
@@ -83,10 +84,13 @@ async function main() {
     if (n) log.info({ network: r.network.id, count: n }, 're-sent pending relayer transactions');
   }
 
+  // The payload codec: a workflow whose payloads were not sealed with our key fails to decode here,
+  // so its workflow task fails before any workflow code or activity runs (docs/security.md).
+  const dataConverter = temporalDataConverter(config);
   const clientConnection = await Connection.connect(temporalConnectionOptions(config));
   await registerSearchAttributes(clientConnection, config.TEMPORAL_NAMESPACE);
   // The stuck scan's client (visibility and the markStuck signal) and its schedule, once per deployment.
-  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE });
+  const temporal = new Client({ connection: clientConnection, namespace: config.TEMPORAL_NAMESPACE, dataConverter });
   const schedule = await ensureStuckScanSchedule(temporal, config.TEMPORAL_TASK_QUEUE);
 
   const connection = await NativeConnection.connect(temporalConnectionOptions(config));
@@ -100,6 +104,7 @@ async function main() {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
+    dataConverter,
     ...workflowCode,
     ...workerTuning(config.WORKER_TASK_SLOTS),
     activities: createActivities({

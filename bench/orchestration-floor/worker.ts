@@ -10,6 +10,7 @@ import { buildNetworkTable } from '../../src/chains/networks';
 import { Relayer } from '../../src/chains/evm/relayer';
 import { openDatabase } from '../../src/db/orm';
 import { workerTuning } from '../../src/temporal/worker-tuning';
+import { temporalDataConverter } from '../../src/temporal/payload-codec';
 import { createFloorActivities } from './activities';
 
 async function main() {
@@ -29,6 +30,7 @@ async function main() {
     connection,
     namespace: config.TEMPORAL_NAMESPACE,
     taskQueue: config.TEMPORAL_TASK_QUEUE,
+    dataConverter: temporalDataConverter(config),
     workflowBundle: { codePath: process.env.FLOOR_WORKFLOW_BUNDLE_PATH! },
     ...workerTuning(config.WORKER_TASK_SLOTS),
     activities: createFloorActivities(relayers, config.RECEIPT_WAIT_MS),

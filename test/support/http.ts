@@ -11,6 +11,7 @@ import type { ServiceDeps } from '../../src/deps';
 import type { HttpState } from '../../src/http/context';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
+import { temporalDataConverter } from '../../src/temporal/payload-codec';
 
 /** Real HTTP against the real app: start it on a free port, a cookie jar, and SIWE sign-in. */
 
@@ -37,7 +38,12 @@ export async function startApi(
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   // Lazy: never dials Temporal unless a route actually uses the client.
-  const ownTemporal = given.temporal ? undefined : new Client({ connection: Connection.lazy({ address: given.config.TEMPORAL_ADDRESS }) });
+  const ownTemporal = given.temporal
+    ? undefined
+    : new Client({
+        connection: Connection.lazy({ address: given.config.TEMPORAL_ADDRESS }),
+        dataConverter: temporalDataConverter(given.config),
+      });
   const deps: ServiceDeps = {
     networks: given.networks ?? buildNetworkTable(given.config.env),
     logger: given.logger ?? createLogger(process.env.LOG_LEVEL ?? 'silent', 'test-api'),

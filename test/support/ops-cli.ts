@@ -3,15 +3,18 @@ import { join } from 'node:path';
 
 const ROOT = join(__dirname, '..', '..');
 
-/** `npm run ops -- …` as a process against a test's Temporal server: its exit code and output. */
+/**
+ * `npm run ops -- …` as a process against a test's Temporal server: its exit code and output. `env`
+ * adds variables, e.g. the worker's PAYLOAD_CODEC_KEYS (the CLI seals its updates with them).
+ */
 export const opsCli =
-  (temporalAddress: string) =>
+  (temporalAddress: string, env: Record<string, string> = {}) =>
   (...args: string[]) =>
     new Promise<{ code: number; out: string }>((resolve) => {
       execFile(
         join(ROOT, 'node_modules', '.bin', 'tsx'),
         [join(ROOT, 'ops', 'cli.ts'), ...args],
-        { cwd: ROOT, env: { ...process.env, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 120_000 },
+        { cwd: ROOT, env: { ...process.env, ...env, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 120_000 },
         (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
       );
     });

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { spawnManaged, entryArgs, waitUntil, type ManagedProcess } from '../../devnet/process';
 import type { Config } from '../../src/config';
+import { temporalDataConverter } from '../../src/temporal/payload-codec';
 import { readStackInfo } from './stack-info';
 
 const ROOT = join(__dirname, '..', '..');
@@ -52,7 +53,15 @@ export async function startWorker(env: Record<string, string>, opts: { onLine?: 
   return proc;
 }
 
-export async function connectTestTemporal(): Promise<Client> {
+/**
+ * A client of the stack's Temporal. With the environment of a worker that has PAYLOAD_CODEC_KEYS, it
+ * seals and opens payloads with the same keys (as the API does), else it writes plain payloads.
+ */
+export async function connectTestTemporal(env: Record<string, string> = {}): Promise<Client> {
   const connection = await Connection.connect({ address: readStackInfo().temporalAddress });
-  return new Client({ connection });
+  return new Client({ connection, dataConverter: testDataConverter(env) });
 }
+
+/** The payload codec of a test environment (its PAYLOAD_CODEC_KEYS), or none. */
+export const testDataConverter = (env: Record<string, string | undefined>) =>
+  temporalDataConverter({ PAYLOAD_CODEC_KEYS: env.PAYLOAD_CODEC_KEYS, production: false });

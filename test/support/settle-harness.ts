@@ -59,7 +59,7 @@ export async function startSettleHarness(
     onWorkerLine?: (line: string) => void;
     /** The wallet that signs in and owns the organization (default: a fresh one). */
     owner?: PrivateKeyAccount;
-    /** The API's Temporal client (default: a plain one to the stack); the harness closes it. */
+    /** The API's Temporal client (default: one to the stack with the env's payload codec); the harness closes it. */
     temporal?: Client;
   },
 ): Promise<SettleHarness> {
@@ -76,7 +76,7 @@ export async function startSettleHarness(
     ...opts.env,
   };
   const tdb = await openTestDatabase(kind, env);
-  const temporal = opts.temporal ?? (await connectTestTemporal());
+  const temporal = opts.temporal ?? (await connectTestTemporal(env));
   const api = await startApi({ db: tdb.db, config: tdb.config, temporal, logger: opts.logger });
   const workerEnv = { ...env, ...dbEnv(tdb.config) };
   const workerOpts = { onLine: opts.onWorkerLine };

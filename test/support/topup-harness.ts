@@ -92,7 +92,7 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     ...opts.env,
   };
   const tdb = await openTestDatabase(kind, env);
-  const temporal = await connectTestTemporal();
+  const temporal = await connectTestTemporal(env);
   const topup = loadTopupConfig(tdb.config.env);
   const app = createTopupApp({
     config: tdb.config,

@@ -75,10 +75,10 @@ const envOf = (name: string): Record<string, string | null> => {
   return Object.fromEntries(env.map((e) => [e.slice(0, e.indexOf('=')), e.slice(e.indexOf('=') + 1)]));
 };
 /** The services that run our code (the x-app anchor). */
-const APP_SERVICES = ['api', 'migrate', 'topup', 'worker'];
+const APP_SERVICES = ['api', 'migrate', 'ops', 'topup', 'worker'];
 
 describe('docker-compose.yml keeps the security properties docs/security.md states', () => {
-  test('Temporal publishes no port; only the UI (127.0.0.1:8233), Prometheus and Grafana (127.0.0.1) and the two apps are published', () => {
+  test('Temporal publishes no port; only the UI (127.0.0.1:8233), the codec server, Prometheus and Grafana (127.0.0.1) and the two apps are published', () => {
     const published = Object.fromEntries(
       Object.entries(services)
         .filter(([, s]) => s.ports !== undefined)
@@ -88,6 +88,7 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
       api: ['4021:4021'],
       topup: ['4022:4022'],
       'temporal-ui': ['127.0.0.1:8233:8080'],
+      'codec-server': ['127.0.0.1:8888:8888'],
       prometheus: ['127.0.0.1:9090:9090'],
       grafana: ['127.0.0.1:3000:3000'],
     });
@@ -122,10 +123,11 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
       'SESSION_SECRET',
       'UPTO_PERMIT2_PROXY_ADDRESS',
     ];
-    expect(required('api')).toEqual([...shared, 'METRICS_TOKEN'].sort());
+    expect(required('api')).toEqual([...shared, 'METRICS_TOKEN', 'PAYLOAD_CODEC_KEYS'].sort());
     expect(required('worker')).toEqual(
       [
         ...shared,
+        'PAYLOAD_CODEC_KEYS',
         'RELAYER_PRIVATE_KEY',
         'REVENUE_WALLET_PRIVATE_KEY',
         'TOPUP_DEPOSITOR_CONTRACT',
@@ -134,8 +136,32 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
       ].sort(),
     );
     expect(required('topup')).toEqual(
-      [...shared, 'METRICS_TOKEN', 'TOPUP_DEPOSITOR_CONTRACT', 'TOPUP_MERCHANT_CONTRACT', 'TOPUP_RELAYER_ADDRESS'].sort(),
+      [
+        ...shared,
+        'METRICS_TOKEN',
+        'PAYLOAD_CODEC_KEYS',
+        'TOPUP_DEPOSITOR_CONTRACT',
+        'TOPUP_MERCHANT_CONTRACT',
+        'TOPUP_RELAYER_ADDRESS',
+      ].sort(),
     );
+    expect(required('ops')).toEqual([...shared, 'PAYLOAD_CODEC_KEYS'].sort());
+    expect(required('codec-server')).toEqual(['CODEC_SERVER_TOKEN', 'PAYLOAD_CODEC_KEYS']);
+  });
+
+  // docs/security.md "Forged workflows": the codec key, the read-only UI, the codec server.
+  test('the UI cannot write (no start, signal or terminate) and reads through the codec server; the codec key goes only to what talks to Temporal', () => {
+    const ui = envOf('temporal-ui');
+    expect(ui.TEMPORAL_DISABLE_WRITE_ACTIONS).toBe('true');
+    expect(ui.TEMPORAL_CODEC_ENDPOINT).toBe('${TEMPORAL_CODEC_ENDPOINT:-http://127.0.0.1:8888}');
+    const holders = Object.keys(services).filter((name) => 'PAYLOAD_CODEC_KEYS' in envOf(name));
+    expect(holders.sort()).toEqual(['api', 'codec-server', 'ops', 'topup', 'worker']);
+    for (const name of holders) expect(envOf(name).PAYLOAD_CODEC_KEYS).toMatch(/^\$\{PAYLOAD_CODEC_KEYS:\?/);
+    // The codec server never seals (it would forge workflow input) and needs its token.
+    expect(envOf('codec-server').CODEC_SERVER_ENCODE).toBeUndefined();
+    expect(envOf('codec-server').CODEC_SERVER_TOKEN).toMatch(/^\$\{CODEC_SERVER_TOKEN:\?/);
+    // Separate Temporal identities are documented for every caller.
+    for (const role of ['api, topup', 'worker', 'ops']) expect(compose).toMatch(new RegExp(`#   ${role} +\\S`));
   });
 
   // docs/security.md "Docker Compose": "Variables that are not set are never passed as empty strings".

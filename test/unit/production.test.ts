@@ -17,6 +17,7 @@ import { DEVNET_SOLANA_FEE_PAYER } from '../../src/chains/solana/fee-payer';
 import { inferenceConfig } from '../../src/inference/config';
 import { checkContractCode, isDevnetAddress, isDevnetKey, workerKeys } from '../../src/production';
 import { loadStartup, startUp } from '../../src/startup';
+import { generatePayloadCodecKey } from '../../src/temporal/codec-keys';
 
 /**
  * Issue 12: no devnet default reaches production, keys are separated by role, and configured
@@ -24,9 +25,10 @@ import { loadStartup, startUp } from '../../src/startup';
  */
 
 const randomAddress = () => getAddress(`0x${randomBytes(20).toString('hex')}`);
+const codecKeys = generatePayloadCodecKey('prod-1');
 /** A production environment that passes: own keys and addresses, no network enabled. */
 function productionEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-  return { NODE_ENV: 'production', SESSION_SECRET: 'x'.repeat(40), ...extra };
+  return { NODE_ENV: 'production', SESSION_SECRET: 'x'.repeat(40), PAYLOAD_CODEC_KEYS: codecKeys, ...extra };
 }
 const relayerKey = generatePrivateKey();
 const revenueKey = generatePrivateKey();
@@ -111,6 +113,19 @@ describe('production mode: no devnet default applies', () => {
       'PLATFORM_FEE_RECIPIENT',
     ]);
     expect(loadStartup('api', apiEnv()).config.production).toBe(true);
+  });
+
+  test('every process needs the payload codec key, and not a devnet one (issue 39: forged workflows)', () => {
+    const devnetKeys = generatePayloadCodecKey('devnet-a1');
+    for (const [role, env] of [
+      ['api', apiEnv()],
+      ['worker', workerEnv()],
+      ['topup', topupEnv()],
+    ] as const) {
+      expect(refused(() => loadStartup(role, { ...env, PAYLOAD_CODEC_KEYS: undefined }))).toEqual(['PAYLOAD_CODEC_KEYS']);
+      expect(refused(() => loadStartup(role, { ...env, PAYLOAD_CODEC_KEYS: devnetKeys }))).toEqual(['PAYLOAD_CODEC_KEYS']);
+      expect(loadStartup(role, env).config.PAYLOAD_CODEC_KEYS).toBe(codecKeys);
+    }
   });
 
   test('api: an enabled network with devnet contract defaults names each variable', () => {
