@@ -58,9 +58,12 @@ function revertDetail(err: unknown): string | null {
  */
 export function createTopUpActivities(deps: TopUpActivityDeps) {
   const relayerOf = (input: TopUpInput): Relayer => {
-    // Funds were paid out to input.relayer: only the worker holding that key (TOPUP_RELAYER_PRIVATE_KEY) can move them.
-    const relayer = deps.signerFor(TOPUP_DESTINATION_NETWORK, input.relayer);
-    if (!relayer) throw ApplicationFailure.retryable(`this worker holds no key for the top-up relayer ${input.relayer}`, 'WrongRelayer');
+    // Only the top-up relayer's key (TOPUP_RELAYER_PRIVATE_KEY) moves top-up funds; a top-up whose
+    // settlement paid another wallet is not one of ours to deposit or refund.
+    const relayer = deps.signerFor('topupRelayer', TOPUP_DESTINATION_NETWORK);
+    if (!relayer) throw ApplicationFailure.retryable('this worker holds no key for the top-up relayer', 'WrongRelayer');
+    if (relayer.address.toLowerCase() !== input.relayer.toLowerCase())
+      throw ApplicationFailure.nonRetryable(`the top-up names ${input.relayer}, not the configured top-up relayer`, 'WrongRelayer');
     return relayer;
   };
 
@@ -193,7 +196,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
       // Who and how much come from the settlement records (topup-refund.ts), never from the input.
-      const { payee, amount } = await refundOwed(deps.db, input, relayer);
+      const { payee, amount } = await refundOwed(deps.db, deps.networks, input, relayer);
       // Keyed on chain by the top-up's id: no second transaction of this refund can pay again.
       const hash = await sendTransferOnce(relayer, relayerTxId(input.workflowId, 'refund'), usdc, payee as Address, amount);
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);
