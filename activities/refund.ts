@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Address, Hex } from 'viem';
 import { InferenceCharge, Settlement } from '../src/db/entities';
+import { MediaJob } from '../src/db/media';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../src/inference/types';
 import type { EvmNetworkId } from '../src/chains/networks';
@@ -106,6 +107,12 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
         throw notOwed('no settled payment of it');
       const network = deps.networks.get(charge.network as EvmNetworkId);
       if (!network?.usdc || charge.network !== input.network) throw notOwed(`it is on ${charge.network}`);
+      // A media charge is owed only once its job failed or was cancelled (the job workflow records that first).
+      const jobId = charge.requestId?.startsWith('media:') ? charge.requestId.slice('media:'.length) : undefined;
+      if (jobId) {
+        const job = await deps.db.em.fork().findOne(MediaJob, { id: jobId });
+        if (job?.state !== 'failed' && job?.state !== 'cancelled') throw notOwed(`its media job is ${job?.state ?? 'not recorded'}`);
+      }
       const relayer = revenueSigner(network.id);
       const amount = BigInt(charge.amount);
       // A retry finds the write-ahead record and re-sends those bytes; the transfer carries the

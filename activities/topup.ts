@@ -5,7 +5,9 @@ import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { facilitatorAbi } from '../src/chains/evm/abi';
-import { TopUp } from '../src/db/entities';
+import { Settlement, TopUp } from '../src/db/entities';
+import { BridgeTransfer } from '../src/db/bridge-transfer';
+import { nonceOfId, provenPayment, provenReceived } from '../src/chains/evm/payment-proof';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { merchantAbi } from '../src/topup/merchant-abi';
@@ -65,6 +67,40 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     if (relayer.address.toLowerCase() !== input.relayer.toLowerCase())
       throw ApplicationFailure.nonRetryable(`the top-up names ${input.relayer}, not the configured top-up relayer`, 'WrongRelayer');
     return relayer;
+  };
+
+  /**
+   * A deposit credits only what reached the top-up relayer for this top-up, as the chain shows it:
+   * the same-chain settlement's transaction, or the cross-chain leg's mint, must have paid the relayer
+   * at least `netAmount`. Otherwise (a workflow started by hand with an inflated amount) nothing is
+   * signed (`DepositNotBacked`, not retried). Asked before a step's first signature only: a retry
+   * re-sends the recorded bytes.
+   */
+  const assertBacked = async (input: TopUpInput, relayer: Relayer, step: 'approve' | 'deposit') => {
+    if (await relayer.find(relayerTxId(input.workflowId, step))) return;
+    const refused = (why: string) =>
+      ApplicationFailure.nonRetryable(`top-up ${input.workflowId} deposits ${input.netAmount}, but ${why}`, 'DepositNotBacked');
+    const em = deps.db.em.fork();
+    const settlement = await em.findOne(Settlement, { id: input.settle.workflowId });
+    if (!settlement?.transaction) throw refused('its settlement has no transaction');
+    const usdc = relayer.network.usdc as Address;
+    let received: bigint;
+    if (settlement.route === 'eip3009-crosschain') {
+      const leg = await em.findOne(BridgeTransfer, { settlementId: settlement.id, state: 'delivered' });
+      received = leg?.mintTx ? await provenReceived(relayer.client, usdc, leg.mintTx, relayer.address) : 0n;
+    } else {
+      const source = deps.networks.get(settlement.network as EvmNetworkId);
+      const proof =
+        source?.id === relayer.network.id
+          ? await provenPayment(relayer.client, usdc, settlement.transaction, {
+              payer: settlement.payer,
+              nonce: nonceOfId(settlement.id),
+              wallet: relayer.address,
+            })
+          : null;
+      received = proof?.paid ?? 0n;
+    }
+    if (received < BigInt(input.netAmount)) throw refused(`its settlement paid the top-up relayer ${received}`);
   };
 
   return {
@@ -147,6 +183,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
+      await assertBacked(input, relayer, 'approve');
       const usdc = relayer.network.usdc as Address;
       const data = encodeFunctionData({
         abi: tokenAbi,
@@ -164,6 +201,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async submitDeposit(input: TopUpInput): Promise<DepositSubmit> {
       const relayer = relayerOf(input);
+      await assertBacked(input, relayer, 'deposit');
       const data = encodeFunctionData({
         abi: merchantAbi,
         functionName: 'deposit',

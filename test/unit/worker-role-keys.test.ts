@@ -123,14 +123,14 @@ describe('a worker without a role key never signs that role with another key', (
       netAmount: '1000000',
     } as unknown as TopUpInput;
     // Precondition: with the top-up relayer's key, the deposit goes to that wallet's signer.
-    await expect(activitiesWith(recordingRelayer('topup', withKey, topUpRelayer)).submitDeposit(input)).rejects.toThrow('topup.send used');
+    await expect(activitiesWith(recordingRelayer('topup', withKey, topUpRelayer)).submitDeposit(input)).rejects.toThrow('topup.find used');
     // A top-up that names another wallet as its relayer (a workflow started by hand) is refused, not retried.
     const elsewhere = { ...input, relayer: randomAddress() };
     await expect(activitiesWith(recordingRelayer('topup', withKey, topUpRelayer)).submitDeposit(elsewhere)).rejects.toMatchObject({
       type: 'WrongRelayer',
       nonRetryable: true,
     });
-    expect(withKey).toEqual(['topup.send']);
+    expect(withKey).toEqual(['topup.find']);
     for (const step of [activities.ensureMerchantAllowance, activities.submitDeposit]) {
       await expect(step(input)).rejects.toMatchObject({
         type: 'WrongRelayer',
