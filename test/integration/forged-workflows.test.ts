@@ -1,0 +1,186 @@
+import { randomUUID } from 'node:crypto';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { Address, Hex } from 'viem';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
+import { MediaJob } from '../../src/db/media';
+import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../../src/inference/types';
+import { mediaChargeId, mediaWorkflowId, type MediaJobInput } from '../../src/media/types';
+import type { WithdrawalInput } from '../../src/gateway/withdrawal-types';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { waitUntil } from '../../devnet/process';
+import { TEST_ACCOUNTS } from '../support/accounts';
+import { oneDbKind } from '../support/db';
+import { request } from '../support/http';
+import { IMAGE_PRICE, MEDIA, startMediaHarness, type MediaHarness } from '../support/media-harness';
+
+/**
+ * docs/security.md "Forged workflows": whoever can start a workflow on Temporal (the API's
+ * credentials, the UI's write actions, a shared cluster) starts each money workflow by hand with
+ * inflated amounts and foreign payees, on the real stack (Temporal, a worker process, anvil with our
+ * contracts). Nothing moves: the attacker's and our wallets' balances are exactly as before, our
+ * wallet signs no transaction (its nonce is unchanged), and every workflow ends refused or failed.
+ */
+const INFLATED = 10n ** 12n;
+
+describe.each(oneDbKind('sqlite'))('forged money workflows (%s)', (kind) => {
+  let h: MediaHarness;
+  const relayerIndex = 0;
+  /** Revenue wallet, gateway depositor and settlement relayer (one key in devnet). */
+  const ours = TEST_ACCOUNTS.relayers[relayerIndex]!.address;
+  const attacker = TEST_ACCOUNTS.buyers[0]!;
+  const thief = privateKeyToAccount(generatePrivateKey()).address;
+  let taskQueue: string;
+
+  beforeAll(async () => {
+    h = await startMediaHarness(kind, { relayerIndex });
+    taskQueue = h.tdb.config.TEMPORAL_TASK_QUEUE;
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  /** Balances of the attacker, the thief's address and our wallet, and our wallet's nonce. */
+  const snapshot = async () => ({
+    attacker: await h.balanceOf(attacker.address),
+    thief: await h.balanceOf(thief),
+    ours: await h.balanceOf(ours),
+    oursNonce: await h.chain.getTransactionCount({ address: ours, blockTag: 'pending' }),
+  });
+  const authorizationUsed = (from: Address, nonce: Hex) =>
+    h.chain.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'authorizationState', args: [from, nonce] });
+  const failureType = async (run: Promise<unknown>) => {
+    const err = (await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { cause?: { type?: string; cause?: { type?: string } } } | undefined;
+    return err?.cause?.cause?.type ?? err?.cause?.type;
+  };
+
+  /** The media input the API would build for `value` signed by the attacker, then forged by `forge`. */
+  async function mediaInput(value: bigint, forge: (i: MediaJobInput) => MediaJobInput) {
+    const { paymentPayload, paymentRequirements } = await h.pay(attacker, { value });
+    const a = paymentPayload.payload.authorization;
+    const key = `forged-${randomUUID()}`;
+    const input: MediaJobInput = {
+      workflowId: mediaWorkflowId(attacker.address, key),
+      jobId: randomUUID(),
+      buyer: attacker.address.toLowerCase(),
+      kind: 'video',
+      model: 'reel-1',
+      prompt: 'a lighthouse #fail',
+      n: 1,
+      price: value.toString(),
+      network: 'base-sepolia',
+      asset: h.stack.usdc,
+      chargeId: mediaChargeId('base-sepolia', a.from, a.nonce),
+      revenueWallet: ours,
+      settle: {
+        workflowId: settleWorkflowId('base-sepolia', a.from, a.nonce),
+        organizationId: INFERENCE_ORGANIZATION_ID,
+        apiKeyId: '',
+        route: 'eip3009',
+        network: 'base-sepolia',
+        payer: a.from,
+        amount: value.toString(),
+        paymentPayload: paymentPayload as MediaJobInput['settle']['paymentPayload'],
+        paymentRequirements: paymentRequirements as MediaJobInput['settle']['paymentRequirements'],
+        payout: ours,
+        fee: '0',
+        feeRecipient: '0x0000000000000000000000000000000000000000',
+      },
+      pollIntervalMs: 200,
+      jobTimeoutMs: 10_000,
+    };
+    return { input: forge(input), nonce: a.nonce as Hex };
+  }
+
+  test('media: a one-unit authorization with price = amount = 10^12 and a failing model, or a foreign payee: refused, nothing moves', async () => {
+    const before = await snapshot();
+    const forgeries = [
+      // The issue's exploit: pay one unit, claim 10^12, let the model fail, collect the refund.
+      await mediaInput(1n, (i) => ({ ...i, price: INFLATED.toString(), settle: { ...i.settle, amount: INFLATED.toString() } })),
+      // The right price, settled to the attacker's own wallet, then refunded from ours.
+      await mediaInput(500_000n, (i) => ({ ...i, revenueWallet: thief, settle: { ...i.settle, payout: thief } })),
+    ];
+    for (const { input, nonce } of forgeries) {
+      const run = h.temporal.workflow.execute('mediaJobWorkflow', { workflowId: input.workflowId, taskQueue, args: [input] });
+      expect(await failureType(run)).toBe('MediaPaymentRejected');
+      expect(await authorizationUsed(attacker.address, nonce)).toBe(false);
+      expect(await h.tdb.db.em.fork().findOne(InferenceCharge, { id: input.chargeId })).toBeNull();
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+
+  test('chat refund: a refund started by hand for a delivered charge or a charge that does not exist, inflated and to a foreign payee: refused', async () => {
+    // A real, paid and delivered image: the attacker's own money reaches our wallet first.
+    const key = `real-${randomUUID()}`;
+    const paid = await request('POST', `${h.api.baseUrl}${MEDIA}/images`, {
+      json: { prompt: 'a lighthouse' },
+      headers: { 'Idempotency-Key': key, 'X-PAYMENT': await h.xPayment(attacker, IMAGE_PRICE) },
+    });
+    expect([200, 202]).toContain(paid.status);
+    const job = await waitUntil(
+      'the real image job to succeed',
+      async () => {
+        const j = await h.tdb.db.em.fork().findOne(MediaJob, { workflowId: mediaWorkflowId(attacker.address, key) });
+        return j?.state === 'succeeded' ? j : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const charge = await h.tdb.db.em.fork().findOneOrFail(InferenceCharge, { id: job.chargeId });
+    expect(charge.state).toBe('delivered');
+    const before = await snapshot();
+
+    const forged = (chargeId: string): RefundInput => ({
+      workflowId: refundWorkflowId(chargeId),
+      chargeId,
+      settlementId: charge.settlementId,
+      network: 'base-sepolia',
+      payer: thief,
+      amount: INFLATED.toString(),
+      asset: h.stack.usdc,
+      revenueWallet: ours,
+      reason: 'forged by hand',
+    });
+    const real = forged(charge.id);
+    const run = h.temporal.workflow.execute('refundWorkflow', { workflowId: real.workflowId, taskQueue, args: [real] });
+    expect(await failureType(run)).toBe('RefundNotOwed');
+    const ghost = forged(`${charge.id}-ghost`);
+    expect(await h.temporal.workflow.execute('refundWorkflow', { workflowId: ghost.workflowId, taskQueue, args: [ghost] })).toEqual({
+      state: 'not_charged',
+      refundTx: '',
+    });
+
+    expect(await snapshot()).toEqual(before);
+    expect((await h.tdb.db.em.fork().findOneOrFail(InferenceCharge, { id: charge.id })).state).toBe('delivered');
+    expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(charge.id)}%` } })).toEqual([]);
+  });
+
+  test('withdrawal: a foreign gateway wallet, token or depositor with an inflated amount: failed, nothing signed', async () => {
+    const before = await snapshot();
+    const gatewayWallet = h.stack.gatewayWallet;
+    const base: WithdrawalInput = {
+      workflowId: '',
+      organizationId: randomUUID(),
+      apiKeyId: '',
+      network: 'base-sepolia',
+      gatewayWallet,
+      token: h.stack.usdc,
+      depositor: ours,
+      amount: INFLATED.toString(),
+      pollMs: 200,
+    };
+    for (const forgery of [{ gatewayWallet: thief }, { token: thief }, { depositor: attacker.address }]) {
+      const input = { ...base, ...forgery, workflowId: `withdrawal:base-sepolia:${thief.toLowerCase()}:${randomUUID()}` };
+      const rec = await h.temporal.workflow.execute('withdrawalWorkflow', { workflowId: input.workflowId, taskQueue, args: [input] });
+      expect(rec).toMatchObject({
+        state: 'failed',
+        errorReason: 'withdrawal_rejected',
+        message: 'the withdrawal names a gateway wallet, token or depositor other than the configured ones',
+        initiateTransaction: null,
+      });
+    }
+    expect(await snapshot()).toEqual(before);
+  });
+});
