@@ -11,6 +11,7 @@ import { nonceOfId, provenPayment, provenReceived } from '../src/chains/evm/paym
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { merchantAbi } from '../src/topup/merchant-abi';
+import { loadTopupConfig } from '../src/topup/config';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
 
 /** A GasVerdict as an activity result (no bigint). */
@@ -72,17 +73,22 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
   /**
    * A deposit credits only what reached the top-up relayer for this top-up, as the chain shows it:
    * the same-chain settlement's transaction, or the cross-chain leg's mint, must have paid the relayer
-   * at least `netAmount`. Otherwise (a workflow started by hand with an inflated amount) nothing is
-   * signed (`DepositNotBacked`, not retried). Asked before a step's first signature only: a retry
-   * re-sends the recorded bytes.
+   * at least `netAmount`, and the call goes to the configured merchant contract. Otherwise (a workflow
+   * started by hand with an inflated amount or another contract) the reason: nothing is approved or
+   * deposited, and the workflow refunds what the chain shows was delivered.
+   * Asked before a step's first signature only: a retry re-sends the recorded bytes.
    */
-  const assertBacked = async (input: TopUpInput, relayer: Relayer, step: 'approve' | 'deposit') => {
-    if (await relayer.find(relayerTxId(input.workflowId, step))) return;
-    const refused = (why: string) =>
-      ApplicationFailure.nonRetryable(`top-up ${input.workflowId} deposits ${input.netAmount}, but ${why}`, 'DepositNotBacked');
+  let merchant: string | undefined;
+  const merchantContract = () => (merchant ??= loadTopupConfig(deps.config.env ?? {}).TOPUP_MERCHANT_CONTRACT);
+  const unbacked = async (input: TopUpInput, relayer: Relayer, step: 'approve' | 'deposit'): Promise<string | undefined> => {
+    if (await relayer.find(relayerTxId(input.workflowId, step))) return undefined;
+    const refused = (why: string) => `DepositNotBacked: the top-up deposits ${input.netAmount}, but ${why}`;
+    // The allowance and the deposit go only to the configured merchant contract (TOPUP_MERCHANT_CONTRACT).
+    if (input.merchantContract.toLowerCase() !== merchantContract().toLowerCase())
+      return refused(`it names ${input.merchantContract}, not the configured merchant contract`);
     const em = deps.db.em.fork();
     const settlement = await em.findOne(Settlement, { id: input.settle.workflowId });
-    if (!settlement?.transaction) throw refused('its settlement has no transaction');
+    if (!settlement?.transaction) return refused('its settlement has no transaction');
     const usdc = relayer.network.usdc as Address;
     let received: bigint;
     if (settlement.route === 'eip3009-crosschain') {
@@ -100,7 +106,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
           : null;
       received = proof?.paid ?? 0n;
     }
-    if (received < BigInt(input.netAmount)) throw refused(`its settlement paid the top-up relayer ${received}`);
+    return received < BigInt(input.netAmount) ? refused(`its settlement paid the top-up relayer ${received}`) : undefined;
   };
 
   return {
@@ -183,7 +189,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
-      await assertBacked(input, relayer, 'approve');
+      if (await unbacked(input, relayer, 'approve')) return; // submitDeposit refuses it with the reason
       const usdc = relayer.network.usdc as Address;
       const data = encodeFunctionData({
         abi: tokenAbi,
@@ -201,7 +207,8 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async submitDeposit(input: TopUpInput): Promise<DepositSubmit> {
       const relayer = relayerOf(input);
-      await assertBacked(input, relayer, 'deposit');
+      const refused = await unbacked(input, relayer, 'deposit');
+      if (refused) return { submitted: false, detail: refused };
       const data = encodeFunctionData({
         abi: merchantAbi,
         functionName: 'deposit',

@@ -7,7 +7,12 @@ import { MediaJob } from '../../src/db/media';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../../src/inference/types';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput } from '../../src/media/types';
 import type { WithdrawalInput } from '../../src/gateway/withdrawal-types';
-import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
+import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
+import type { Eip3009SettleInput } from '../../src/schemes/eip3009/types';
+import type { TopUpInput } from '../../src/topup/types';
+import { exactPayment } from '../support/payments';
+import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 import { waitUntil } from '../../devnet/process';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
@@ -182,5 +187,95 @@ describe.each(oneDbKind('sqlite'))('forged money workflows (%s)', (kind) => {
       });
     }
     expect(await snapshot()).toEqual(before);
+  });
+});
+
+describe.each(oneDbKind('sqlite'))('forged top-up workflows (%s)', (kind) => {
+  let t: TopupHarness;
+  const GROSS = 2_000_000n;
+
+  beforeAll(async () => {
+    t = await startTopupHarness(kind, { relayerIndex: 1 });
+  });
+  afterAll(async () => {
+    await t?.close();
+  });
+
+  /** A top-up input as the gateway builds it for a fresh payer's authorization of GROSS, then forged by `forge`. */
+  async function topUpInput(forge: (i: TopUpInput) => TopUpInput) {
+    const payer = await t.freshPayer(GROSS);
+    const { paymentPayload, paymentRequirements } = await exactPayment({
+      buyer: payer,
+      network: 'base',
+      chainId: t.stack.chains.base.chainId,
+      usdc: t.stack.usdc,
+      facilitator: t.stack.facilitator,
+      value: GROSS,
+    });
+    const a = paymentPayload.payload.authorization;
+    const input: TopUpInput = {
+      workflowId: topupWorkflowId(t.merchant, payer.address, a.nonce),
+      merchant: t.merchant,
+      merchantContract: DEVNET_MERCHANT_ADDRESS,
+      buyer: payer.address,
+      payer: payer.address,
+      network: 'base',
+      nonce: a.nonce.toLowerCase(),
+      grossAmount: GROSS.toString(),
+      fee: '0',
+      bridgeFee: '0',
+      netAmount: GROSS.toString(),
+      relayer: t.relayer.address,
+      settle: {
+        workflowId: settleWorkflowId('base', a.from, a.nonce),
+        organizationId: t.topup.TOPUP_ORGANIZATION_ID,
+        apiKeyId: '',
+        route: 'eip3009',
+        network: 'base',
+        payer: a.from,
+        amount: a.value,
+        paymentPayload: paymentPayload as Eip3009SettleInput['paymentPayload'],
+        paymentRequirements: paymentRequirements as Eip3009SettleInput['paymentRequirements'],
+        payout: t.relayer.address,
+        fee: '0',
+        feeRecipient: '0x0000000000000000000000000000000000000000',
+      },
+      createdAt: Date.now(),
+    };
+    return { payer, input: forge(input) };
+  }
+
+  test('top-up refund: an inflated deposit for a foreign buyer, or a deposit to a foreign contract: refunded what the chain delivered, nothing else moves', async () => {
+    const thief = privateKeyToAccount(generatePrivateKey()).address;
+    const forgeries = [
+      // Pay 2 USDC, deposit 10^12 of the relayer's USDC to the thief's credit.
+      await topUpInput((i) => ({ ...i, buyer: thief, netAmount: INFLATED.toString() })),
+      // Pay 2 USDC, approve and "deposit" to the thief's own address (an allowance on the relayer's USDC).
+      await topUpInput((i) => ({ ...i, buyer: thief, merchantContract: thief })),
+    ];
+    const relayerBefore = await t.usdcOf(t.relayer.address);
+    for (const { payer, input } of forgeries) {
+      const outcome = await t.temporal.workflow.execute('topUpWorkflow', {
+        workflowId: input.workflowId,
+        taskQueue: t.tdb.config.TEMPORAL_TASK_QUEUE,
+        args: [input],
+      });
+      expect(outcome).toEqual({ state: 'refunded', errorReason: 'deposit_failed' });
+      // The payer's own 2 USDC went to our relayer and came back: exactly where it started.
+      expect(await t.usdcOf(payer.address)).toBe(GROSS);
+      const row = (await t.rows([input.workflowId]))[0]!;
+      expect(row.error).toMatch(/^deposit failed \(DepositNotBacked: /);
+      expect(row.depositTx ?? null).toBeNull();
+      expect(
+        await t.tdb.db.em.fork().find(RelayerTransaction, { id: { $in: [`${input.workflowId}:approve`, `${input.workflowId}:deposit`] } }),
+      ).toEqual([]);
+    }
+    expect(await t.usdcOf(t.relayer.address)).toBe(relayerBefore);
+    expect(await t.usdcOf(thief)).toBe(0n);
+    expect(await t.merchantBalance(thief)).toBe(0n);
+    expect(await t.depositedEvents(thief)).toEqual([]);
+    expect(
+      await t.chain.readContract({ address: t.stack.usdc, abi: tokenAbi, functionName: 'allowance', args: [t.relayer.address, thief] }),
+    ).toBe(0n);
   });
 });
