@@ -1,6 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import type { Address, Hex } from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, numberToHex, type Address, type Hex, type PublicClient } from 'viem';
+import { rpc } from '../../devnet/anvil';
+import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import { buildNetworkTable } from '../../src/chains/networks';
+import { BRIDGE_ABANDONED, BridgeTransfer } from '../../src/db/bridge-transfer';
+import { Settlement } from '../../src/db/entities';
+import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
+import { abandonBridgeLegUpdate } from '../../workflows/operator-actions';
+import { waitForReceipt } from '../support/evm';
+import { readStackInfo } from '../support/stack-info';
+import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { MediaJob } from '../../src/db/media';
@@ -278,4 +288,110 @@ describe.each(oneDbKind('sqlite'))('forged top-up workflows (%s)', (kind) => {
       await t.chain.readContract({ address: t.stack.usdc, abi: tokenAbi, functionName: 'allowance', args: [t.relayer.address, thief] }),
     ).toBe(0n);
   });
+});
+
+describe.each(oneDbKind('sqlite'))('a forged cross-chain settlement and its bridge refund (%s)', (kind) => {
+  let h: SettleHarness;
+  let attester: BridgeAttester;
+  let dest: PublicClient;
+  const VALUE = 2_000_000n;
+  // The revenue wallet of this describe alone, so its deltas are exact.
+  const revenueKey = generatePrivateKey();
+  const revenue = privateKeyToAccount(revenueKey).address;
+
+  beforeAll(async () => {
+    const stack = readStackInfo();
+    attester = await startBridgeAttester({
+      chains: attesterChainsFrom({
+        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
+        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
+      }),
+    });
+    h = await startSettleHarness(kind, {
+      relayerIndex: 2,
+      env: { BRIDGE_ATTESTATION_URL: attester.url, RECEIPT_WAIT_MS: '3000', REVENUE_WALLET_PRIVATE_KEY: revenueKey },
+    });
+    dest = createPublicClient({ transport: http(stack.chains['optimism-sepolia'].rpcUrl) }) as PublicClient;
+    await rpc(stack.chains['base-sepolia'].rpcUrl, 'anvil_setBalance', [revenue, numberToHex(10n ** 20n)]);
+  });
+  afterAll(async () => {
+    await h?.close();
+    await attester?.stop();
+  });
+
+  test('bridge refund: a cross-chain settlement started by hand to a foreign payee, abandoned by hand, pays back only what its payer signed, to that payer', async () => {
+    const thief = privateKeyToAccount(generatePrivateKey()).address;
+    const payer = privateKeyToAccount(generatePrivateKey());
+    const funder = createWalletClient({
+      account: TEST_ACCOUNTS.buyers[0]!,
+      chain: defineChain({
+        id: h.stack.chains['base-sepolia'].chainId,
+        name: 'base-sepolia-devnet',
+        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+        rpcUrls: { default: { http: [h.stack.chains['base-sepolia'].rpcUrl] } },
+      }),
+      transport: http(h.stack.chains['base-sepolia'].rpcUrl),
+    });
+    const fund = async (to: Address, amount: bigint) =>
+      waitForReceipt(
+        h.chain,
+        await funder.writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [to, amount] }),
+      );
+    await fund(payer.address, VALUE);
+    // The wallet that would advance a refund holds ten times the payment: a forged amount could take it all.
+    await fund(revenue, 10n * VALUE);
+    const networks = buildNetworkTable(h.tdb.config.env);
+    const { paymentPayload, paymentRequirements } = await h.pay(payer, {
+      value: VALUE,
+      extra: { name: 'USDC', version: '2', destinationChainId: h.stack.chains['optimism-sepolia'].chainId },
+    });
+    const a = paymentPayload.payload.authorization;
+    const input: CrossChainSettleInput = {
+      workflowId: settleWorkflowId('base-sepolia', a.from, a.nonce),
+      organizationId: randomUUID(),
+      apiKeyId: '',
+      route: 'eip3009-crosschain',
+      network: 'base-sepolia',
+      destinationNetwork: 'optimism-sepolia',
+      sourceDomain: networks.get('base-sepolia')!.cctpDomain!,
+      destinationDomain: networks.get('optimism-sepolia')!.cctpDomain!,
+      paymentPayload: paymentPayload as CrossChainSettleInput['paymentPayload'],
+      paymentRequirements: paymentRequirements as CrossChainSettleInput['paymentRequirements'],
+      payout: thief,
+      fee: '0',
+      feeRecipient: '0x0000000000000000000000000000000000000000',
+      maxBridgeFee: (VALUE / 100n).toString(),
+    };
+    // An attestation the transmitter refuses: the leg cannot mint and waits for review.
+    attester.attestWith(generatePrivateKey());
+    const handle = await h.temporal.workflow.start('crossChainSettlementWorkflow', {
+      workflowId: input.workflowId,
+      taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
+      args: [input],
+    });
+    await waitUntil(
+      'the forged settlement to wait for review',
+      async () => (await h.tdb.db.em.fork().findOne(Settlement, { id: input.workflowId }))?.state === 'needs_review' || undefined,
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
+    // The row records what was signed, whatever the input could have said.
+    const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: input.workflowId });
+    expect({ payer: row.payer, amount: row.amount }).toEqual({ payer: payer.address.toLowerCase(), amount: VALUE.toString() });
+    expect(await h.balanceOf(payer.address)).toBe(0n);
+
+    // Whoever reaches Temporal can also send the operator's update.
+    const outcome = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'mallory', reason: 'forged' }] });
+    expect(outcome.refund).toEqual({
+      payee: payer.address.toLowerCase(),
+      amount: VALUE.toString(),
+      refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+    });
+    // The payer got back exactly the VALUE it signed; the thief got nothing on either chain.
+    expect(await h.balanceOf(payer.address)).toBe(VALUE);
+    expect(await h.balanceOf(revenue)).toBe(9n * VALUE);
+    expect(await h.balanceOf(thief)).toBe(0n);
+    expect(await dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [thief] })).toBe(0n);
+    const leg = await h.tdb.db.em.fork().findOneOrFail(BridgeTransfer, { settlementId: input.workflowId });
+    expect({ state: leg.state, mintTx: leg.mintTx ?? null }).toEqual({ state: BRIDGE_ABANDONED, mintTx: null });
+  }, 120_000);
 });
