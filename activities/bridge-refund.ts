@@ -9,11 +9,10 @@ import type { BridgeRefund, CrossChainSettleInput } from '../src/schemes/eip3009
 import type { CrossChainActivityDeps } from './crosschain';
 import type { RoleSigners } from './signers';
 import { sendTransferOnce } from './transfer-once';
+import { nonceOfId, provenPayment } from '../src/chains/evm/payment-proof';
 
-export interface BridgeRefundDeps extends CrossChainActivityDeps, RoleSigners {
-  /** The revenue wallet (REVENUE_WALLET_PRIVATE_KEY): it advances the refund of an abandoned leg. */
-  revenueWallet?: string;
-}
+/** The revenue wallet (the `revenue` signer) advances the refund of an abandoned leg. */
+export type BridgeRefundDeps = CrossChainActivityDeps & RoleSigners;
 
 /**
  * An operator's refund of a plain cross-chain settlement whose bridge leg did not deliver
@@ -45,12 +44,26 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
       const { settlement: s, leg } = await owed(input);
       const network = deps.networks.get(s.network as EvmNetworkId);
       if (!network?.usdc) throw ApplicationFailure.nonRetryable(`network ${s.network} has no USDC`, 'RefundNotOwed');
-      const signer = deps.revenueWallet ? deps.signerFor(network.id, deps.revenueWallet) : undefined;
+      const signer = deps.signerFor('revenue', network.id);
       // Another worker of this task queue may hold the revenue key: retried until one does (visible on the activity).
       if (!signer) throw ApplicationFailure.retryable('this worker holds no key for the revenue wallet', 'RefundSignerMismatch');
+      const txId = relayerTxId(s.id, 'bridge-refund');
+      // The source transaction must show the payer's authorization pulling the gross amount; the refund
+      // pays that back to that payer (a retry re-sends the recorded transfer, already proven).
+      if (!(await signer.find(txId))) {
+        const proof = await provenPayment(signer.client, network.usdc as Address, s.transaction!, {
+          payer: s.payer,
+          nonce: nonceOfId(s.id),
+          wallet: s.payer,
+        });
+        if (!proof || proof.pulled < BigInt(s.amount))
+          throw ApplicationFailure.nonRetryable(
+            `no refund owed for ${input.workflowId}: its source transaction shows no payment of ${s.amount} by ${s.payer}`,
+            'RefundNotOwed',
+          );
+      }
       const em = deps.db.em.fork();
       await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { state: BRIDGE_ABANDONED, updatedAt: new Date() });
-      const txId = relayerTxId(s.id, 'bridge-refund');
       // A retry finds the write-ahead record and re-sends those bytes, and the transfer is keyed on chain
       // by the settlement: one refund, whoever asks again and whatever is broadcast.
       const hash = await sendTransferOnce(signer, txId, network.usdc as Address, s.payer as Address, BigInt(s.amount));

@@ -4,13 +4,17 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import { InferenceCharge } from '../src/db/entities';
 import { MediaAsset, MediaJob } from '../src/db/media';
-import { mediaConfig } from '../src/media/config';
+import { mediaConfig, mediaPrice } from '../src/media/config';
+import { inferenceConfig } from '../src/inference/config';
+import { INFERENCE_ORGANIZATION_ID } from '../src/inference/types';
+import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { cancelJob, download, generateImages, jobStatus, MediaProviderError, submitJob } from '../src/media/provider';
 import { createMediaStore, type MediaStore } from '../src/media/store';
-import { FINAL_JOB_STATES, type MediaJobInput, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
+import { FINAL_JOB_STATES, mediaChargeId, type MediaJobInput, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
 
 export interface MediaActivityDeps {
-  config: Pick<Config, 'env'>;
+  /** The media prices and the revenue wallet a media payment must pay (configuration). */
+  config: Pick<Config, 'env'> & Partial<Pick<Config, 'RELAYER_ADDRESS' | 'production'>>;
   db: MikroORM;
 }
 
@@ -46,6 +50,32 @@ export function createMediaActivities(deps: MediaActivityDeps) {
   const cfg = () => mediaConfig(deps.config);
   let store: MediaStore | undefined;
   const theStore = () => (store ??= createMediaStore(cfg()));
+
+  /**
+   * Why the job's payment is not this service's own (undefined when it is): the authorization must
+   * pay the configured price of the job, and its settlement must be the one of that authorization,
+   * for the paid service, paying the whole amount to the configured revenue wallet.
+   */
+  const notOurPayment = (input: MediaJobInput): string | undefined => {
+    const a = input.settle.paymentPayload.payload.authorization;
+    const n = input.kind === 'image' ? input.n : 1;
+    if (!Number.isSafeInteger(n) || n < 1 || BigInt(a.value) !== BigInt(mediaPrice(cfg(), input.kind, n)))
+      return 'invalid_exact_evm_payload_authorization_value';
+    const s = input.settle;
+    const same = (x: string | undefined, y: string) => x?.toLowerCase() === y.toLowerCase();
+    const ours =
+      s.route === 'eip3009' &&
+      s.network === input.network &&
+      s.organizationId === INFERENCE_ORGANIZATION_ID &&
+      input.chargeId === mediaChargeId(input.network, a.from, a.nonce) &&
+      s.workflowId === settleWorkflowId(input.network, a.from, a.nonce) &&
+      same(s.payer, a.from) &&
+      BigInt(s.amount) === BigInt(a.value) &&
+      same(s.payout, inferenceConfig(deps.config).revenueWallet) &&
+      BigInt(s.fee) === 0n &&
+      BigInt(s.platformFee ?? '0') === 0n;
+    return ours ? undefined : 'invalid_payment_requirements';
+  };
 
   /** Stores the artifacts (objects first), then records the assets; returns their ids. */
   async function storeAll(input: MediaJobInput, artifacts: { body: Buffer; contentType: string }[]): Promise<string[]> {
@@ -96,9 +126,15 @@ export function createMediaActivities(deps: MediaActivityDeps) {
 
     /**
      * Claims the charge of this job's authorization in the shared ledger (one charge per
-     * authorization). False when another media job already holds the same authorization.
+     * authorization). Not claimed, with the reason, when another media job already holds the same
+     * authorization, or when the payment is not this service's price paid to its revenue wallet:
+     * payer, amount and payee come from the signed authorization and configuration, never from the
+     * input's other fields (a workflow started by hand may say anything there).
      */
-    async claimMediaCharge(input: MediaJobInput): Promise<{ claimed: boolean }> {
+    async claimMediaCharge(input: MediaJobInput): Promise<{ claimed: boolean; reason?: string }> {
+      const refused = notOurPayment(input);
+      if (refused) return { claimed: false, reason: refused };
+      const a = input.settle.paymentPayload.payload.authorization;
       const em = deps.db.em.fork();
       const other = await em.findOne(MediaJob, { chargeId: input.chargeId, id: { $ne: input.jobId } });
       if (other) return { claimed: false };
@@ -120,8 +156,8 @@ export function createMediaActivities(deps: MediaActivityDeps) {
           id: input.chargeId,
           settlementId: input.settle.workflowId,
           network: input.network,
-          payer: input.buyer,
-          amount: input.price,
+          payer: a.from.toLowerCase(),
+          amount: BigInt(a.value).toString(),
           model: `${input.kind}:${input.model}`,
           state: 'settling',
           // The job id links the charge to its job (the chat uses this column for its request id).

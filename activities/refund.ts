@@ -1,6 +1,7 @@
 import { ApplicationFailure } from '@temporalio/activity';
 import type { Address, Hex } from 'viem';
 import { InferenceCharge, Settlement } from '../src/db/entities';
+import { MediaJob } from '../src/db/media';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../src/inference/types';
 import type { EvmNetworkId } from '../src/chains/networks';
@@ -8,6 +9,7 @@ import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/call
 import type { SettlementActivityDeps } from './settlement';
 import type { RoleSigners } from './signers';
 import { sendTransferOnce } from './transfer-once';
+import { nonceOfId, provenPayment } from '../src/chains/evm/payment-proof';
 
 /**
  * The refund transfer of one charge (its write-ahead record id). Derived from the charge, not from
@@ -22,13 +24,13 @@ const refundTxId = (chargeId: string) => relayerTxId(refundWorkflowId(chargeId),
  * retried or restarted activity re-sends the same signed bytes instead of a second transfer.
  */
 export function createRefundActivities(deps: SettlementActivityDeps & RoleSigners) {
-  /** The signer of the wallet the charge was paid to (REVENUE_WALLET_PRIVATE_KEY), when this worker holds it. */
-  const revenueSigner = (network: EvmNetworkId, wallet: string) => {
-    const signer = deps.signerFor(network, wallet);
+  /** The revenue wallet's signer (REVENUE_WALLET_PRIVATE_KEY), when this worker holds it: the only key a refund signs with. */
+  const revenueSigner = (network: EvmNetworkId) => {
+    const signer = deps.signerFor('revenue', network);
     if (!signer) {
       // Another worker of this task queue may own the revenue wallet's key: retried (with back-off)
       // until one does; if none does, the error stays visible on the pending activity for an operator.
-      throw ApplicationFailure.retryable(`this worker holds no key for the revenue wallet ${wallet}`, 'RefundSignerMismatch');
+      throw ApplicationFailure.retryable(`this worker holds no key for the revenue wallet on ${network}`, 'RefundSignerMismatch');
     }
     return signer;
   };
@@ -91,29 +93,42 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
     },
 
     /**
-     * Transfers the charged amount back from the revenue wallet, once per workflow. Who is paid, how
-     * much and in which token come from the ledger row and its settlement, never from the workflow
-     * input: anyone who can reach Temporal can start a workflow.
+     * Transfers the charged amount back from the revenue wallet, once per charge. Who is paid and how
+     * much come from the charge row and the settlement transaction's receipt, never from the workflow
+     * input (anyone who can reach Temporal can start a workflow): the receipt must show the charge's
+     * authorization used, and at least the charged amount moved from the payer and into the revenue
+     * wallet. Without that proof nothing is signed (`RefundNotOwed`, not retried).
      */
     async sendRefund(input: RefundInput): Promise<{ hash: Hex }> {
+      const notOwed = (why: string) =>
+        ApplicationFailure.nonRetryable(`charge ${input.chargeId} is not owed a refund: ${why}`, 'RefundNotOwed');
       const { charge, settlement } = await chargeAndSettlement(input.chargeId);
-      if (!charge || !settlement?.recipient || settlement.state !== 'settled' || charge.state !== 'refund_pending') {
-        throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is not owed a refund`, 'RefundNotOwed');
-      }
+      if (!charge || !settlement?.transaction || settlement.state !== 'settled' || charge.state !== 'refund_pending')
+        throw notOwed('no settled payment of it');
       const network = deps.networks.get(charge.network as EvmNetworkId);
-      if (!network?.usdc || charge.network !== input.network) {
-        throw ApplicationFailure.nonRetryable(`charge ${input.chargeId} is on ${charge.network}`, 'RefundNotOwed');
+      if (!network?.usdc || charge.network !== input.network) throw notOwed(`it is on ${charge.network}`);
+      // A media charge is owed only once its job failed or was cancelled (the job workflow records that first).
+      const jobId = charge.requestId?.startsWith('media:') ? charge.requestId.slice('media:'.length) : undefined;
+      if (jobId) {
+        const job = await deps.db.em.fork().findOne(MediaJob, { id: jobId });
+        if (job?.state !== 'failed' && job?.state !== 'cancelled') throw notOwed(`its media job is ${job?.state ?? 'not recorded'}`);
       }
-      const relayer = revenueSigner(network.id, settlement.recipient);
-      // A retry finds the write-ahead record and re-sends those bytes (the checks above still hold); the
-      // transfer carries the charge's key on chain, so no second transaction of it can pay again.
-      const hash = await sendTransferOnce(
-        relayer,
-        refundTxId(charge.id),
-        network.usdc as Address,
-        charge.payer as Address,
-        BigInt(charge.amount),
-      );
+      const relayer = revenueSigner(network.id);
+      const amount = BigInt(charge.amount);
+      // A retry finds the write-ahead record and re-sends those bytes; the transfer carries the
+      // charge's key on chain, so no second transaction of it can pay again.
+      const recorded = await relayer.find(refundTxId(charge.id));
+      if (!recorded) {
+        const proof = await provenPayment(relayer.client, network.usdc as Address, settlement.transaction, {
+          payer: charge.payer,
+          nonce: nonceOfId(charge.id),
+          wallet: relayer.address,
+        });
+        if (!proof) throw notOwed(`its settlement ${settlement.transaction} shows no payment of its authorization`);
+        if (proof.pulled < amount || proof.paid < amount)
+          throw notOwed(`its settlement moved ${proof.pulled} from the payer and ${proof.paid} to the revenue wallet, less than ${amount}`);
+      }
+      const hash = await sendTransferOnce(relayer, refundTxId(charge.id), network.usdc as Address, charge.payer as Address, amount);
       await setCharge(input.chargeId, { refundTx: hash });
       return { hash };
     },

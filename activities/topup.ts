@@ -15,10 +15,13 @@ import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { facilitatorAbi } from '../src/chains/evm/abi';
-import { TopUp } from '../src/db/entities';
+import { Settlement, TopUp } from '../src/db/entities';
+import { BridgeTransfer } from '../src/db/bridge-transfer';
+import { nonceOfId, provenPayment, provenReceived } from '../src/chains/evm/payment-proof';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { merchantAbi } from '../src/topup/merchant-abi';
+import { loadTopupConfig } from '../src/topup/config';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
 import { gasCeilingRefusal } from '../src/chains/evm/gas-ceilings';
 
@@ -100,10 +103,52 @@ async function depositCall(relayer: Relayer, input: TopUpInput, depositor: Addre
  */
 export function createTopUpActivities(deps: TopUpActivityDeps) {
   const relayerOf = (input: TopUpInput): Relayer => {
-    // Funds were paid out to input.relayer: only the worker holding that key (TOPUP_RELAYER_PRIVATE_KEY) can move them.
-    const relayer = deps.signerFor(TOPUP_DESTINATION_NETWORK, input.relayer);
-    if (!relayer) throw ApplicationFailure.retryable(`this worker holds no key for the top-up relayer ${input.relayer}`, 'WrongRelayer');
+    // Only the top-up relayer's key (TOPUP_RELAYER_PRIVATE_KEY) moves top-up funds; a top-up whose
+    // settlement paid another wallet is not one of ours to deposit or refund.
+    const relayer = deps.signerFor('topupRelayer', TOPUP_DESTINATION_NETWORK);
+    if (!relayer) throw ApplicationFailure.retryable('this worker holds no key for the top-up relayer', 'WrongRelayer');
+    if (relayer.address.toLowerCase() !== input.relayer.toLowerCase())
+      throw ApplicationFailure.nonRetryable(`the top-up names ${input.relayer}, not the configured top-up relayer`, 'WrongRelayer');
     return relayer;
+  };
+
+  /**
+   * A deposit credits only what reached the top-up relayer for this top-up, as the chain shows it:
+   * the same-chain settlement's transaction, or the cross-chain leg's mint, must have paid the relayer
+   * at least `netAmount`, and the call goes to the configured merchant contract. Otherwise (a workflow
+   * started by hand with an inflated amount or another contract) the reason: nothing is approved or
+   * deposited, and the workflow refunds what the chain shows was delivered.
+   * Asked before a step's first signature only: a retry re-sends the recorded bytes.
+   */
+  let merchant: string | undefined;
+  const merchantContract = () => (merchant ??= loadTopupConfig(deps.config.env ?? {}).TOPUP_MERCHANT_CONTRACT);
+  const unbacked = async (input: TopUpInput, relayer: Relayer, step: 'approve' | 'deposit'): Promise<string | undefined> => {
+    if (await relayer.find(relayerTxId(input.workflowId, step))) return undefined;
+    const refused = (why: string) => `DepositNotBacked: the top-up deposits ${input.netAmount}, but ${why}`;
+    // The allowance and the deposit go only to the configured merchant contract (TOPUP_MERCHANT_CONTRACT).
+    if (input.merchantContract.toLowerCase() !== merchantContract().toLowerCase())
+      return refused(`it names ${input.merchantContract}, not the configured merchant contract`);
+    const em = deps.db.em.fork();
+    const settlement = await em.findOne(Settlement, { id: input.settle.workflowId });
+    if (!settlement?.transaction) return refused('its settlement has no transaction');
+    const usdc = relayer.network.usdc as Address;
+    let received: bigint;
+    if (settlement.route === 'eip3009-crosschain') {
+      const leg = await em.findOne(BridgeTransfer, { settlementId: settlement.id, state: 'delivered' });
+      received = leg?.mintTx ? await provenReceived(relayer.client, usdc, leg.mintTx, relayer.address) : 0n;
+    } else {
+      const source = deps.networks.get(settlement.network as EvmNetworkId);
+      const proof =
+        source?.id === relayer.network.id
+          ? await provenPayment(relayer.client, usdc, settlement.transaction, {
+              payer: settlement.payer,
+              nonce: nonceOfId(settlement.id),
+              wallet: relayer.address,
+            })
+          : null;
+      received = proof?.paid ?? 0n;
+    }
+    return received < BigInt(input.netAmount) ? refused(`its settlement paid the top-up relayer ${received}`) : undefined;
   };
 
   return {
@@ -187,6 +232,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
       const relayer = relayerOf(input);
+      if (await unbacked(input, relayer, 'approve')) return; // submitDeposit refuses it with the reason
       const id = relayerTxId(input.workflowId, 'approve');
       await sendAsRecorded(relayer, id, async () => ({
         to: relayer.network.usdc as Address,
@@ -209,6 +255,8 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      */
     async submitDeposit(input: TopUpInput): Promise<DepositSubmit> {
       const relayer = relayerOf(input);
+      const refused = await unbacked(input, relayer, 'deposit');
+      if (refused) return { submitted: false, detail: refused };
       try {
         const hash = await sendAsRecorded(relayer, relayerTxId(input.workflowId, 'deposit'), () =>
           depositCall(relayer, input, deps.config.TOPUP_DEPOSITOR_CONTRACT as Address),
@@ -238,7 +286,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
       // Who and how much come from the settlement records (topup-refund.ts), never from the input.
-      const { payee, amount } = await refundOwed(deps.db, input, relayer);
+      const { payee, amount } = await refundOwed(deps.db, deps.networks, input, relayer);
       // Keyed on chain by the top-up's id: no second transaction of this refund can pay again.
       const hash = await sendTransferOnce(relayer, relayerTxId(input.workflowId, 'refund'), usdc, payee as Address, amount);
       const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);

@@ -36,14 +36,30 @@ export function createWithdrawalActivities(deps: WithdrawalActivityDeps) {
     if (!n) throw new Error(`unknown network ${id}`);
     return publicClientFor(n);
   };
+  /**
+   * The depositor's signer and the gateway wallet of the network, from configuration; the input must
+   * name the same ones (the API copies them from there), or nothing is signed: a workflow started by
+   * hand cannot point the depositor's key at another contract or token.
+   */
+  const configured = (input: WithdrawalInput): { relayer: Relayer; gatewayWallet: Address } | { refused: string } => {
+    const network = deps.networks.get(input.network);
+    if (!network?.gatewayWallet || !network.usdc) return { refused: `${input.network} has no gateway wallet configured` };
+    const relayer = deps.signerFor('depositor', input.network);
+    if (!relayer) return { refused: `this worker holds no key for the depositor on ${input.network}` };
+    const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
+    if (!same(input.gatewayWallet, network.gatewayWallet) || !same(input.token, network.usdc) || !same(input.depositor, relayer.address))
+      return { refused: 'the withdrawal names a gateway wallet, token or depositor other than the configured ones' };
+    return { relayer, gatewayWallet: network.gatewayWallet as Address };
+  };
   /** Sends once per (workflow, step); a call the contract refuses is reported, not signed. */
   const send = async (input: WithdrawalInput, step: 'initiate' | 'withdraw', data: Hex): Promise<WithdrawalSubmit> => {
     if (!networkAllowed(deps, input.network))
       return { submitted: false, reason: 'refused', detail: `${input.network} is a mainnet and MAINNETS_ENABLED is off` };
-    const relayer = deps.signerFor(input.network, input.depositor);
-    if (!relayer) return { submitted: false, reason: 'refused', detail: `this worker holds no key for the depositor ${input.depositor}` };
+    const target = configured(input);
+    if ('refused' in target) return { submitted: false, reason: 'refused', detail: target.refused };
+    const { relayer } = target;
     try {
-      const { hash } = await relayer.send(withdrawalTxId(input.workflowId, step), { to: input.gatewayWallet as Address, data });
+      const { hash } = await relayer.send(withdrawalTxId(input.workflowId, step), { to: target.gatewayWallet, data });
       return { submitted: true, hash };
     } catch (err) {
       const reason = revertReason(err, gatewayWalletAbi);

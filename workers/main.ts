@@ -11,6 +11,7 @@ import { createLogger } from '../src/logger';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { ensureStuckScanSchedule } from '../src/temporal/stuck-scan';
 import { createActivities } from '../activities';
+import type { SignerRole } from '../activities/signers';
 import { redactingActivityInterceptors } from '../src/temporal/redacting-interceptor';
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { temporalDataConverter } from '../src/temporal/payload-codec';
@@ -73,7 +74,13 @@ async function main() {
     if (!r || !lanes) throw new Error(`no relayer for network ${id}`);
     return laneKey === undefined ? r : lanes[laneOf(laneKey, lanes.length)];
   };
-  const signerFor = (id: EvmNetworkId, address: string) => relayers.get(slot(id, address));
+  // Each role's signer is the one of its own key (configuration): an activity names its role, never an address.
+  const roleAddress: Record<SignerRole, string> = {
+    revenue: privateKeyToAccount(keys!.revenue).address,
+    topupRelayer: privateKeyToAccount(keys!.topupRelayer).address,
+    depositor: account.address,
+  };
+  const signerFor = (role: SignerRole, id: EvmNetworkId) => relayers.get(slot(id, roleAddress[role]));
   // Transactions these keys signed before a crash but that never got a receipt are sent again first,
   // so later nonces are not stuck behind a gap.
   for (const r of relayers.values()) {
@@ -113,8 +120,7 @@ async function main() {
       networks,
       relayerFor,
       signerFor,
-      topUpRelayer: privateKeyToAccount(keys!.topupRelayer).address,
-      revenueWallet: privateKeyToAccount(keys!.revenue).address,
+      topUpRelayer: roleAddress.topupRelayer,
       temporal,
     }),
     // The tracing interceptors outermost: activity spans record errors already redacted.

@@ -76,7 +76,8 @@ export async function mediaJobWorkflow(input: MediaJobInput): Promise<MediaJobOu
   };
 
   await move('paying');
-  if (!(await claimMediaCharge(input)).claimed) return rejectPayment('authorization_reused');
+  const claim = await claimMediaCharge(input);
+  if (!claim.claimed) return rejectPayment(claim.reason ?? 'authorization_reused');
 
   let settled: SettleOutcome;
   try {

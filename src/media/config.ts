@@ -75,6 +75,10 @@ export interface MediaConfig {
 const cache = new WeakMap<object, MediaConfig>();
 
 /** Parses (once per config object) the MEDIA_* variables; throws ConfigError naming bad ones. */
+/** Price of a request in base units: images cost n times the image price; video and music are fixed. */
+export const mediaPrice = (c: Pick<MediaConfig, 'prices'>, kind: MediaKind, n = 1): string =>
+  kind === 'image' ? (BigInt(c.prices.image) * BigInt(n)).toString() : c.prices[kind];
+
 export function mediaConfig(config: Pick<Config, 'env'> & Partial<Pick<Config, 'publicUrl'>>): MediaConfig {
   const hit = cache.get(config);
   if (hit) return hit;

@@ -12,7 +12,7 @@ import { mediaJobWorkflow } from '../../workflows/media-job';
 import { settleWorkflowId } from '../temporal/workflow-ids';
 import type { ExactEvmPayload, PaymentRequirements } from '../x402/schemas';
 import { x402SearchAttributes } from '../temporal/search-attributes';
-import type { MediaConfig } from './config';
+import { mediaPrice, type MediaConfig } from './config';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput, type MediaKindName } from './types';
 
 /** Request bodies of the media POST routes (decided: docs/decisions.md). */
@@ -51,9 +51,8 @@ export const IDEMPOTENCY_KEY = /^[A-Za-z0-9._:-]{1,64}$/;
 
 const ZERO = '0x0000000000000000000000000000000000000000';
 
-/** Price of a request: images cost n times the image price; video and music are fixed. */
-export const priceOf = (c: MediaConfig, route: MediaRoute, body: { n?: number }) =>
-  KIND_OF[route] === 'image' ? (BigInt(c.prices.image) * BigInt(body.n ?? 1)).toString() : c.prices[KIND_OF[route]];
+/** Price of a request (mediaPrice). */
+export const priceOf = (c: MediaConfig, route: MediaRoute, body: { n?: number }) => mediaPrice(c, KIND_OF[route], body.n);
 
 export function mediaRequirements(
   deps: ServiceDeps,

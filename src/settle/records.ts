@@ -5,6 +5,14 @@ import { Settlement } from '../db/entities';
 import { upsertRow } from '../db/rows';
 import type { SettleResponse } from '../x402/schemas';
 import { rejectedResponse, type SettlementBase } from './types';
+import type { Eip3009SettleInput } from '../schemes/eip3009/types';
+
+/**
+ * The EIP-3009 authorization a settlement input carries: its payer and value are what the row records,
+ * whatever the input's own `payer` and `amount` say (a workflow started by hand may say anything).
+ */
+const signed = (input: SettlementBase & { route: string }) =>
+  input.route === 'eip3009' ? (input as Partial<Eip3009SettleInput>).paymentPayload?.payload.authorization : undefined;
 
 /**
  * The settlement record (one row per workflow id): the durable idempotency record that outlives
@@ -31,9 +39,9 @@ export function settlementRecords(db: MikroORM) {
         route: input.route,
         network: input.network,
         // EVM addresses are stored lower-case; base58 (Solana) is case-sensitive and kept as is.
-        payer: input.payer.startsWith('0x') ? input.payer.toLowerCase() : input.payer,
+        payer: signed(input)?.from.toLowerCase() ?? (input.payer.startsWith('0x') ? input.payer.toLowerCase() : input.payer),
         recipient: input.payout.startsWith('0x') ? input.payout.toLowerCase() : input.payout,
-        amount: input.amount,
+        amount: signed(input) ? BigInt(signed(input)!.value).toString() : input.amount,
         fee: input.fee,
         platform: input.platform?.toLowerCase() ?? null,
         platformFee: input.platformFee ?? null,

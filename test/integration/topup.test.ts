@@ -688,19 +688,25 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     // The refund is what the records say, whatever a workflow input claims (issue 12): the refused
     // top-up is owed its delivered amount; the deposited one nothing; a run under another id nothing.
     const relayerAccount = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[0]);
-    const relayer = new Relayer(buildNetworkTable(h.tdb.config.env).get('base')!, relayerAccount, h.tdb.db);
+    const networks = buildNetworkTable(h.tdb.config.env);
+    const relayer = new Relayer(networks.get('base')!, relayerAccount, h.tdb.db);
     const inputOf = async (id: string) => {
       const first = (await h.temporal.workflow.getHandle(id).fetchHistory()).events![0];
       return defaultPayloadConverter.fromPayload<TopUpInput>(first.workflowExecutionStartedEventAttributes!.input!.payloads![0] as Payload);
     };
     const thief = privateKeyToAccount(generatePrivateKey()).address;
     const refusedInput = { ...(await inputOf(refunded.body.topupId)), payer: thief, netAmount: '999000000' };
-    await expect(refundOwed(h.tdb.db, refusedInput, relayer)).resolves.toEqual({ payee: payer.address.toLowerCase(), amount: 4_975_000n });
-    await expect(refundOwed(h.tdb.db, { ...(await inputOf(ok.body.topupId)), payer: thief }, relayer)).rejects.toMatchObject({
+    await expect(refundOwed(h.tdb.db, networks, refusedInput, relayer)).resolves.toEqual({
+      payee: payer.address.toLowerCase(),
+      amount: 4_975_000n,
+    });
+    await expect(refundOwed(h.tdb.db, networks, { ...(await inputOf(ok.body.topupId)), payer: thief }, relayer)).rejects.toMatchObject({
       type: 'RefundNotOwed',
       message: expect.stringContaining('its deposit succeeded'),
     });
-    await expect(refundOwed(h.tdb.db, { ...refusedInput, workflowId: `${refunded.body.topupId}-forged` }, relayer)).rejects.toMatchObject({
+    await expect(
+      refundOwed(h.tdb.db, networks, { ...refusedInput, workflowId: `${refunded.body.topupId}-forged` }, relayer),
+    ).rejects.toMatchObject({
       type: 'RefundNotOwed',
       message: expect.stringContaining('it is not the top-up of this authorization'),
     });

@@ -15,10 +15,11 @@ import { createWithdrawalActivities } from '../../activities/withdrawal';
 
 const randomAddress = (): Address => getAddress(`0x${randomBytes(20).toString('hex')}`);
 
-/** A stand-in Relayer: any property read (send, account, ...) is recorded and throws. */
-function recordingRelayer(touched: string[]): Relayer {
+/** A stand-in Relayer: any property read (send, account, ...) but its `address` is recorded and throws. */
+function recordingRelayer(touched: string[], address?: Address): Relayer {
   return new Proxy({} as Relayer, {
     get(_target, key) {
+      if (key === 'address' && address) return address;
       touched.push(String(key));
       throw new Error(`relayer.${String(key)} used`);
     },
@@ -82,8 +83,8 @@ describe('the mainnet gate in the permit and withdrawal activities (MAINNETS_ENA
       organizationId: 'o',
       apiKeyId: 'k',
       network: 'base',
-      gatewayWallet: randomAddress(),
-      token: randomAddress(),
+      gatewayWallet: networks.get('base')!.gatewayWallet,
+      token: networks.get('base')!.usdc!,
       depositor,
       amount: '1000',
       pollMs: 1000,
@@ -98,9 +99,9 @@ describe('the mainnet gate in the permit and withdrawal activities (MAINNETS_ENA
           asked.push(`relayerFor:${id}`);
           return recordingRelayer(touched);
         },
-        signerFor: (id, address) => {
-          asked.push(`signerFor:${id}:${address}`);
-          return recordingRelayer(touched);
+        signerFor: (role, id) => {
+          asked.push(`signerFor:${role}:${id}`);
+          return recordingRelayer(touched, depositor);
         },
       });
 
@@ -110,6 +111,6 @@ describe('the mainnet gate in the permit and withdrawal activities (MAINNETS_ENA
     expect({ asked, touched }).toEqual({ asked: [], touched: [] });
 
     await expect(activities(true).initiateGatewayWithdrawal(input)).rejects.toThrow('relayer.send used');
-    expect({ asked, touched }).toEqual({ asked: [`signerFor:base:${depositor}`], touched: ['send'] });
+    expect({ asked, touched }).toEqual({ asked: ['signerFor:depositor:base'], touched: ['send'] });
   });
 });

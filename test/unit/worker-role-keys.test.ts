@@ -9,6 +9,7 @@ import type { WithdrawalInput } from '../../src/gateway/withdrawal-types';
 import { createRefundActivities } from '../../activities/refund';
 import { createTopUpActivities } from '../../activities/topup';
 import { createWithdrawalActivities } from '../../activities/withdrawal';
+import type { SignerRole } from '../../activities/signers';
 import { openTestDatabase, type TestDatabase } from '../support/db';
 
 /**
@@ -20,10 +21,11 @@ import { openTestDatabase, type TestDatabase } from '../support/db';
 
 const randomAddress = (): Address => getAddress(`0x${randomBytes(20).toString('hex')}`);
 
-/** A stand-in Relayer: any property read (send, account, find, client, ...) is recorded and throws. */
-function recordingRelayer(name: string, touched: string[]): Relayer {
+/** A stand-in Relayer: any property read (send, account, find, client, ...) but its `address` is recorded and throws. */
+function recordingRelayer(name: string, touched: string[], address?: Address): Relayer {
   return new Proxy({} as Relayer, {
     get(_target, key) {
+      if (key === 'address' && address) return address;
       touched.push(`${name}.${String(key)}`);
       throw new Error(`${name}.${String(key)} used`);
     },
@@ -71,8 +73,8 @@ describe('a worker without a role key never signs that role with another key', (
         db: tdb.db,
         networks,
         relayerFor: () => recordingRelayer('relayer', touched),
-        signerFor: (id: EvmNetworkId, address: string) => {
-          asked.push(`${id}:${address}`);
+        signerFor: (role: SignerRole, id: EvmNetworkId) => {
+          asked.push(`${role}:${id}`);
           return signer;
         },
       }) as unknown as Parameters<typeof createRefundActivities>[0];
@@ -84,16 +86,16 @@ describe('a worker without a role key never signs that role with another key', (
     const withKey: string[] = [];
     await expect(createRefundActivities(deps(recordingRelayer('revenue', withKey))).sendRefund(input)).rejects.toThrow(/^revenue\./);
     expect(withKey.length).toBeGreaterThan(0);
-    expect(asked).toEqual([`${network}:${revenueWallet}`]);
+    expect(asked).toEqual([`revenue:${network}`]);
 
     // Without it: refused with a retryable failure, and no other key is used.
     asked.length = 0;
     await expect(createRefundActivities(deps(undefined)).sendRefund(input)).rejects.toMatchObject({
       type: 'RefundSignerMismatch',
       nonRetryable: false,
-      message: `this worker holds no key for the revenue wallet ${revenueWallet}`,
+      message: `this worker holds no key for the revenue wallet on ${network}`,
     });
-    expect(asked).toEqual([`${network}:${revenueWallet}`]);
+    expect(asked).toEqual([`revenue:${network}`]);
     expect(touched).toEqual([]);
     expect(await tdb.db.em.fork().count(RelayerTransaction, {})).toBe(0);
     const charge = await tdb.db.em.fork().findOneOrFail(InferenceCharge, { id: chargeId });
@@ -110,7 +112,7 @@ describe('a worker without a role key never signs that role with another key', (
         db: tdb.db,
         networks,
         relayerFor: () => recordingRelayer('relayer', touched),
-        signerFor: (id, address) => (id === 'base' && address === topUpRelayer ? signer : undefined),
+        signerFor: (role, id) => (role === 'topupRelayer' && id === 'base' ? signer : undefined),
       });
     const activities = activitiesWith(undefined);
     const input = {
@@ -121,18 +123,25 @@ describe('a worker without a role key never signs that role with another key', (
       netAmount: '1000000',
     } as unknown as TopUpInput;
     // Precondition: with the top-up relayer's key, the deposit goes to that wallet's signer.
-    await expect(activitiesWith(recordingRelayer('topup', withKey)).submitDeposit(input)).rejects.toThrow('topup.find used');
+    await expect(activitiesWith(recordingRelayer('topup', withKey, topUpRelayer)).submitDeposit(input)).rejects.toThrow('topup.find used');
+    // A top-up that names another wallet as its relayer (a workflow started by hand) is refused, not retried.
+    const elsewhere = { ...input, relayer: randomAddress() };
+    await expect(activitiesWith(recordingRelayer('topup', withKey, topUpRelayer)).submitDeposit(elsewhere)).rejects.toMatchObject({
+      type: 'WrongRelayer',
+      nonRetryable: true,
+    });
+    expect(withKey).toEqual(['topup.find']);
     for (const step of [activities.ensureMerchantAllowance, activities.submitDeposit]) {
       await expect(step(input)).rejects.toMatchObject({
         type: 'WrongRelayer',
         nonRetryable: false,
-        message: `this worker holds no key for the top-up relayer ${topUpRelayer}`,
+        message: 'this worker holds no key for the top-up relayer',
       });
     }
     expect(touched).toEqual([]);
   });
 
-  test('withdrawal: no key for the depositor -> refused before anything is signed; the relayer is never touched', async () => {
+  test('withdrawal: signs only as the configured depositor, only to the configured gateway wallet and token; nothing else is touched', async () => {
     const depositor = randomAddress();
     const touched: string[] = [];
     const activitiesWith = (signer: Relayer | undefined) =>
@@ -140,7 +149,7 @@ describe('a worker without a role key never signs that role with another key', (
         config: { RECEIPT_WAIT_MS: 1000, MAINNETS_ENABLED: false, env: {} },
         networks,
         relayerFor: () => recordingRelayer('relayer', touched),
-        signerFor: (id, address) => (id === network && address === depositor ? signer : undefined),
+        signerFor: (role, id) => (role === 'depositor' && id === network ? signer : undefined),
       });
     const activities = activitiesWith(undefined);
     const input: WithdrawalInput = {
@@ -148,17 +157,31 @@ describe('a worker without a role key never signs that role with another key', (
       organizationId: 'o',
       apiKeyId: 'k',
       network,
-      gatewayWallet: randomAddress(),
-      token: randomAddress(),
+      gatewayWallet: networks.get(network)!.gatewayWallet,
+      token: networks.get(network)!.usdc!,
       depositor,
       amount: '1',
       pollMs: 1000,
     };
     // Precondition: with the depositor's key, the withdrawal goes to that wallet's signer.
-    await expect(activitiesWith(recordingRelayer('depositor', [])).initiateGatewayWithdrawal(input)).rejects.toThrow('depositor.send used');
-    const refused = { submitted: false, reason: 'refused', detail: `this worker holds no key for the depositor ${depositor}` };
+    const depositorUsed: string[] = [];
+    const withKey = activitiesWith(recordingRelayer('depositor', depositorUsed, depositor));
+    await expect(withKey.initiateGatewayWithdrawal(input)).rejects.toThrow('depositor.send used');
+    expect(depositorUsed).toEqual(['depositor.send']);
+    const refused = { submitted: false, reason: 'refused', detail: `this worker holds no key for the depositor on ${network}` };
     expect(await activities.initiateGatewayWithdrawal(input)).toEqual(refused);
     expect(await activities.withdrawFromGateway(input)).toEqual(refused);
+    // A withdrawal started by hand pointing the depositor's key at another contract, token or depositor: refused, unsigned.
+    const foreign = {
+      submitted: false,
+      reason: 'refused',
+      detail: 'the withdrawal names a gateway wallet, token or depositor other than the configured ones',
+    };
+    for (const forged of [{ gatewayWallet: randomAddress() }, { token: randomAddress() }, { depositor: randomAddress() }]) {
+      expect(await withKey.initiateGatewayWithdrawal({ ...input, ...forged })).toEqual(foreign);
+      expect(await withKey.withdrawFromGateway({ ...input, ...forged })).toEqual(foreign);
+    }
+    expect(depositorUsed).toEqual(['depositor.send']);
     expect(touched).toEqual([]);
   });
 });
