@@ -22,6 +22,7 @@ import { x402States } from './x402-state';
 import { retryBridge, settleAcrossBridge, type BridgedSettlement } from './topup-bridge';
 import { OPERATOR_ACTIONS_PATCH, refundTopUpUpdate, retryDepositUpdate } from './operator-actions';
 import { operatorDesk } from './operator-desk';
+import { confirmOrPark } from './park';
 
 // Records and reads: quick, retried a few times.
 const { recordTopUp, checkSettlementGas } = proxyActivities<TopUpActivities>({
@@ -59,6 +60,12 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
     return { state: 'failed', errorReason };
   };
 
+  /**
+   * A deposit or refund transaction unproven past `parkAfterMs` (workflows/park.ts): operators see
+   * `needs_review` in Temporal, while the record keeps its state and the operator desk stays closed
+   * (a refund or a retried deposit must not run beside a transaction still in flight).
+   */
+  const park = () => upsertState('needs_review');
   // Operator actions: accepted only while the top-up waits in `needs_review` with no action under
   // way (the validator refuses anything else before it enters history). Each update answers with
   // the outcome of its action; a refused refund fails only the update.
@@ -157,7 +164,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   const submitted = await submitDeposit(input);
   let detail = submitted.submitted ? '' : submitted.detail;
   if (submitted.submitted) {
-    const receipt = await awaitDepositReceipt(input);
+    const receipt = await confirmOrPark(() => awaitDepositReceipt(input), 'the top-up deposit transaction', input.parkAfterMs, park);
     if (receipt.status === 'success') {
       await move('deposited', { ...txs, depositTx: receipt.hash });
       return end({ state: 'deposited' });
@@ -169,7 +176,7 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   // the delivered amount goes back to the payer.
   const error = `deposit failed (${detail}); the delivered amount was refunded to the payer`;
   await move('refunding', { ...txs, errorReason: 'deposit_failed', error });
-  const refund = await refundPayer(input);
+  const refund = await confirmOrPark(() => refundPayer(input), 'the top-up refund transaction', input.parkAfterMs, park);
   await move('refunded', { ...txs, errorReason: 'deposit_failed', error, refundTx: refund.hash });
   return end({ state: 'refunded', errorReason: 'deposit_failed' });
 }

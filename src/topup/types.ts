@@ -33,6 +33,8 @@ export interface TopUpInput {
   settle: Eip3009SettleInput | CrossChainSettleInput;
   /** Epoch ms when the gateway accepted the payment. */
   createdAt: number;
+  /** A deposit or refund unproven this long (ms) shows `needs_review`; absent: PARK_AFTER_MS (workflows/park.ts). */
+  parkAfterMs?: number;
 }
 
 /** Top-up states (docs/decisions.md "Top-up gateway"). */

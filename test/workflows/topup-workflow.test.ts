@@ -3,7 +3,10 @@ import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import type { TopUpInput } from '../../src/topup/types';
 import { settlementStepActivities } from '../../activities/settlement';
-import { useWorkflowTestEnv } from '../support/workflow-env';
+import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
+import { X402State } from '../../src/temporal/search-attributes';
+import { PARKED_MEMO } from '../../workflows/park';
+import { refundTopUpUpdate } from '../../workflows/operator-actions';
 
 /**
  * Orchestration of the TopUpWorkflow on a local Temporal server with stand-in activities, for the
@@ -16,7 +19,7 @@ describe('TopUpWorkflow orchestration (mocked activities)', () => {
   const t = useWorkflowTestEnv();
   const calls: string[] = [];
   const records: { state: string; extra: Record<string, unknown> }[] = [];
-  let scenario: { gas?: boolean; depositReverts?: boolean; settleRejects?: string } = {};
+  let scenario: { gas?: boolean; depositReverts?: boolean; settleRejects?: string; depositHeld?: Promise<void> } = {};
 
   const activities = {
     async recordTopUp(_input: TopUpInput, state: string, extra: Record<string, unknown> = {}) {
@@ -66,6 +69,8 @@ describe('TopUpWorkflow orchestration (mocked activities)', () => {
       return { submitted: true, hash: '0x' + '22'.repeat(32) };
     },
     async awaitDepositReceipt() {
+      calls.push('awaitDepositReceipt');
+      await scenario.depositHeld;
       return { status: scenario.depositReverts ? 'reverted' : 'success', hash: '0x' + '22'.repeat(32) };
     },
     async refundPayer() {
@@ -147,7 +152,7 @@ describe('TopUpWorkflow orchestration (mocked activities)', () => {
   test('a deposit that reverts on chain after it was signed is refunded', async () => {
     scenario = { depositReverts: true };
     expect(await run(input('base'))).toEqual({ state: 'refunded', errorReason: 'deposit_failed' });
-    expect(calls).toEqual(['verify', 'submitPayment', 'ensureMerchantAllowance', 'submitDeposit', 'refundPayer']);
+    expect(calls).toEqual(['verify', 'submitPayment', 'ensureMerchantAllowance', 'submitDeposit', 'awaitDepositReceipt', 'refundPayer']);
     expect(records.map((r) => r.state)).toEqual(['settling', 'depositing', 'refunding', 'refunded']);
     expect(records[3].extra).toEqual({
       settlementTx: '0x' + '11'.repeat(32),
@@ -155,6 +160,36 @@ describe('TopUpWorkflow orchestration (mocked activities)', () => {
       error: `deposit failed (deposit 0x${'22'.repeat(32)} reverted); the delivered amount was refunded to the payer`,
       refundTx: '0x' + '33'.repeat(32),
     });
+  });
+
+  test('a deposit unproven past parkAfterMs shows needs_review with the reason, refuses operator actions while in flight, then deposits once', async () => {
+    let release!: () => void;
+    scenario = { depositHeld: new Promise<void>((r) => (release = r)) };
+    setTimeout(release, 90_000).unref(); // never keeps the worker from shutting down
+    const i = { ...input('base'), parkAfterMs: 1_000 };
+    await t.withWorker(activities, async (taskQueue) => {
+      const handle = await t.env.client.workflow.start('topUpWorkflow', { workflowId: i.workflowId, taskQueue, args: [i] });
+      const seen: string[] = [];
+      for (const until = Date.now() + 30_000; Date.now() < until && seen.at(-1) !== 'needs_review';) {
+        seen.push((await handle.describe()).typedSearchAttributes.get(X402State) as string);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      expect(seen.at(-1)).toBe('needs_review');
+      expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({
+        reason:
+          'no proven outcome for the top-up deposit transaction within 1 s of its submission; the relayer keeps re-sending it and signs nothing new without proof',
+        at: expect.any(String),
+      });
+      // The record keeps its state, and no refund can run beside the deposit in flight.
+      expect(records.map((r) => r.state)).toEqual(['settling', 'depositing']);
+      expect(await updateRefusal(handle.executeUpdate(refundTopUpUpdate, { args: [{ operator: 'ops', reason: 'try' }] }))).toBe(
+        `top-up ${i.workflowId} is depositing: an operator action is taken only in needs_review`,
+      );
+      release();
+      expect(await handle.result()).toEqual({ state: 'deposited' });
+    });
+    expect(calls).toEqual(['verify', 'submitPayment', 'ensureMerchantAllowance', 'submitDeposit', 'awaitDepositReceipt']);
+    expect(records.map((r) => r.state)).toEqual(['settling', 'depositing', 'deposited']);
   });
 
   test('a settlement the child rejects ends failed with the mapped reason, nothing deposited', async () => {
