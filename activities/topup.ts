@@ -23,7 +23,7 @@ import { tokenAbi } from '../src/chains/evm/abi';
 import { merchantAbi } from '../src/topup/merchant-abi';
 import { loadTopupConfig } from '../src/topup/config';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
-import { gasCeilingRefusal } from '../src/chains/evm/gas-ceilings';
+import { gasCeilingRefusal, owedDespiteGas } from '../src/chains/evm/gas-ceilings';
 
 /** A GasVerdict as an activity result (no bigint). */
 export type GasCheck =
@@ -241,7 +241,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
           functionName: 'increaseAllowance',
           args: [deps.config.TOPUP_DEPOSITOR_CONTRACT as Address, BigInt(input.netAmount)],
         }),
-      }));
+      })).catch(owedDespiteGas); // the deposit (or its refund) is owed: a gas refusal waits, flagged
       const receipt = await awaitRecordedReceipt(relayer, id, deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable('increaseAllowance reverted', 'ApproveReverted');
     },

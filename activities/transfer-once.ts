@@ -1,6 +1,7 @@
 import { encodeFunctionData, keccak256, maxUint256, parseTransaction, toHex, type Address, type Hex } from 'viem';
 import { tokenAbi } from '../src/chains/evm/abi';
 import type { Relayer } from '../src/chains/evm/relayer';
+import { owedDespiteGas } from '../src/chains/evm/gas-ceilings';
 import { transferWithAuthorizationTypedData, type TokenDomain } from '../src/schemes/eip3009/typed-data';
 
 /** Each token's EIP-712 domain, read once per process (name and version never change for a deployment). */
@@ -28,10 +29,11 @@ export const transferOnceNonce = (effectId: string): Hex => keccak256(toHex(`x40
  * nonce is derived from the effect's id (`transferOnceNonce`), and the token marks that nonce used.
  * A second transaction of the same effect (a re-nonce, a replacement, another worker's retry) reverts
  * and moves nothing. Sent through the write-ahead relayer under `effectId`; a recorded call is re-sent
- * as it was (also a plain `transfer` recorded before transfers carried a key). Returns the hash.
+ * as it was (also a plain `transfer` recorded before transfers carried a key). Returns the hash. A
+ * refusal for its gas is retried (`owedDespiteGas`): the transfer is owed.
  */
 export async function sendTransferOnce(relayer: Relayer, effectId: string, token: Address, to: Address, value: bigint): Promise<Hex> {
-  return sendAsRecorded(relayer, effectId, async () => {
+  const sent = sendAsRecorded(relayer, effectId, async () => {
     const authorization = {
       from: relayer.address,
       to,
@@ -50,6 +52,7 @@ export async function sendTransferOnce(relayer: Relayer, effectId: string, token
     });
     return { to: token, data };
   });
+  return sent.catch(owedDespiteGas); // a refund is owed: a gas refusal waits, flagged, instead of failing
 }
 
 /** The call recorded under `effectId`, if any: what an earlier attempt (of any code version) signed. */

@@ -3,7 +3,7 @@ import { encodeFunctionData, erc20Abi, keccak256, maxUint256, parseTransaction, 
 import { privateKeyToAccount } from 'viem/accounts';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { tokenAbi } from '../../src/chains/evm/abi';
-import { GAS_CEILINGS, GAS_CEILING_EXCEEDED, callTypeOf, checkGas } from '../../src/chains/evm/gas-ceilings';
+import { GAS_CEILINGS, GAS_CEILING_EXCEEDED, callTypeOf, checkGas, owedDespiteGas } from '../../src/chains/evm/gas-ceilings';
 import { revertOf } from '../../src/chains/evm/calls';
 import { revertReason } from '../../src/permit/chain-errors';
 import { Relayer } from '../../src/chains/evm/relayer';
@@ -97,5 +97,27 @@ describe('the relayer', () => {
     const gasOf = async (id: string) => parseTransaction((await relayer.find(id))!.rawTx as Hex).gas;
     expect(await gasOf('refund:low')).toBe(60_000n);
     expect(await gasOf('refund:high')).toBe(ceiling);
+  });
+
+  test('a transfer we owe (refunds, a top-up allowance) is never given up for its gas: the refusal comes back retryable', async () => {
+    const chain = new ModelChain({ chainId: 84532 });
+    const relayer = relayerOn(chain, 'owed');
+    chain.gasEstimate = GAS_CEILINGS.transferWithAuthorization + 1n;
+    // As activities/transfer-once.ts and the top-up allowance send: the activity retries, the workflow waits flagged.
+    await expect(relayer.send('refund:owed', { to: TOKEN, data: refund(3) }).catch(owedDespiteGas)).rejects.toMatchObject({
+      type: GAS_CEILING_EXCEEDED,
+      nonRetryable: false,
+      message: expect.stringMatching(
+        /^refused: transferWithAuthorization is estimated at \d+ gas, above its ceiling of \d+; owed, so retried/,
+      ),
+    });
+    expect(chain.stats['eth_sendRawTransaction'] ?? 0).toBe(0);
+    // Once the estimate fits, the same effect is sent.
+    chain.gasEstimate = 60_000n;
+    await relayer.send('refund:owed', { to: TOKEN, data: refund(3) });
+    expect(await relayer.find('refund:owed')).not.toBeNull();
+    // Any other error passes as it was.
+    const other = new Error('rpc down');
+    expect(() => owedDespiteGas(other)).toThrow(other);
   });
 });

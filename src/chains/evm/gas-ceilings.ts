@@ -116,3 +116,20 @@ export function checkGas(data: Hex, estimate: bigint): bigint {
 /** The message of a gas-ceiling refusal, or undefined when `err` is none. */
 export const gasCeilingRefusal = (err: unknown): string | undefined =>
   err instanceof ApplicationFailure && err.type === GAS_CEILING_EXCEEDED ? err.message : undefined;
+
+/**
+ * A transfer we owe (a refund, a top-up's allowance) is never given up for its gas: the refusal is
+ * thrown again as retryable, so the activity retries with back-off and its workflow stays running in
+ * a state the stuck scan flags, until the ceiling or the chain lets it pass. Other errors pass through.
+ */
+export function owedDespiteGas(err: unknown): never {
+  const refused = gasCeilingRefusal(err);
+  if (refused) {
+    throw ApplicationFailure.create({
+      type: GAS_CEILING_EXCEEDED,
+      nonRetryable: false,
+      message: `${refused}; owed, so retried until it fits its ceiling (flagged by the stuck scan meanwhile)`,
+    });
+  }
+  throw err;
+}
