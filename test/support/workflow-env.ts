@@ -46,6 +46,14 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
   };
 }
 
+/**
+ * Start options for a workflow whose local activity is held (a confirmation that waits): the worker
+ * heartbeats a workflow task that a local activity keeps open at 80% of the task's timeout, and only
+ * then do its state changes, timers and updates reach the server. With the default 10 s each such step
+ * waits about 8 s; with 1 s, about 0.8 s. Only the latency changes, not the commands or their order.
+ */
+export const HELD_LOCAL_ACTIVITY = { workflowTaskTimeout: '1s' } as const;
+
 /** What an operator's update got: `accepted <result>`, or the validator's or handler's refusal message. */
 export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> =>
   p.then(
