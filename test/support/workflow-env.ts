@@ -1,6 +1,6 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { ensureTemporalCli } from '../../temporal/cli';
 import { X402_SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
@@ -9,8 +9,8 @@ import { workflowBundleOptions } from '../../src/temporal/workflow-bundle';
 /**
  * Workflow tests with mocked activities (Temporal's samples-typescript pattern): a local Temporal dev
  * server from the CLI the project builds (`TestWorkflowEnvironment.createLocal`), our search attributes
- * registered, the workflow bundle built once per file, and a worker per test with the activities the
- * test passes.
+ * registered, the workflow bundle the project's global setup built (test/support/workflows-global-setup.ts),
+ * and a worker per test with the activities the test passes.
  */
 export interface WorkflowTestEnv {
   env: TestWorkflowEnvironment;
@@ -20,6 +20,19 @@ export interface WorkflowTestEnv {
 }
 
 let runtimeInstalled = false;
+
+/** Where the workflows project's global setup wrote the bundle of our workflows. */
+export const WORKFLOW_BUNDLE_ENV = 'X402_TEST_WORKFLOWS_BUNDLE';
+
+/**
+ * Our workflows' bundle: the one the project's global setup built, or (a run outside that project, or
+ * another checkout's workflows) one built here.
+ */
+export async function workflowBundle(workflowsPath?: string): Promise<WorkflowBundleOption> {
+  const built = process.env[WORKFLOW_BUNDLE_ENV];
+  if (built && !workflowsPath) return { codePath: built };
+  return bundleWorkflowCode({ ...workflowBundleOptions(workflowsPath), logger: new DefaultLogger('WARN') });
+}
 
 /** `workflowsPath`: another checkout's workflows (the pre-patch history recorder); default ours. */
 export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}): Promise<WorkflowTestEnv> {
@@ -31,10 +44,7 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
   const env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path }, searchAttributes: [...X402_SEARCH_ATTRIBUTES], ui: false },
   });
-  const bundle: WorkflowBundleWithSourceMap = await bundleWorkflowCode({
-    ...workflowBundleOptions(opts.workflowsPath),
-    logger: new DefaultLogger('WARN'),
-  });
+  const bundle = await workflowBundle(opts.workflowsPath);
   return {
     env,
     async withWorker(activities, fn) {
