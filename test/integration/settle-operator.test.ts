@@ -138,7 +138,7 @@ describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s
         // The action was unfinished at the kill: the node has only the original, the update no outcome.
         await expect(h.chain.getTransaction({ hash: sent })).rejects.toThrow();
         expect((await h.chain.getTransaction({ hash: s.hash })).blockNumber).toBeNull();
-        expect(await updateEvents(handle)).toEqual({ accepted: true, completed: false });
+        expect(await updateEvents(handle, update.updateId)).toEqual({ accepted: true, completed: false });
         provider.setRules([]);
       },
     });

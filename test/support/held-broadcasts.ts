@@ -24,12 +24,19 @@ export const heldBroadcast = (provider: RpcProviderDouble, except: string[] = []
     { timeoutMs: 60_000, intervalMs: 50 },
   );
 
-/** Whether the workflow's history has accepted an update, and completed one. */
-export async function updateEvents(handle: WorkflowHandle): Promise<{ accepted: boolean; completed: boolean }> {
+/** Whether the workflow's history has accepted the update `updateId`, and completed it. */
+export async function updateEvents(handle: WorkflowHandle, updateId: string): Promise<{ accepted: boolean; completed: boolean }> {
   const events = (await handle.fetchHistory()).events ?? [];
-  const has = (type: number) => events.some((e) => e.eventType === type);
   return {
-    accepted: has(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED),
-    completed: has(EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED),
+    accepted: events.some(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_ACCEPTED &&
+        e.workflowExecutionUpdateAcceptedEventAttributes?.acceptedRequest?.meta?.updateId === updateId,
+    ),
+    completed: events.some(
+      (e) =>
+        e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_UPDATE_COMPLETED &&
+        e.workflowExecutionUpdateCompletedEventAttributes?.meta?.updateId === updateId,
+    ),
   };
 }
