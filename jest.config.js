@@ -29,6 +29,7 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/chains-mining.ts'],
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },
   ],
