@@ -75,35 +75,39 @@ export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> 
   );
 
 /**
- * The file's one WorkflowTestEnv (one server and one bundle per test file, however many describes use
- * it): started before the first tests that use it, closed after the file's last test.
+ * The file's one WorkflowTestEnv (one server per test file, however many describes use it): started
+ * by the first describe's `beforeAll`, or by the first `withWorker` of a `test.concurrent` (Jest starts
+ * those before nested `beforeAll` hooks), and closed after the file's last test.
  */
 let shared: Promise<WorkflowTestEnv> | undefined;
+let ready: WorkflowTestEnv | undefined;
+const startShared = () =>
+  (shared ??= startWorkflowTestEnv().then((env) => {
+    ready = env;
+    return env;
+  }));
 if (typeof afterAll === 'function') {
   // At import, so at the file's top level: after every describe of the file.
   afterAll(async () => {
     const env = shared;
     shared = undefined;
+    ready = undefined;
     await (await env)?.close();
   });
 }
 
 /** The file's WorkflowTestEnv, started before the enclosing describe's tests (see `shared`). */
 export function useWorkflowTestEnv(): WorkflowTestEnv {
-  let t: WorkflowTestEnv | undefined;
-  beforeAll(async () => {
-    shared ??= startWorkflowTestEnv();
-    t = await shared;
-  }, 120_000);
+  beforeAll(startShared, 120_000);
   const started = () => {
-    if (!t) throw new Error('the workflow test environment has not started');
-    return t;
+    if (!ready) throw new Error('the workflow test environment has not started');
+    return ready;
   };
   return {
     get env() {
       return started().env;
     },
-    withWorker: (activities, fn) => started().withWorker(activities, fn),
+    withWorker: async (activities, fn) => (await startShared()).withWorker(activities, fn),
     close: () => started().close(),
   };
 }
