@@ -1,7 +1,8 @@
 /**
  * Three projects (README "Tests"):
  *  - unit: pure tests, in parallel, no stack (`npm run test:unit`);
- *  - workflows: workflow code against mocked activities on a Temporal server the tests start (`npm run test:workflows`);
+ *  - workflows: workflow code against mocked activities on a Temporal server each file starts, the workflow
+ *    bundle built once by the global setup (`npm run test:workflows`);
  *  - integration: the real stack (Temporal, anvil chains, doubles) started once per Jest by the global
  *    setup, suites one at a time because they share chains and relayer keys; `npm run test:integration`
  *    runs shards side by side, each a Jest with its own stack (scripts/test-integration.js).
@@ -16,12 +17,19 @@ module.exports = {
   reporters: process.env.CI ? ['default', '<rootDir>/test/support/durations-reporter.js'] : ['default'],
   projects: [
     { ...common, displayName: 'unit', testMatch: ['<rootDir>/test/unit/**/*.test.ts'] },
-    { ...common, displayName: 'workflows', testMatch: ['<rootDir>/test/workflows/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'workflows',
+      testMatch: ['<rootDir>/test/workflows/**/*.test.ts'],
+      globalSetup: '<rootDir>/test/support/workflows-global-setup.ts',
+      globalTeardown: '<rootDir>/test/support/workflows-global-teardown.ts',
+    },
     {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.test.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/chains-mining.ts'],
       globalTeardown: '<rootDir>/test/support/global-teardown.ts',
     },
   ],

@@ -1,7 +1,11 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { parseEventLogs, type Address, type Hex } from 'viem';
+import { rpc } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { MediaJob } from '../../src/db/media';
 import { refundWorkflowId } from '../../src/inference/types';
+import { X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
 import { MEDIA, startMediaHarness, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
@@ -10,9 +14,10 @@ import { readStackInfo } from '../support/stack-info';
 /**
  * The media job workflow survives its worker: SIGKILL mid-job, restart, and the job finishes with
  * one provider submission and one charge; a cancelled job is refunded exactly once on chain, even
- * with the worker killed while the cancellation is in flight.
+ * with the worker killed while the refund's transfer is out and not yet mined.
  */
 const stack = readStackInfo();
+const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
 
 describe('media job durability (sqlite)', () => {
   let h: MediaHarness;
@@ -62,7 +67,7 @@ describe('media job durability (sqlite)', () => {
     expect(job.payment).toMatchObject({ state: 'delivered', refundTx: null });
   });
 
-  test('a cancelled job is refunded exactly once, with the worker killed during the cancellation', async () => {
+  test('a cancelled job is refunded exactly once, with the worker killed while the refund is in flight', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
     const refundsBefore = (await transfers(revenue, buyer.address)).length;
     const revenueNonceBefore = await h.chain.getTransactionCount({ address: revenue });
@@ -73,11 +78,36 @@ describe('media job durability (sqlite)', () => {
     const cancel = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${jobId}`);
     expect(cancel.status).toBe(202);
     expect(cancel.body).toEqual({ jobId, state: 'cancelling' });
-    await h.restartWorker({ kill: true });
+    const row = await h.tdb.db.em.fork().findOneOrFail(MediaJob, { id: jobId });
+    const refund = h.temporal.workflow.getHandle(refundWorkflowId(row.chargeId));
+    // The chain stops mining, so the refund is sent and then waits for its receipt: the worker is
+    // killed with the refund in flight, which the chain and the refund's workflow show while it is down.
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    try {
+      await waitUntil(
+        'the refund sent and waiting for its receipt',
+        async () =>
+          (
+            await refund.describe().catch((err: unknown) => (err instanceof WorkflowNotFoundError ? undefined : Promise.reject(err)))
+          )?.typedSearchAttributes.get(X402State) === 'refund_submitted',
+        { timeoutMs: 60_000, intervalMs: 100 },
+      );
+      await h.restartWorker({
+        kill: true,
+        whileDown: async () => {
+          expect((await refund.describe()).status.name).toBe('RUNNING');
+          expect(await transfers(revenue, buyer.address)).toHaveLength(refundsBefore);
+          expect(await h.chain.getTransactionCount({ address: revenue })).toBe(revenueNonceBefore + 1);
+          expect(await h.chain.getTransactionCount({ address: revenue, blockTag: 'pending' })).toBe(revenueNonceBefore + 2);
+        },
+      });
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+      await rpc(rpcUrl, 'evm_mine', []); // what waited in the pool
+    }
 
     const job = await h.waitForJob(buyer, jobId, (j) => j.payment.state === 'refunded', 90_000);
     expect(job).toMatchObject({ state: 'cancelled', error: 'cancelled by the buyer', assets: [] });
-    const row = await h.tdb.db.em.fork().findOneOrFail(MediaJob, { id: jobId });
     const provider = (await h.providerJobs()).find((j) => j.idempotencyKey === row.workflowId)!;
     expect(provider.cancelledAt).toEqual(expect.any(Number));
     // The job's workflow and its refund child are closed: nothing is left to send another refund.

@@ -4,6 +4,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { waitUntil } from '../../devnet/process';
+import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
@@ -15,6 +16,7 @@ import { OPERATOR_ACTIONS_MEMO, abandonBridgeLegUpdate, retryMintUpdate } from '
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { waitForReceipt } from '../support/evm';
+import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
 import { opsCli } from '../support/ops-cli';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
@@ -23,8 +25,9 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * to optimism-sepolia) in `needs_review` (README "For operators"), on the real stack: the attester
  * double signs with another key, so the mint would revert and the settlement waits for an operator.
  * `retry-mint` pays the seller exactly once once the attester is fixed; `abandon-bridge` refunds the
- * payer the gross amount on the source from the revenue wallet exactly once, across a worker SIGKILL,
- * and the abandoned leg never mints afterwards; a refund our records do not owe moves nothing.
+ * payer the gross amount on the source from the revenue wallet exactly once, across a worker SIGKILL
+ * while the refund is in flight (the provider double holds its broadcast), and the abandoned leg never
+ * mints afterwards; a refund our records do not owe moves nothing.
  */
 const OPTIMISM_SEPOLIA = 11155420;
 const VALUE = 2_000_000n;
@@ -37,6 +40,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
   let attester: BridgeAttester;
   let dest: PublicClient;
   let ops: ReturnType<typeof opsCli>;
+  let provider: RpcProviderDouble;
   // The revenue wallet (REVENUE_WALLET_PRIVATE_KEY) of this file alone, so its deltas are exact.
   const revenueKey = generatePrivateKey();
   const revenue = privateKeyToAccount(revenueKey);
@@ -49,10 +53,12 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
         RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
       }),
     });
+    provider = await startRpcProviderDouble({ upstream: stack.chains['base-sepolia'].rpcUrl });
     h = await startSettleHarness(kind, {
       relayerIndex: 3,
       platformFeeBps: 100,
       env: {
+        RPC_URLS_BASE_SEPOLIA: provider.url, // the source chain through the provider double
         BRIDGE_ATTESTATION_URL: attester.url,
         SETTLE_WAIT_MS: '5000',
         RECEIPT_WAIT_MS: '3000',
@@ -66,8 +72,12 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
   afterAll(async () => {
     await h?.close();
     await attester?.stop();
+    await provider?.stop();
   });
-  afterEach(() => attester.attestWith());
+  afterEach(() => {
+    attester.attestWith();
+    provider.setRules([]);
+  });
 
   const funder = () =>
     createWalletClient({
@@ -302,14 +312,29 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
       destBalance(h.payout),
     ]);
 
+    const payerBefore = await h.balanceOf(t.payer.address);
+
+    // The refund's broadcast is held: the worker is killed with the refund signed and recorded, not on the node.
+    provider.setRules(HOLD_BROADCASTS);
     const handle = h.temporal.workflow.getHandle(t.id);
     const update = await handle.startUpdate(abandonBridgeLegUpdate, {
       args: [{ operator: 'bob', reason: 'bridge message lost (INC-23)' }],
       waitForStage: WorkflowUpdateStage.ACCEPTED,
     });
+    const sent = await heldBroadcast(provider);
     const killed = h.worker.child.pid!;
-    await h.restartWorker({ kill: true });
-    expect(() => process.kill(killed, 0)).toThrow();
+    await h.restartWorker({
+      kill: true,
+      whileDown: async () => {
+        expect(() => process.kill(killed, 0)).toThrow();
+        // The action was unfinished at the kill: accepted, not completed, and nothing moved on chain.
+        expect(await updateEvents(handle, update.updateId)).toEqual({ accepted: true, completed: false });
+        await expect(h.chain.getTransaction({ hash: sent })).rejects.toThrow();
+        expect(await h.chain.getTransactionCount({ address: revenue.address, blockTag: 'pending' })).toBe(revenueNonce);
+        expect(await h.balanceOf(t.payer.address)).toBe(payerBefore);
+        provider.setRules([]);
+      },
+    });
 
     const outcome = await update.result();
     expect(outcome).toMatchObject({
@@ -319,6 +344,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
       operatorActions: [{ action: 'abandon-bridge', operator: 'bob', reason: 'bridge message lost (INC-23)', at: expect.any(String) }],
     });
     const refundTx = outcome.refund!.refundTx as Hex;
+    expect(refundTx).toBe(sent); // the refund recorded before the kill, sent by the restarted worker
     expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
     expect(await h.balanceOf(revenue.address)).toBe(revenueBefore - VALUE);
     expect(await h.chain.getTransactionCount({ address: revenue.address })).toBe(revenueNonce + 1);

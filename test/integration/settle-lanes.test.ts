@@ -1,4 +1,6 @@
 import { privateKeyToAccount } from 'viem/accounts';
+import { rpc } from '../../devnet/anvil';
+import { waitUntil } from '../../devnet/process';
 import { laneOf } from '../../src/chains/evm/relayer-lanes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -7,7 +9,8 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
 
 /**
  * RELAYER_PRIVATE_KEYS: one worker with two settlement lanes. Each payment is sent from the lane its
- * settlement's workflow id hashes to, both lanes carry settlements at once, and each settles exactly once.
+ * settlement's workflow id hashes to, both lanes carry settlements at once (the chain mines nothing until
+ * three are pending on each lane, then all six in one block), and each settles exactly once.
  */
 describe.each(DB_KINDS)('relayer lanes (%s)', (kind) => {
   let h: SettleHarness;
@@ -33,10 +36,30 @@ describe.each(DB_KINDS)('relayer lanes (%s)', (kind) => {
     }
     const bodies = perLane.flat();
     const payoutBefore = await h.balanceOf(h.payout);
+    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+    const nonces = (blockTag: 'latest' | 'pending') =>
+      Promise.all(lanes.map((address) => h.chain.getTransactionCount({ address, blockTag })));
+    const minedBefore = await nonces('latest');
 
-    const answers = await Promise.all(bodies.map((b) => h.settle(b)));
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    let answers: Awaited<ReturnType<SettleHarness['settle']>>[];
+    try {
+      const settling = Promise.all(bodies.map((b) => h.settle(b)));
+      await waitUntil(
+        'three settlements pending on each lane at once',
+        async () => (await nonces('pending')).every((n, i) => n === minedBefore[i]! + 3),
+        { timeoutMs: 30_000, intervalMs: 50 },
+      );
+      await rpc(rpcUrl, 'evm_mine', []);
+      answers = await settling;
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    }
 
     expect(answers.map((r) => [r.status, r.body.success])).toEqual(bodies.map(() => [200, true]));
+    const receipts = await Promise.all(answers.map((r) => h.chain.getTransactionReceipt({ hash: r.body.transaction })));
+    expect(new Set(receipts.map((r) => r.blockNumber)).size).toBe(1); // all six in the one block mined above
+    expect(await nonces('latest')).toEqual(minedBefore.map((n) => n + 3));
     for (let i = 0; i < bodies.length; i++) {
       const tx = await h.chain.getTransaction({ hash: answers[i].body.transaction });
       expect(tx.from.toLowerCase()).toBe(lanes[i < 3 ? 0 : 1].toLowerCase());

@@ -4,19 +4,24 @@ import { WorkflowUpdateStage } from '@temporalio/client';
 import type { Hex } from 'viem';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
+import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { X402State } from '../../src/temporal/search-attributes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { replaceUpdate } from '../../workflows/operator-actions';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
+import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { readStackInfo } from '../support/stack-info';
 
 /**
  * A settlement stuck in `submitted` resolved by an operator (README "For operators"), on the real
  * stack: the relayer's own repair is pushed far out (RELAYER_REPLACE_AFTER_MS, RECEIPT_WAIT_MS), so
  * only the operator's action moves it. `ops rebroadcast` re-sends a transaction the node dropped;
- * a `replace` accepted just before the worker is SIGKILLed still ends in exactly one transfer.
+ * a `replace` accepted and in flight when the worker is SIGKILLed still ends in exactly one transfer.
+ * The worker and the API reach the chain through the provider double, which holds the replacement's
+ * broadcast so that the kill lands while the action is unfinished.
  */
 const ROOT = join(__dirname, '..', '..');
 
@@ -25,17 +30,29 @@ describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s
   const buyer = TEST_ACCOUNTS.buyers[3];
   const relayer = TEST_ACCOUNTS.relayers[2];
   let rpcUrl: string;
+  let provider: RpcProviderDouble;
 
   beforeAll(async () => {
+    rpcUrl = readStackInfo().chains['base-sepolia'].rpcUrl;
+    provider = await startRpcProviderDouble({ upstream: rpcUrl });
     h = await startSettleHarness(kind, {
       relayerIndex: 2,
-      env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '90000', RELAYER_REPLACE_AFTER_MS: '600000' },
+      env: {
+        SETTLE_WAIT_MS: '1500',
+        RECEIPT_WAIT_MS: '90000',
+        RELAYER_REPLACE_AFTER_MS: '600000',
+        RPC_URLS_BASE_SEPOLIA: provider.url,
+      },
     });
-    rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
+  });
+  // Each test stops the chain's mining (`stuck`); it mines again whatever the test's outcome.
+  afterEach(async () => {
+    provider.setRules([]);
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
   });
   afterAll(async () => {
-    await rpc(rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
     await h?.close();
+    await provider?.stop();
   });
 
   const ops = (...args: string[]) =>
@@ -105,13 +122,26 @@ describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s
     const s = await stuck();
     const before = await h.chain.getTransaction({ hash: s.hash });
 
-    const update = await h.temporal.workflow.getHandle(s.workflowId).startUpdate(replaceUpdate, {
+    // Broadcasts hang at the provider: the replacement is signed and recorded, and never reaches the node.
+    provider.setRules(HOLD_BROADCASTS);
+    const handle = h.temporal.workflow.getHandle(s.workflowId);
+    const update = await handle.startUpdate(replaceUpdate, {
       args: [{ operator: 'dave', reason: 'fee too low (INC-4)' }],
       waitForStage: WorkflowUpdateStage.ACCEPTED,
     });
+    const sent = await heldBroadcast(provider, [s.hash]);
     const killed = h.worker.child.pid!;
-    await h.restartWorker({ kill: true });
-    expect(() => process.kill(killed, 0)).toThrow();
+    await h.restartWorker({
+      kill: true,
+      whileDown: async () => {
+        expect(() => process.kill(killed, 0)).toThrow();
+        // The action was unfinished at the kill: the node has only the original, the update no outcome.
+        await expect(h.chain.getTransaction({ hash: sent })).rejects.toThrow();
+        expect((await h.chain.getTransaction({ hash: s.hash })).blockNumber).toBeNull();
+        expect(await updateEvents(handle, update.updateId)).toEqual({ accepted: true, completed: false });
+        provider.setRules([]);
+      },
+    });
     const replaced = await update.result();
     expect(replaced.status).toBe('signed');
     expect(replaced.hash).not.toBe(s.hash);
@@ -128,8 +158,13 @@ describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - 2_000_000n);
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(relayerNonceBefore + 1);
     const recorded = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${s.workflowId}%` } });
-    expect(recorded.map((r) => ({ hash: r.hash, status: r.status, hashes: JSON.parse(r.hashes!) }))).toEqual([
-      { hash: replaced.hash, status: 'mined', hashes: [s.hash, replaced.hash] },
-    ]);
+    expect(recorded.map((r) => ({ hash: r.hash, status: r.status }))).toEqual([{ hash: replaced.hash, status: 'mined' }]);
+    // One record, at one nonce: the original, the replacement held at the kill, and the one the update
+    // answered. The retried action is a replace step of its own: once the restarted worker's
+    // confirmation has re-sent the held replacement, the retry bumps the fees once more.
+    const hashes = JSON.parse(recorded[0]!.hashes!) as string[];
+    expect(hashes.slice(0, 2)).toEqual([s.hash, sent]);
+    expect(hashes.at(-1)).toBe(replaced.hash);
+    expect(hashes.length).toBeLessThanOrEqual(3);
   }, 240_000);
 });

@@ -3,6 +3,7 @@ import { createPublicClient, createWalletClient, http, parseEventLogs, type Publ
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { waitUntil } from '../../devnet/process';
+import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
 import { DEVNET_BRIDGE_FEE_BPS } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
@@ -15,6 +16,7 @@ import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate } from '../../workflows/operat
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { waitForReceipt } from '../support/evm';
+import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
 import { opsCli } from '../support/ops-cli';
 import { exactPayment } from '../support/payments';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
@@ -23,7 +25,8 @@ import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
  * Operator actions on a cross-chain top-up in `needs_review` (README "For operators"), on the real
  * stack: the attester double signs with another key, so the bridge leg's mint would revert and the
  * top-up waits for an operator. `npm run ops` (the CLI, as a process) retries it once the attester is
- * fixed, and a refund accepted just before the worker is SIGKILLed still pays the payer exactly once.
+ * fixed, and a refund accepted and in flight when the worker is SIGKILLed (the provider double holds its
+ * broadcast on Base) still pays the payer exactly once.
  */
 const FEE_FIXED = 10_000n;
 const FEE_BPS = 30n;
@@ -37,6 +40,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
   let h: TopupHarness;
   let attester: BridgeAttester;
   let op: PublicClient;
+  let provider: RpcProviderDouble;
 
   beforeAll(async () => {
     const stack = (await import('../support/stack-info')).readStackInfo();
@@ -44,10 +48,12 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
     attester = await startBridgeAttester({
       chains: attesterChainsFrom({ ...chains, RPC_URLS_BASE_SEPOLIA: 'none', RPC_URLS_OPTIMISM_SEPOLIA: 'none' }),
     });
+    provider = await startRpcProviderDouble({ upstream: stack.chains.base.rpcUrl });
     h = await startTopupHarness(kind, {
       relayerIndex: 2,
       env: {
         ...chains,
+        RPC_URLS_BASE: provider.url, // Base through the provider double
         TOPUP_SOURCES: 'base,optimism',
         BRIDGE_ATTESTATION_URL: attester.url,
         TOPUP_WAIT_MS: '1500',
@@ -60,8 +66,12 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
   afterAll(async () => {
     await h?.close();
     await attester?.stop();
+    await provider?.stop();
   });
-  afterEach(() => attester.attestWith());
+  afterEach(() => {
+    attester.attestWith();
+    provider.setRules([]);
+  });
 
   const ops = (...args: string[]) => opsCli(h.stack.temporalAddress)(...args);
 
@@ -205,15 +215,29 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
     );
     const payerBefore = await h.usdcOf(t.payer.address);
     const relayerBefore = await h.usdcOf(h.relayer.address);
+    const relayerNonce = await h.chain.getTransactionCount({ address: h.relayer.address, blockTag: 'pending' });
 
+    // The refund's broadcast is held: the worker is killed with the refund signed and recorded, not on the node.
+    provider.setRules(HOLD_BROADCASTS);
     const handle = h.temporal.workflow.getHandle(t.id);
     const update = await handle.startUpdate(refundTopUpUpdate, {
       args: [{ operator: 'bob', reason: 'bridge message lost (INC-9)' }],
       waitForStage: WorkflowUpdateStage.ACCEPTED,
     });
+    const sent = await heldBroadcast(provider);
     const killed = h.worker.child.pid!;
-    await h.restartWorker({ kill: true });
-    expect(() => process.kill(killed, 0)).toThrow();
+    await h.restartWorker({
+      kill: true,
+      whileDown: async () => {
+        expect(() => process.kill(killed, 0)).toThrow();
+        // The action was unfinished at the kill: accepted, not completed, and nothing moved on chain.
+        expect(await updateEvents(handle, update.updateId)).toEqual({ accepted: true, completed: false });
+        await expect(h.chain.getTransaction({ hash: sent })).rejects.toThrow();
+        expect(await h.chain.getTransactionCount({ address: h.relayer.address, blockTag: 'pending' })).toBe(relayerNonce);
+        expect(await h.usdcOf(t.payer.address)).toBe(payerBefore);
+        provider.setRules([]);
+      },
+    });
 
     expect(await update.result()).toMatchObject({ state: 'refunded', errorReason: 'deposit_failed' });
     const record = await h.get(`/v1/demo-merchant/topups/${t.id}`);
@@ -230,6 +254,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
     expect(await h.usdcOf(h.relayer.address)).toBe(relayerBefore - owed);
     const refunds = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${t.id}:%` } });
     expect(refunds.map((r) => [r.id, r.hash])).toEqual([[`${t.id}:refund`, record.body.refundTx]]);
+    expect(record.body.refundTx).toBe(sent); // the refund recorded before the kill, sent by the restarted worker
     const receipt = await h.chain.getTransactionReceipt({ hash: record.body.refundTx });
     expect(receipt.status).toBe('success');
     const row = await rowOf(t.id);

@@ -8,7 +8,7 @@ const { basename } = require('node:path');
  * a file not listed counts as DEFAULT_SECONDS. Only the split depends on them, never a result.
  */
 const SECONDS = {
-  'settle-crosschain-operator': 100,
+  'settle-crosschain-operator': 70,
   'settle-operator': 140,
   'settle-durability': 110,
   'stuck-payments': 95,
@@ -28,7 +28,7 @@ const SECONDS = {
   withdrawal: 30,
   'settle-marketplace-fee': 30,
   settle: 31,
-  'media-durability': 30,
+  'media-durability': 35,
   'hostile-input': 26,
   'worker-rpc-errors': 25,
   'relayer-unknown-outcomes': 20,

@@ -57,7 +57,8 @@ export interface TopupHarness {
   merchantBalance(buyer: Address): Promise<bigint>;
   setCreditLimit(buyer: Address, limit: bigint): Promise<void>;
   depositedEvents(buyer: Address): Promise<bigint[]>;
-  restartWorker(opts?: { kill?: boolean }): Promise<void>;
+  /** Stops (SIGKILL with `kill`) and starts the worker again; `whileDown` runs between the two. */
+  restartWorker(opts?: { kill?: boolean; whileDown?: () => Promise<void> }): Promise<void>;
   /** A wallet client on the base devnet chain (the account pays gas). */
   walletOf(account: LocalAccount): ReturnType<typeof createWalletClient>;
   /** Resolves the rows of these top-ups once all exist (in any state). */
@@ -176,11 +177,12 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     },
     walletOf: (account) => wallet(account) as any,
     rows: (ids) => tdb.db.em.fork().find(TopUp, { id: { $in: ids } }),
-    async restartWorker({ kill = false } = {}) {
+    async restartWorker({ kill = false, whileDown } = {}) {
       if (kill) {
         worker.child.kill('SIGKILL');
         await worker.exited;
       } else await worker.stop();
+      await whileDown?.();
       worker = await startWorker(workerEnv);
     },
     async close() {

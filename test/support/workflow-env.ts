@@ -1,6 +1,6 @@
 import { WorkflowUpdateFailedError } from '@temporalio/client';
 import { TestWorkflowEnvironment } from '@temporalio/testing';
-import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleWithSourceMap } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, Runtime, Worker, type WorkflowBundleOption } from '@temporalio/worker';
 import { randomUUID } from 'node:crypto';
 import { ensureTemporalCli } from '../../temporal/cli';
 import { X402_SEARCH_ATTRIBUTES } from '../../src/temporal/search-attributes';
@@ -9,8 +9,8 @@ import { workflowBundleOptions } from '../../src/temporal/workflow-bundle';
 /**
  * Workflow tests with mocked activities (Temporal's samples-typescript pattern): a local Temporal dev
  * server from the CLI the project builds (`TestWorkflowEnvironment.createLocal`), our search attributes
- * registered, the workflow bundle built once per file, and a worker per test with the activities the
- * test passes.
+ * registered, the workflow bundle the project's global setup built (test/support/workflows-global-setup.ts),
+ * and a worker per test with the activities the test passes.
  */
 export interface WorkflowTestEnv {
   env: TestWorkflowEnvironment;
@@ -20,6 +20,19 @@ export interface WorkflowTestEnv {
 }
 
 let runtimeInstalled = false;
+
+/** Where the workflows project's global setup wrote the bundle of our workflows. */
+export const WORKFLOW_BUNDLE_ENV = 'X402_TEST_WORKFLOWS_BUNDLE';
+
+/**
+ * Our workflows' bundle: the one the project's global setup built, or (a run outside that project, or
+ * another checkout's workflows) one built here.
+ */
+export async function workflowBundle(workflowsPath?: string): Promise<WorkflowBundleOption> {
+  const built = process.env[WORKFLOW_BUNDLE_ENV];
+  if (built && !workflowsPath) return { codePath: built };
+  return bundleWorkflowCode({ ...workflowBundleOptions(workflowsPath), logger: new DefaultLogger('WARN') });
+}
 
 /** `workflowsPath`: another checkout's workflows (the pre-patch history recorder); default ours. */
 export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}): Promise<WorkflowTestEnv> {
@@ -31,10 +44,7 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
   const env = await TestWorkflowEnvironment.createLocal({
     server: { executable: { type: 'existing-path', path }, searchAttributes: [...X402_SEARCH_ATTRIBUTES], ui: false },
   });
-  const bundle: WorkflowBundleWithSourceMap = await bundleWorkflowCode({
-    ...workflowBundleOptions(opts.workflowsPath),
-    logger: new DefaultLogger('WARN'),
-  });
+  const bundle = await workflowBundle(opts.workflowsPath);
   return {
     env,
     async withWorker(activities, fn) {
@@ -45,6 +55,14 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
     close: () => env.teardown(),
   };
 }
+
+/**
+ * Start options for a workflow whose local activity is held (a confirmation that waits): the worker
+ * heartbeats a workflow task that a local activity keeps open at 80% of the task's timeout, and only
+ * then do its state changes, timers and updates reach the server. With the default 10 s each such step
+ * waits about 8 s; with 1 s, about 0.8 s. Only the latency changes, not the commands or their order.
+ */
+export const HELD_LOCAL_ACTIVITY = { workflowTaskTimeout: '1s' } as const;
 
 /** What an operator's update got: `accepted <result>`, or the validator's or handler's refusal message. */
 export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> =>
@@ -57,35 +75,39 @@ export const updateRefusal = (p: Promise<unknown>): Promise<string | undefined> 
   );
 
 /**
- * The file's one WorkflowTestEnv (one server and one bundle per test file, however many describes use
- * it): started before the first tests that use it, closed after the file's last test.
+ * The file's one WorkflowTestEnv (one server per test file, however many describes use it): started
+ * by the first describe's `beforeAll`, or by the first `withWorker` of a `test.concurrent` (Jest starts
+ * those before nested `beforeAll` hooks), and closed after the file's last test.
  */
 let shared: Promise<WorkflowTestEnv> | undefined;
+let ready: WorkflowTestEnv | undefined;
+const startShared = () =>
+  (shared ??= startWorkflowTestEnv().then((env) => {
+    ready = env;
+    return env;
+  }));
 if (typeof afterAll === 'function') {
   // At import, so at the file's top level: after every describe of the file.
   afterAll(async () => {
     const env = shared;
     shared = undefined;
+    ready = undefined;
     await (await env)?.close();
   });
 }
 
 /** The file's WorkflowTestEnv, started before the enclosing describe's tests (see `shared`). */
 export function useWorkflowTestEnv(): WorkflowTestEnv {
-  let t: WorkflowTestEnv | undefined;
-  beforeAll(async () => {
-    shared ??= startWorkflowTestEnv();
-    t = await shared;
-  }, 120_000);
+  beforeAll(startShared, 120_000);
   const started = () => {
-    if (!t) throw new Error('the workflow test environment has not started');
-    return t;
+    if (!ready) throw new Error('the workflow test environment has not started');
+    return ready;
   };
   return {
     get env() {
       return started().env;
     },
-    withWorker: (activities, fn) => started().withWorker(activities, fn),
+    withWorker: async (activities, fn) => (await startShared()).withWorker(activities, fn),
     close: () => started().close(),
   };
 }

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import { workerWorkflowOptions } from '../../src/temporal/workflow-bundle';
 import { markersNamed, patchIds } from '../support/history-events';
+import { workflowBundle } from '../support/workflow-env';
 import { EARLIER_HISTORIES, PRE_PATCH_HISTORIES, type RecordedHistory } from '../support/record-pre-patch-history';
 
 /**
@@ -34,7 +34,7 @@ describe.each(Object.entries({ ...PRE_PATCH_HISTORIES, ...EARLIER_HISTORIES }))(
   });
 
   test('replays with the current workflows without nondeterminism', async () => {
-    await expect(Worker.runReplayHistory(workerWorkflowOptions(), history, h.workflowId)).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowBundle: await workflowBundle() }, history, h.workflowId)).resolves.toBeUndefined();
   });
 });
 

@@ -3,7 +3,7 @@ import { PARKED_MEMO } from '../../workflows/park';
 import { OPERATOR_ACTIONS_MEMO, rebroadcastUpdate, replaceUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { HASH, PAYER, input } from '../support/settlement-workflow-mocks';
-import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
+import { HELD_LOCAL_ACTIVITY, updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
  * Operator nudges of a settlement whose transaction is out but not mined (rebroadcast / replace),
@@ -38,7 +38,12 @@ describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkf
       };
       await t.withWorker(activities, async (taskQueue) => {
         const i = input(++n);
-        const handle = await t.env.client.workflow.start(workflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+        const handle = await t.env.client.workflow.start(workflow, {
+          ...HELD_LOCAL_ACTIVITY,
+          taskQueue,
+          workflowId: i.workflowId,
+          args: [i],
+        });
         for (let k = 0; k < 100 && (await handle.describe()).typedSearchAttributes.get(X402State) !== 'submitted'; k++)
           await new Promise((r) => setTimeout(r, 100));
 
@@ -83,7 +88,7 @@ describe.each([{ workflow: fastSettlementWorkflow }, { workflow: settlementWorkf
       };
       await t.withWorker(activities, async (taskQueue) => {
         const s = input(++n, 'solana-devnet');
-        const sol = await t.env.client.workflow.start(workflow, { taskQueue, workflowId: s.workflowId, args: [s] });
+        const sol = await t.env.client.workflow.start(workflow, { ...HELD_LOCAL_ACTIVITY, taskQueue, workflowId: s.workflowId, args: [s] });
         for (let k = 0; k < 100 && (await sol.describe()).typedSearchAttributes.get(X402State) !== 'submitted'; k++)
           await new Promise((r) => setTimeout(r, 100));
         expect(await updateRefusal(sol.executeUpdate(rebroadcastUpdate, { args: [who] }))).toBe(
@@ -125,9 +130,14 @@ describe('fastSettlementWorkflow parking (mocked activities)', () => {
       // The held confirmation is let go whatever happens, so a failure cannot keep the worker from shutting down.
       setTimeout(release, 90_000).unref();
       const i = { ...input(++n), parkAfterMs: 1_500 };
-      const handle = await t.env.client.workflow.start(workflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+      const handle = await t.env.client.workflow.start(workflow, {
+        ...HELD_LOCAL_ACTIVITY,
+        taskQueue,
+        workflowId: i.workflowId,
+        args: [i],
+      });
       const states: (string | undefined)[] = [];
-      // A timer set while a local activity runs reaches the server with the task's heartbeat (about 8 s).
+      // A timer set while a local activity runs reaches the server with the task's heartbeat (HELD_LOCAL_ACTIVITY).
       for (const until = Date.now() + 60_000; Date.now() < until && states.at(-1) !== 'needs_review';) {
         states.push((await handle.describe()).typedSearchAttributes.get(X402State));
         await new Promise((r) => setTimeout(r, 100));

@@ -41,12 +41,14 @@ async function historyOf(handle: WorkflowHandle) {
 }
 
 describe.each([
-  { workflow: fastSettlementWorkflow, patch: { markers: 0, changeVersionUpserts: 0 } },
-  { workflow: settlementWorkflow, patch: { markers: 1, changeVersionUpserts: 1 } },
-])('$workflow.name (mocked activities)', ({ workflow, patch }) => {
+  { workflow: fastSettlementWorkflow, patch: { markers: 0, changeVersionUpserts: 0 }, firstId: 0 },
+  { workflow: settlementWorkflow, patch: { markers: 1, changeVersionUpserts: 1 }, firstId: 500 },
+])('$workflow.name (mocked activities)', ({ workflow, patch, firstId }) => {
   const t = useWorkflowTestEnv();
-  let n = 0;
+  let n = firstId; // the two types' tests may run at once: their workflow ids differ
 
+  // Tests whose retries wait out real back-offs (seconds) run concurrently with the others
+  // (`test.concurrent`): each has its own worker, task queue and workflow id.
   const run = (activities: object) =>
     t.withWorker(activities, async (taskQueue) => {
       const i = input(++n);
@@ -80,25 +82,28 @@ describe.each([
     expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 0, confirm: 0 });
   });
 
-  test('a transient verification failure is retried, then the payment settles', async () => {
+  test.concurrent('a transient verification failure is retried, then the payment settles', async () => {
     const m = mocks({ verify: [transient, transient, () => ({ isValid: true })] });
     const out = await run(m.activities);
     expect(out.value?.response).toEqual(settled);
     expect(m.calls).toEqual({ ...none, settlePayment: 3, verify: 3, submit: 1, confirm: 1 });
   });
 
-  test('a chain that stays down during verification: given up after 5 attempts, nothing submitted, not a rejection', async () => {
-    const m = mocks({ verify: [transient] });
-    const out = await run(m.activities);
-    expect(out.error).toBeInstanceOf(WorkflowFailedError);
-    expect(settlementRejection(out.error)).toBeUndefined();
-    // The last error, as when verification was its own activity whose retries ran out (the API answers 500).
-    const cause = (out.error as WorkflowFailedError).cause;
-    expect(cause).toBeInstanceOf(ApplicationFailure);
-    expect(cause).toMatchObject({ type: 'RpcError', message: 'rpc down' });
-    expect(m.calls).toEqual({ ...none, settlePayment: 5, verify: 5, submit: 0, confirm: 0 });
-    expect(out.history.states).toEqual([]); // it never left verifying
-  });
+  test.concurrent(
+    'a chain that stays down during verification: given up after 5 attempts, nothing submitted, not a rejection',
+    async () => {
+      const m = mocks({ verify: [transient] });
+      const out = await run(m.activities);
+      expect(out.error).toBeInstanceOf(WorkflowFailedError);
+      expect(settlementRejection(out.error)).toBeUndefined();
+      // The last error, as when verification was its own activity whose retries ran out (the API answers 500).
+      const cause = (out.error as WorkflowFailedError).cause;
+      expect(cause).toBeInstanceOf(ApplicationFailure);
+      expect(cause).toMatchObject({ type: 'RpcError', message: 'rpc down' });
+      expect(m.calls).toEqual({ ...none, settlePayment: 5, verify: 5, submit: 0, confirm: 0 });
+      expect(out.history.states).toEqual([]); // it never left verifying
+    },
+  );
 
   test('refused at submission (the call would revert): SettlementRejected, nothing to confirm', async () => {
     const m = mocks({ submit: [() => ({ submitted: false, detail: 'revert', response: rejected('invalid_transaction_state') })] });
@@ -108,7 +113,7 @@ describe.each([
     expect(m.calls).toEqual({ ...none, settlePayment: 1, verify: 1, submit: 1, confirm: 0 });
   });
 
-  test('once money may move, transient failures are retried until the outcome is known', async () => {
+  test.concurrent('once money may move, transient failures are retried until the outcome is known', async () => {
     // The confirmation's failure comes on attempt 5, verification's last: it is retried all the same.
     const m = mocks({
       submit: [transient, transient, transient, transient, () => ({ submitted: true, transaction: HASH })],
