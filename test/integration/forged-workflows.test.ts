@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { createPublicClient, createWalletClient, defineChain, http, numberToHex, type Address, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, http, numberToHex, type Address, type Hex, type PublicClient } from 'viem';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { buildNetworkTable } from '../../src/chains/networks';
@@ -8,7 +8,7 @@ import { BRIDGE_ABANDONED, BridgeTransfer } from '../../src/db/bridge-transfer';
 import { Settlement } from '../../src/db/entities';
 import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
 import { abandonBridgeLegUpdate } from '../../workflows/operator-actions';
-import { waitForReceipt } from '../support/evm';
+import { fundUsdc } from '../support/evm';
 import { readStackInfo } from '../support/stack-info';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { tokenAbi } from '../../src/chains/evm/abi';
@@ -322,21 +322,7 @@ describe.each(oneDbKind('sqlite'))('a forged cross-chain settlement and its brid
   test('bridge refund: a cross-chain settlement started by hand to a foreign payee, abandoned by hand, pays back only what its payer signed, to that payer', async () => {
     const thief = privateKeyToAccount(generatePrivateKey()).address;
     const payer = privateKeyToAccount(generatePrivateKey());
-    const funder = createWalletClient({
-      account: TEST_ACCOUNTS.buyers[0]!,
-      chain: defineChain({
-        id: h.stack.chains['base-sepolia'].chainId,
-        name: 'base-sepolia-devnet',
-        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-        rpcUrls: { default: { http: [h.stack.chains['base-sepolia'].rpcUrl] } },
-      }),
-      transport: http(h.stack.chains['base-sepolia'].rpcUrl),
-    });
-    const fund = async (to: Address, amount: bigint) =>
-      waitForReceipt(
-        h.chain,
-        await funder.writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [to, amount] }),
-      );
+    const fund = (to: Address, amount: bigint) => fundUsdc(h.stack.chains['base-sepolia'], h.stack.usdc, to, amount);
     await fund(payer.address, VALUE);
     // The wallet that would advance a refund holds ten times the payment: a forged amount could take it all.
     await fund(revenue, 10n * VALUE);

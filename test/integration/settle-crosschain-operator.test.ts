@@ -1,5 +1,5 @@
 import { WorkflowUpdateStage } from '@temporalio/client';
-import { createPublicClient, createWalletClient, http, numberToHex, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import { createPublicClient, http, numberToHex, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
@@ -13,9 +13,8 @@ import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/t
 import { X402State } from '../../src/temporal/search-attributes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { OPERATOR_ACTIONS_MEMO, abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
-import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
-import { waitForReceipt } from '../support/evm';
+import { fundUsdc } from '../support/evm';
 import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
 import { opsCli } from '../support/ops-cli';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
@@ -79,22 +78,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     provider.setRules([]);
   });
 
-  const funder = () =>
-    createWalletClient({
-      account: TEST_ACCOUNTS.buyers[0],
-      chain: {
-        id: h.stack.chains['base-sepolia'].chainId,
-        name: 'base-sepolia-devnet',
-        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-        rpcUrls: { default: { http: [h.stack.chains['base-sepolia'].rpcUrl] } },
-      },
-      transport: http(h.stack.chains['base-sepolia'].rpcUrl),
-    });
-  const fund = async (to: Address, amount: bigint) =>
-    waitForReceipt(
-      h.chain,
-      await funder().writeContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'transfer', args: [to, amount] }),
-    );
+  const fund = (to: Address, amount: bigint) => fundUsdc(h.stack.chains['base-sepolia'], h.stack.usdc, to, amount);
   const destBalance = (who: Address) => dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
   const payouts = async (nonce: string | null | undefined) => {
     const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });

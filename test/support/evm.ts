@@ -2,10 +2,16 @@ import {
   BaseError,
   ContractFunctionRevertedError,
   TransactionReceiptNotFoundError,
+  createPublicClient,
+  createWalletClient,
+  http,
+  type Address,
   type Hash,
   type PublicClient,
   type TransactionReceipt,
 } from 'viem';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { TEST_ACCOUNTS } from './accounts';
 
 /** EIP-2612 `Permit` typed-data types, as an owner signs them. */
 export const EIP2612_PERMIT_TYPES = {
@@ -50,4 +56,26 @@ export async function revertOf(run: () => Promise<unknown>): Promise<{ errorName
     throw err;
   }
   throw new Error('expected the call to revert');
+}
+
+/** Sends `amount` of `usdc` to `to` from the first funded test buyer on the devnet chain at `chain`, and waits for it. */
+export async function fundUsdc(
+  chain: { rpcUrl: string; chainId: number },
+  usdc: Address,
+  to: Address,
+  amount: bigint,
+): Promise<TransactionReceipt> {
+  const transport = http(chain.rpcUrl);
+  const wallet = createWalletClient({
+    account: TEST_ACCOUNTS.buyers[0],
+    chain: {
+      id: chain.chainId,
+      name: `devnet-${chain.chainId}`,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [chain.rpcUrl] } },
+    },
+    transport,
+  });
+  const hash = await wallet.writeContract({ address: usdc, abi: tokenAbi, functionName: 'transfer', args: [to, amount] });
+  return waitForReceipt(createPublicClient({ transport }), hash);
 }
