@@ -1,7 +1,7 @@
 import { ConfigError, loadConfig, type Config } from './config';
 import { mainnetAllowed } from './chains/mainnet-gate';
 import { temporalConnectionOptions } from './temporal/connection';
-import { buildNetworkTable, type EvmNetworkId, type NetworkTable } from './chains/networks';
+import { buildNetworkTable, missingFacts, type EvmNetworkId, type NetworkTable } from './chains/networks';
 import { solanaNetworks } from './chains/solana/context';
 import { inferenceConfig, type InferenceConfig } from './inference/config';
 import { mediaConfig, type MediaConfig } from './media/config';
@@ -25,6 +25,8 @@ export interface Startup {
   role: ProcessRole;
   config: Config;
   networks: NetworkTable;
+  /** Networks given RPC URLs that still lack a fact (chain id, token, facilitator), by name: logged as warnings. */
+  notices: string[];
   /** API and worker: paid chat and media generation. */
   inference?: InferenceConfig;
   media?: MediaConfig;
@@ -38,7 +40,8 @@ export interface Startup {
 export function loadStartup(role: ProcessRole, env: Record<string, string | undefined> = process.env): Startup {
   const config = loadConfig(env);
   const networks = buildNetworkTable(config.env);
-  const s: Startup = { role, config, networks };
+  const notices = [...networks.values()].map(missingFacts).filter((m): m is string => m !== undefined);
+  const s: Startup = { role, config, networks, notices };
   temporalConnectionOptions(config); // unreadable TLS files stop start-up here, by variable name
   if (role === 'api' || role === 'worker') {
     solanaNetworks(config); // a bad SOLANA_FEE_PAYER_KEY stops start-up here

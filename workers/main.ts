@@ -29,8 +29,9 @@ import { countRpcFailures } from '../src/chains/evm/rpc-spans';
  */
 async function main() {
   // All config (media and inference too) parsed, and in production checked, before anything starts.
-  const { config, networks, keys } = await startUp('worker');
+  const { config, networks, keys, notices } = await startUp('worker');
   const log = createLogger(config.LOG_LEVEL, 'worker');
+  for (const n of notices) log.warn(n);
   // The SDK's own metrics (workflow task latencies, slots, polls) for Prometheus, in seconds with the
   // unit in the name as ours are (temporal_workflow_task_execution_latency_seconds); before any native connection.
   if (config.WORKER_METRICS_ADDRESS) {

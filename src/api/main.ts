@@ -11,8 +11,9 @@ import { RateLimits } from '../http/rate-limit';
 /** The API process: Koa on HOST:PORT, talking to Temporal and the database. */
 async function main() {
   // All config (inference and media too) parsed, and in production checked, before anything starts.
-  const { config, networks } = await startUp('api');
+  const { config, networks, notices } = await startUp('api');
   const logger = createLogger(config.LOG_LEVEL, 'api');
+  for (const n of notices) logger.warn(n);
   startTracing('api', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);

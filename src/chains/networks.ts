@@ -72,6 +72,8 @@ interface StaticNetwork {
   /** Listed for POST /v1/permit only. */
   permitOnly?: boolean;
   usdc?: Address;
+  /** The token on the devnet chain that `npm start` runs (devnet mode only; production uses `usdc`). */
+  devnetUsdc?: Address;
   /** Default RPC URLs: the devnet anvil chains that `npm start` runs. */
   rpcUrls?: string[];
   /** Blocks that must follow a transaction's block before its receipt counts (see CONFIRMATION_DEPTH). */
@@ -92,143 +94,180 @@ interface StaticNetwork {
  */
 const CONFIRMATION_DEPTH = { rollup: 0, bft: 0, unknown: 2, bsc: 2, ethereum: 3, polygon: 5 } as const;
 
+/*
+ * Public facts, each with its source:
+ * - [spec]: the spec's "Batching gateway network table" (CAIP-2 chain id, gateway domain = CCTP domain).
+ * - [circle-usdc]: Circle's USDC list, developers.circle.com/stablecoins/usdc-contract-addresses.
+ * - [circle-cctp]: Circle's CCTP domains, developers.circle.com/cctp/concepts/supported-chains-and-domains.
+ * A fact we could not check against its issuer is absent: the operator supplies it (`CHAIN_ID_<NET>`,
+ * `USDC_ADDRESS_<NET>`) and start-up names what is missing (`missingFacts`). Absent now: the chain ids
+ * of bot-chain and bot-chain-testnet; the dollar token of bot-chain, bot-chain-testnet, bsc, megaeth,
+ * tempo (Permit2-only chains: Circle issues no USDC there that we could confirm), fluent-testnet
+ * (permit-only: the request names its token), worldchain and monad (not confirmed in Circle's list).
+ */
 const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   'base-sepolia': {
-    chainId: 84532,
+    chainId: 84532, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: true,
     facilitator: 'testnet',
-    gatewayDomain: 6,
-    cctpDomain: 6,
-    usdc: DEVNET_USDC_ADDRESS,
+    gatewayDomain: 6, // [spec]
+    cctpDomain: 6, // [spec]
+    usdc: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', // [circle-usdc] testnet
+    devnetUsdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8545'],
   },
   'optimism-sepolia': {
-    chainId: 11155420,
+    chainId: 11155420, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: true,
     facilitator: 'testnet',
-    gatewayDomain: 2,
-    cctpDomain: 2,
-    usdc: DEVNET_USDC_ADDRESS,
+    gatewayDomain: 2, // [spec]
+    cctpDomain: 2, // [spec]
+    usdc: '0x5fd84259d66Cd46123540766Be93DFE6D43130D7', // [circle-usdc] testnet
+    devnetUsdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8546'],
   },
   'arc-testnet': {
-    chainId: 5042002,
+    chainId: 5042002, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: true,
     facilitator: 'testnet',
-    gatewayDomain: 26,
-    cctpDomain: 26,
+    gatewayDomain: 26, // [spec]
+    cctpDomain: 26, // [spec]
     sameChainOnly: true,
+    usdc: '0x3600000000000000000000000000000000000000', // Circle: github.com/circlefin/skills, use-usdc (Arc Testnet USDC)
   },
+  // No public facts confirmed: chain id and token come from CHAIN_ID_/USDC_ADDRESS_BOT_CHAIN_TESTNET.
   'bot-chain-testnet': { testnet: true, facilitator: 'testnet', permit2Only: true },
-  'fluent-testnet': { chainId: 20994, testnet: true, facilitator: 'fluent', permitOnly: true },
+  'fluent-testnet': { chainId: 20994 /* [spec] */, testnet: true, facilitator: 'fluent', permitOnly: true },
   base: {
-    chainId: 8453,
+    chainId: 8453, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 6,
-    cctpDomain: 6,
-    usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913',
+    gatewayDomain: 6, // [spec]
+    cctpDomain: 6, // [spec]
+    usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', // [circle-usdc]
   },
   optimism: {
-    chainId: 10,
+    chainId: 10, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 2,
-    cctpDomain: 2,
-    usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85',
+    gatewayDomain: 2, // [spec]
+    cctpDomain: 2, // [spec]
+    usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', // [circle-usdc]
   },
   arbitrum: {
-    chainId: 42161,
+    chainId: 42161, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 3,
-    cctpDomain: 3,
-    usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831',
+    gatewayDomain: 3, // [spec]
+    cctpDomain: 3, // [spec]
+    usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', // [circle-usdc]
   },
   avalanche: {
-    chainId: 43114,
+    chainId: 43114, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 1,
-    cctpDomain: 1,
+    gatewayDomain: 1, // [spec]
+    cctpDomain: 1, // [spec]
     sameChainOnly: true,
-    usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E',
+    usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E', // [circle-usdc]
   },
   polygon: {
-    chainId: 137,
+    chainId: 137, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.polygon,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 7,
-    cctpDomain: 7,
-    usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359',
+    gatewayDomain: 7, // [spec]
+    cctpDomain: 7, // [spec]
+    usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', // [circle-usdc]
   },
   unichain: {
-    chainId: 130,
+    chainId: 130, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 10,
-    cctpDomain: 10,
-    usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6',
+    gatewayDomain: 10, // [spec]
+    cctpDomain: 10, // [spec]
+    usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6', // [circle-usdc]
   },
-  ink: { chainId: 57073, confirmationDepth: CONFIRMATION_DEPTH.rollup, testnet: false, facilitator: 'mainnet', cctpDomain: 21 },
-  worldchain: {
-    chainId: 480,
+  ink: {
+    chainId: 57073, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 14,
-    cctpDomain: 14,
+    cctpDomain: 21, // [circle-cctp] (the spec's gateway table has none for ink)
+    usdc: '0x2D270e6886d130D724215A266106e6832161EAEd', // [circle-usdc]
+  },
+  worldchain: {
+    chainId: 480, // [spec]
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
+    testnet: false,
+    facilitator: 'mainnet',
+    gatewayDomain: 14, // [spec]
+    cctpDomain: 14, // [spec]
   },
   sei: {
-    chainId: 1329,
+    chainId: 1329, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 16,
-    cctpDomain: 16,
+    gatewayDomain: 16, // [spec]
+    cctpDomain: 16, // [spec]
     sameChainOnly: true,
+    usdc: '0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392', // [circle-usdc]
   },
   hyperevm: {
-    chainId: 999,
+    chainId: 999, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
-    gatewayDomain: 19,
-    cctpDomain: 19,
+    gatewayDomain: 19, // [spec]
+    cctpDomain: 19, // [spec]
+    usdc: '0xb88339CB7199b77E23DB6E890353E22632Ba630f', // [circle-usdc]
   },
-  megaeth: { chainId: 4326, testnet: false, facilitator: 'mainnet', permit2Only: true },
-  bsc: { chainId: 56, confirmationDepth: CONFIRMATION_DEPTH.bsc, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  megaeth: { chainId: 4326 /* [spec] */, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  bsc: { chainId: 56 /* [spec] */, confirmationDepth: CONFIRMATION_DEPTH.bsc, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  // No public facts confirmed: chain id and token come from CHAIN_ID_/USDC_ADDRESS_BOT_CHAIN.
   'bot-chain': { testnet: false, facilitator: 'mainnet', permit2Only: true },
-  tempo: { testnet: false, facilitator: 'mainnet', permit2Only: true },
-  monad: { chainId: 143, testnet: false, facilitator: 'mainnet', cctpDomain: 15 },
-  // Chain id not in the spec: CHAIN_ID_ROBINHOOD. Its dollar token is USDG (USDG address: USDC_ADDRESS_ROBINHOOD).
-  robinhood: { confirmationDepth: CONFIRMATION_DEPTH.rollup, testnet: false, facilitator: 'mainnet', stablecoin: 'USDG' },
+  // Chain id: Tempo mainnet, 4217 (docs.chainstack.com/reference/tempo-eth-chainid; alchemy.com/rpc/tempo).
+  tempo: { chainId: 4217, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  monad: {
+    chainId: 143, // chainlist.org/chain/143 (Monad)
+    testnet: false,
+    facilitator: 'mainnet',
+    cctpDomain: 15, // [circle-cctp]
+  },
+  robinhood: {
+    chainId: 4663, // Robinhood: docs.robinhood.com/chain/connecting
+    confirmationDepth: CONFIRMATION_DEPTH.rollup,
+    testnet: false,
+    facilitator: 'mainnet',
+    stablecoin: 'USDG',
+    usdc: '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168', // USDG, Robinhood: docs.robinhood.com/chain/contracts
+  },
   ethereum: {
-    chainId: 1,
+    chainId: 1, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.ethereum,
     testnet: false,
     facilitator: 'none',
-    gatewayDomain: 0,
-    cctpDomain: 0,
-    usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48',
+    gatewayDomain: 0, // [spec]
+    cctpDomain: 0, // [spec]
+    usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', // [circle-usdc]
   },
   sonic: {
-    chainId: 146,
+    chainId: 146, // [spec]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'none',
-    gatewayDomain: 13,
-    cctpDomain: 13,
-    usdc: '0x29219dd400f2Bf60E5a23d13Be72B486D4038894',
+    gatewayDomain: 13, // [spec]
+    cctpDomain: 13, // [spec]
+    usdc: '0x29219dd400f2Bf60E5a23d13Be72B486D4038894', // [circle-usdc]
   },
 };
 
@@ -386,7 +425,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
           .transform(Number)
           .parse(v),
       ) ?? s.chainId;
-    const usdc = addr(`USDC_ADDRESS_${sfx}`) ?? s.usdc;
+    const usdc = addr(`USDC_ADDRESS_${sfx}`) ?? (devnet ? (s.devnetUsdc ?? s.usdc) : s.usdc);
     const facilitator = facilitators[s.facilitator];
     table.set(id, {
       id,
@@ -422,6 +461,24 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
     });
   }
   return table;
+}
+
+/**
+ * Why a network that has RPC URLs is still not enabled, as one line naming it and the variables to
+ * set (undefined when it is enabled or has no RPC URL). Start-up logs it: a chain id or token address
+ * we do not ship must come from the operator, and a network left off silently would look supported.
+ */
+export function missingFacts(n: EvmNetwork): string | undefined {
+  if (n.enabled || n.rpcUrls.length === 0) return undefined;
+  const group = TABLE[n.id].facilitator;
+  if (group === 'none') return `${n.id} has RPC URLs but is not enabled: the spec names no facilitator contract for it`;
+  const sfx = envSuffix(n.id);
+  const missing = [
+    n.chainId === undefined && `CHAIN_ID_${sfx} (its chain id is not shipped)`,
+    n.usdc === undefined && !n.permitOnly && `USDC_ADDRESS_${sfx} (its ${n.stablecoin} address is not shipped)`,
+    n.facilitator === undefined && `FACILITATOR_ADDRESS_${group.toUpperCase()}`,
+  ].filter((m): m is string => typeof m === 'string');
+  return `${n.id} has RPC URLs but is not enabled: set ${missing.join(', ')}`;
 }
 
 /**

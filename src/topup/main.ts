@@ -11,8 +11,9 @@ import { createTopupApp, topupErrorBody } from './app';
 /** The top-up gateway process: its own Koa app on HOST:TOPUP_PORT, same database and Temporal as the API. */
 async function main() {
   // All config parsed, and in production checked (no devnet value, contract code), before anything starts.
-  const { config, networks, topup } = await startUp('topup');
+  const { config, networks, topup, notices } = await startUp('topup');
   const logger = createLogger(config.LOG_LEVEL, 'topup');
+  for (const n of notices) logger.warn(n);
   startTracing('topup', { endpoint: config.OTEL_EXPORTER_OTLP_ENDPOINT });
   const db = await openDatabase(config);
   const temporal = await connectTemporal(config);

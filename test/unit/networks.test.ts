@@ -17,6 +17,7 @@ import {
   isEvmNetworkId,
   isListedToken,
   isSolanaNetworkId,
+  missingFacts,
   type EvmNetwork,
   type EvmNetworkId,
 } from '../../src/chains/networks';
@@ -165,8 +166,43 @@ describe('buildNetworkTable defaults', () => {
     for (const n of table.values()) {
       expect(n.caip2).toBe(n.chainId === undefined ? undefined : `eip155:${n.chainId}`);
     }
-    expect(table.get('tempo')!.chainId).toBeUndefined();
-    expect(table.get('tempo')!.caip2).toBeUndefined();
+    expect(table.get('bot-chain')!.chainId).toBeUndefined();
+    expect(table.get('bot-chain')!.caip2).toBeUndefined();
+  });
+
+  // Issue 40: every network's public facts ship with the code (sources in src/chains/networks.ts).
+  // A changed fact must be changed here too, against its source: a wrong token address is a money bug.
+  test("ships each network's chain id, token and CCTP domain we could verify, and nothing else", () => {
+    const prod = buildNetworkTable({ NODE_ENV: 'production' });
+    const facts = Object.fromEntries([...prod.values()].map((n) => [n.id, [n.chainId, n.usdc, n.cctpDomain]]));
+    expect(facts).toEqual({
+      base: [8453, '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', 6],
+      'base-sepolia': [84532, '0x036CbD53842c5426634e7929541eC2318f3dCF7e', 6],
+      optimism: [10, '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', 2],
+      'optimism-sepolia': [11155420, '0x5fd84259d66Cd46123540766Be93DFE6D43130D7', 2],
+      arbitrum: [42161, '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', 3],
+      avalanche: [43114, '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E', 1],
+      bsc: [56, undefined, undefined],
+      'bot-chain': [undefined, undefined, undefined],
+      'bot-chain-testnet': [undefined, undefined, undefined],
+      'arc-testnet': [5042002, '0x3600000000000000000000000000000000000000', 26],
+      polygon: [137, '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', 7],
+      unichain: [130, '0x078D782b760474a361dDA0AF3839290b0EF57AD6', 10],
+      ink: [57073, '0x2D270e6886d130D724215A266106e6832161EAEd', 21],
+      worldchain: [480, undefined, 14],
+      sei: [1329, '0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392', 16],
+      hyperevm: [999, '0xb88339CB7199b77E23DB6E890353E22632Ba630f', 19],
+      megaeth: [4326, undefined, undefined],
+      tempo: [4217, undefined, undefined],
+      monad: [143, undefined, 15],
+      robinhood: [4663, '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168', undefined],
+      'fluent-testnet': [20994, undefined, undefined],
+      ethereum: [1, '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', 0],
+      sonic: [146, '0x29219dd400f2Bf60E5a23d13Be72B486D4038894', 13],
+    });
+    // The devnet chains of `npm start` keep the devnet token; production gets Circle's testnet USDC.
+    expect(table.get('base-sepolia')!.usdc).toBe(DEVNET_USDC_ADDRESS);
+    expect(table.get('optimism-sepolia')!.usdc).toBe(DEVNET_USDC_ADDRESS);
   });
 
   test('testnet facilitator groups share the devnet facilitator', () => {
@@ -264,11 +300,35 @@ describe('buildNetworkTable env overrides', () => {
     expect(table.get('base-sepolia')).toMatchObject({ chainId: 31337, caip2: 'eip155:31337' });
   });
 
-  test('a network without chain id stays disabled even with RPC and facilitator', () => {
-    const tempo = buildNetworkTable({ RPC_URLS_TEMPO: 'https://tempo.example/rpc', FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR }).get(
-      'tempo',
-    )!;
-    expect(tempo.enabled).toBe(false);
+  test('a network without chain id stays disabled even with RPC, token and facilitator', () => {
+    const botChain = buildNetworkTable({
+      RPC_URLS_BOT_CHAIN: 'https://bot.example/rpc',
+      USDC_ADDRESS_BOT_CHAIN: '0x7777777777777777777777777777777777777777',
+      FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
+    }).get('bot-chain')!;
+    expect(botChain.enabled).toBe(false);
+  });
+
+  test('missingFacts names a network given RPC URLs but not enabled, and the variables it still needs', () => {
+    const table = buildNetworkTable({
+      RPC_URLS_BOT_CHAIN: 'https://bot.example/rpc',
+      RPC_URLS_TEMPO: 'https://tempo.example/rpc',
+      RPC_URLS_BASE: 'https://base.example/rpc',
+      RPC_URLS_SONIC: 'https://sonic.example/rpc',
+      RPC_URLS_FLUENT_TESTNET: 'https://fluent.example/rpc',
+    });
+    expect([...table.values()].map(missingFacts).filter(Boolean)).toEqual([
+      'base has RPC URLs but is not enabled: set FACILITATOR_ADDRESS_MAINNET',
+      'bot-chain has RPC URLs but is not enabled: set CHAIN_ID_BOT_CHAIN (its chain id is not shipped), USDC_ADDRESS_BOT_CHAIN (its USDC address is not shipped), FACILITATOR_ADDRESS_MAINNET',
+      'tempo has RPC URLs but is not enabled: set USDC_ADDRESS_TEMPO (its USDC address is not shipped), FACILITATOR_ADDRESS_MAINNET',
+      'fluent-testnet has RPC URLs but is not enabled: set FACILITATOR_ADDRESS_FLUENT',
+      'sonic has RPC URLs but is not enabled: the spec names no facilitator contract for it',
+    ]);
+    // Enabled networks (the devnet chains) and networks without RPC URLs say nothing.
+    expect(missingFacts(table.get('base-sepolia')!)).toBeUndefined();
+    expect(missingFacts(table.get('optimism')!)).toBeUndefined();
+    const robinhood = buildNetworkTable({ RPC_URLS_ROBINHOOD: 'https://rh.example/rpc', USDC_ADDRESS_ROBINHOOD: '' }).get('robinhood')!;
+    expect(missingFacts(robinhood)).toBe('robinhood has RPC URLs but is not enabled: set FACILITATOR_ADDRESS_MAINNET');
   });
 
   test('FACILITATOR_ADDRESS_TESTNET replaces the devnet facilitator on every testnet group network', () => {

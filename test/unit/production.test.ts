@@ -130,8 +130,10 @@ describe('production mode: no devnet default applies', () => {
 
   test('api: an enabled network with devnet contract defaults names each variable', () => {
     const names = refused(() => loadStartup('api', { ...apiEnv(), RPC_URLS_BASE_SEPOLIA: 'https://rpc.example' }));
-    // Permit2 and the x402 proxies default to their canonical addresses, which are production's too.
-    expect(names.sort()).toEqual(['FACILITATOR_ADDRESS_TESTNET', 'GATEWAY_WALLET_TESTNET', 'USDC_ADDRESS_BASE_SEPOLIA'].sort());
+    // Permit2 and the x402 proxies default to their canonical addresses, which are production's too, and
+    // the token to Circle's base-sepolia USDC (issue 40: public facts ship with the code).
+    expect(names.sort()).toEqual(['FACILITATOR_ADDRESS_TESTNET', 'GATEWAY_WALLET_TESTNET'].sort());
+    expect(buildNetworkTable(apiEnv()).get('base-sepolia')!.usdc).toBe('0x036CbD53842c5426634e7929541eC2318f3dCF7e');
     // An explicitly configured devnet address is refused the same way.
     const explicit = {
       ...apiEnv(),

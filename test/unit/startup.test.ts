@@ -52,6 +52,19 @@ describe('loadStartup parses every part of a process config at once', () => {
     expect(loadStartup('api', { INFERENCE_CHAT_NETWORK: 'optimism-sepolia' }).inference!.network).toBe('optimism-sepolia');
   });
 
+  test('a network given RPC URLs but lacking a fact is named, with the variables to set (issue 40)', () => {
+    for (const role of ['api', 'worker', 'topup'] as const) {
+      const s = loadStartup(role, {
+        RPC_URLS_TEMPO: 'https://tempo.example/rpc',
+        FACILITATOR_ADDRESS_MAINNET: '0x4444444444444444444444444444444444444444',
+      });
+      expect(s.networks.get('tempo')!.enabled).toBe(false);
+      expect(s.notices).toEqual(['tempo has RPC URLs but is not enabled: set USDC_ADDRESS_TEMPO (its USDC address is not shipped)']);
+    }
+    // The devnet alone (both chains enabled) says nothing.
+    expect(loadStartup('api', {}).notices).toEqual([]);
+  });
+
   test('topup: a bad TOPUP_* value names the variable', () => {
     expect(configError(() => loadStartup('topup', { TOPUP_FEE_BPS: '10000' }))).toMatch(/^ {2}TOPUP_FEE_BPS: /m);
     expect(configError(() => loadStartup('topup', { TOPUP_SOURCES: 'base,mars' }))).toMatch(/^ {2}TOPUP_SOURCES/m);
