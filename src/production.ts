@@ -180,6 +180,12 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
     }
   }
 
+  if (role === 'api' || role === 'topup') {
+    // Without a token /metrics answers loopback callers, and a reverse proxy on the same host is one.
+    if (!config.METRICS_TOKEN)
+      refuse('METRICS_TOKEN', 'required in production: without it /metrics is open to a reverse proxy on the same host');
+  }
+
   if (role === 'api') {
     if (!config.RELAYER_ADDRESS) refuse('RELAYER_ADDRESS', "required in production (the worker relayer's address)");
     devnetAddress('RELAYER_ADDRESS', config.RELAYER_ADDRESS);

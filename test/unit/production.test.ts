@@ -28,7 +28,7 @@ const randomAddress = () => getAddress(`0x${randomBytes(20).toString('hex')}`);
 const codecKeys = generatePayloadCodecKey('prod-1');
 /** A production environment that passes: own keys and addresses, no network enabled. */
 function productionEnv(extra: Record<string, string | undefined> = {}): Record<string, string | undefined> {
-  return { NODE_ENV: 'production', SESSION_SECRET: 'x'.repeat(40), PAYLOAD_CODEC_KEYS: codecKeys, ...extra };
+  return { NODE_ENV: 'production', SESSION_SECRET: 'x'.repeat(40), METRICS_TOKEN: 'm'.repeat(24), PAYLOAD_CODEC_KEYS: codecKeys, ...extra };
 }
 const relayerKey = generatePrivateKey();
 const revenueKey = generatePrivateKey();
@@ -155,6 +155,12 @@ describe('production mode: no devnet default applies', () => {
     expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_RELAYER_PRIVATE_KEY: topupKey }))).toEqual([
       'TOPUP_RELAYER_PRIVATE_KEY',
     ]);
+  });
+
+  test('api and top-up need METRICS_TOKEN in production (issue 39: /metrics is otherwise open to a same-host proxy); the worker does not', () => {
+    expect(refused(() => loadStartup('api', { ...apiEnv(), METRICS_TOKEN: undefined }))).toEqual(['METRICS_TOKEN']);
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), METRICS_TOKEN: undefined }))).toEqual(['METRICS_TOKEN']);
+    expect(loadStartup('worker', { ...workerEnv(), METRICS_TOKEN: undefined }).role).toBe('worker');
   });
 
   test('solana: an RPC URL without an own fee payer key, or with the devnet one, is refused', () => {
