@@ -134,7 +134,7 @@ describe('sendRefund moves money only on the proof of the settlement receipt', (
     expect(await tdb.db.em.fork().count(RelayerTransaction, {})).toBe(0);
   });
 
-  test('no receipt, a reverted one, another authorization, another token, or a payment to another wallet: not owed, nothing signed', async () => {
+  test('a reverted receipt, another authorization, another token, or a payment to another wallet: not owed, nothing signed', async () => {
     const { chargeId, payer, nonce } = await chargeOf();
     const other = `0x${'cd'.repeat(32)}` as Hex;
     const fake = randomAddress();
@@ -144,9 +144,6 @@ describe('sendRefund moves money only on the proof of the settlement receipt', (
       transfer(facilitator, o.to ?? revenue, CHARGED, o.token),
     ];
     const answers: (() => Promise<TransactionReceipt>)[] = [
-      async () => {
-        throw new TransactionReceiptNotFoundError({ hash: `0x${'ab'.repeat(32)}` });
-      },
       async () => receiptOf(paidWith({}), 'reverted'),
       async () => receiptOf(paidWith({ nonce: other })),
       async () => receiptOf(paidWith({ token: fake })),
@@ -162,13 +159,18 @@ describe('sendRefund moves money only on the proof of the settlement receipt', (
     expect(used).toEqual([]);
   });
 
-  test('an RPC call without an answer is retried, not taken as "not owed"; the proven payment goes on to signing', async () => {
+  test('an RPC call without an answer, or without a receipt, is retried, not taken as "not owed"; the proven payment goes on to signing', async () => {
     const { chargeId, payer, nonce } = await chargeOf();
     const used: string[] = [];
     const down = activitiesWith(async () => {
       throw new Error('fetch failed');
     }, used);
     await expect(down.sendRefund(refund(chargeId))).rejects.toThrow('fetch failed');
+    // No receipt is unknown too (a lagging replica): asked again, never "not owed".
+    const lagging = activitiesWith(async () => {
+      throw new TransactionReceiptNotFoundError({ hash: `0x${'ab'.repeat(32)}` });
+    }, used);
+    await expect(lagging.sendRefund(refund(chargeId))).rejects.toBeInstanceOf(TransactionReceiptNotFoundError);
     expect(used).toEqual([]);
     const paid = receiptOf([
       log(usdc, 'AuthorizationUsed', { authorizer: payer, nonce }),

@@ -1,4 +1,4 @@
-import { isAddressEqual, parseEventLogs, TransactionReceiptNotFoundError, type Address, type Hex, type PublicClient } from 'viem';
+import { isAddressEqual, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { tokenAbi } from './abi';
 
 /** What one of our settlement transactions did with a payer's EIP-3009 authorization, as the token logged it. */
@@ -13,16 +13,14 @@ export interface PaymentProof {
 
 type ReceiptReader = Pick<PublicClient, 'getTransactionReceipt'>;
 
-/** The token's logs of `tx` when it was mined and succeeded; null when the chain shows no such transaction. */
+/**
+ * The token's logs of `tx` when it was mined and succeeded; null when it reverted. No receipt is not
+ * proof of anything (a lagging replica answers so for a transaction it has not seen yet): like a call
+ * without an answer, it throws, and the activity asks again.
+ */
 async function tokenLogs(client: ReceiptReader, token: Address, tx: string) {
   if (!/^0x[0-9a-fA-F]{64}$/.test(tx)) return null;
-  let receipt;
-  try {
-    receipt = await client.getTransactionReceipt({ hash: tx as Hex });
-  } catch (err) {
-    if (err instanceof TransactionReceiptNotFoundError) return null;
-    throw err; // no answer: the activity retries
-  }
+  const receipt = await client.getTransactionReceipt({ hash: tx as Hex });
   if (receipt.status !== 'success') return null;
   return parseEventLogs({ abi: tokenAbi, logs: receipt.logs.filter((l) => isAddressEqual(l.address, token)) });
 }
@@ -33,8 +31,8 @@ const same = (a: string, b: string) => a.toLowerCase() === b.toLowerCase();
  * Reads the receipt of `tx` and proves, from the token's own logs, that it used `payer`'s
  * authorization `nonce` and how much it moved from the payer and to `wallet`. A refund pays back
  * only what such a proof shows (docs/security.md "Forged workflows"): our records and the workflow
- * input only say where to look. Null when the chain shows no such payment (no receipt, a reverted
- * transaction, another authorization); an RPC call without an answer throws (the activity retries).
+ * input only say where to look. Null when the chain shows no such payment (a reverted transaction,
+ * another authorization); no receipt, or an RPC call without an answer, throws (the activity retries).
  */
 export async function provenPayment(
   client: ReceiptReader,
