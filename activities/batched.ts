@@ -1,8 +1,9 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/activity';
 import type { Config } from '../src/config';
 import type { NetworkTable } from '../src/chains/networks';
 import { forwardToGateway, GatewayUnavailable } from '../src/schemes/batched/gateway-client';
 import type { BatchedSettleInput } from '../src/schemes/batched/types';
+import { heartbeatWhile } from './heartbeat';
 
 export interface BatchedActivityDeps {
   config: Pick<Config, 'GATEWAY_API_URL' | 'GATEWAY_API_URL_TESTNET' | 'GATEWAY_TIMEOUT_MS'>;
@@ -19,15 +20,11 @@ export function createBatchedActivities(deps: BatchedActivityDeps) {
     async forwardBatchedSettle(input: BatchedSettleInput): Promise<Record<string, unknown>> {
       const network = deps.networks.get(input.network);
       if (!network) throw ApplicationFailure.nonRetryable(`unknown network ${input.network}`, 'gateway_not_enabled');
-      // Heartbeats while the call is out, so a worker that dies mid-call is noticed in seconds.
-      const beat = setInterval(() => Context.current().heartbeat(), 500);
       try {
-        return await forwardToGateway(deps.config, network, 'settle', input.forwarded);
+        return await heartbeatWhile(() => forwardToGateway(deps.config, network, 'settle', input.forwarded));
       } catch (err) {
         if (err instanceof GatewayUnavailable) throw ApplicationFailure.retryable(err.message, 'GatewayUnavailable');
         throw err;
-      } finally {
-        clearInterval(beat);
       }
     },
   };

@@ -9,6 +9,7 @@ import type { EvmNetworkId } from '../src/chains/networks';
 import { Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { OperatorDecision } from '../workflows/operator-actions';
+import { heartbeatWhile } from './heartbeat';
 
 /** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (mainnet-gate.ts). */
 export type SettlementActivityDeps = WorkerDeps & { topUpRelayer?: string };
@@ -152,7 +153,8 @@ export function createSettlementActivities(deps: WorkerDeps) {
         .fork()
         .nativeUpdate(Settlement, { id: input.workflowId }, { operator: by.operator, operatorReason: `${how}: ${by.reason}` });
       try {
-        return await deps.relayerFor(input.network as EvmNetworkId, input.workflowId).nudge(relayerTxId(input.workflowId, 'settle'), how);
+        const relayer = deps.relayerFor(input.network as EvmNetworkId, input.workflowId);
+        return await heartbeatWhile(() => relayer.nudge(relayerTxId(input.workflowId, 'settle'), how));
       } catch (err) {
         if (/no relayer/.test(String(err))) throw ApplicationFailure.nonRetryable(String(err), 'OperatorActionRefused');
         throw err;

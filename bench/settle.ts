@@ -191,7 +191,7 @@ async function compileService(outDir: string): Promise<void> {
   const { code } = await tsc.exited;
   if (code !== 0) throw new Error(`tsc failed (exit ${code}): ${tsc.recentOutput()}`);
   symlinkSync(join(repoRoot(), 'node_modules'), join(outDir, 'node_modules')); // its imports resolve as from the repo
-  process.env.BENCH_DIST_DIR = outDir;
+  process.env.SERVICE_DIST_DIR = outDir;
 }
 
 async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): Promise<Stack> {

@@ -71,14 +71,15 @@ const RECENT_LINES = 40;
 
 /**
  * Node's arguments to run a TypeScript entry point in-process (`node --import tsx <script>`: the
- * spawned pid is the process itself, so a kill reaches it), or, when BENCH_DIST_DIR is set, its
+ * spawned pid is the process itself, so a kill reaches it), or, when SERVICE_DIST_DIR is set, its
  * compiled JavaScript there with the image's NODE_OPTIONS (`node <flags> <dir>/<script>.js`, as the
- * Docker image runs the service). V8 CPU profiles are written to BENCH_CPU_PROF when that is set
+ * Docker image runs the service): the benches compile with tsc, the integration tests with swc
+ * (scripts/compile-service.js). V8 CPU profiles are written to BENCH_CPU_PROF when that is set
  * (bench/README.md).
  */
 export function entryArgs(script: string): string[] {
   const prof = process.env.BENCH_CPU_PROF;
-  const dist = process.env.BENCH_DIST_DIR;
+  const dist = process.env.SERVICE_DIST_DIR;
   const profiling = prof ? ['--cpu-prof', `--cpu-prof-dir=${prof}`] : [];
   if (dist) return [...profiling, ...imageNodeOptions(), path.join(dist, path.relative(repoRoot(), script)).replace(/\.ts$/, '.js')];
   return [...profiling, '--import', 'tsx', script];

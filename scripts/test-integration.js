@@ -4,9 +4,14 @@
  * each a Jest of its own with its own stack (Temporal, chains, doubles: test/support/global-setup.ts),
  * its suites one at a time. The split is test/support/shard-sequencer.js. Each line is prefixed with its
  * shard; the exit code is the first failing shard's. `TEST_SHARDS=1` runs the project as one Jest.
+ * The service is transpiled once first (scripts/compile-service.js): the workers, APIs and ops CLIs the
+ * tests spawn load it from SERVICE_DIST_DIR, not through tsx.
  */
 const { spawn } = require('node:child_process');
+const { mkdtempSync, rmSync } = require('node:fs');
+const { tmpdir } = require('node:os');
 const { join } = require('node:path');
+const { compileService } = require('./compile-service');
 
 const shards = Number(process.env.TEST_SHARDS ?? 2);
 const extra = process.argv.slice(2);
@@ -32,6 +37,13 @@ function run(index) {
   }
   return new Promise((resolve) => child.on('exit', (code, signal) => resolve(code ?? (signal ? 1 : 0))));
 }
+
+const distDir = mkdtempSync(join(tmpdir(), 'x402-service-'));
+const compileStarted = Date.now();
+const compiled = compileService(distDir);
+console.log(`[integration] ${compiled} service files transpiled in ${Date.now() - compileStarted} ms`);
+process.env.SERVICE_DIST_DIR = distDir;
+process.on('exit', () => rmSync(distDir, { recursive: true, force: true }));
 
 Promise.all(Array.from({ length: shards }, (_, i) => run(i + 1))).then((codes) => {
   const failed = codes.findIndex((c) => c !== 0);

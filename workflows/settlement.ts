@@ -44,9 +44,11 @@ const { settlePayment } = proxyLocalActivities<SettlementActivities>({ startToCl
 const { verifyPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '30s', retry: SETTLEMENT_RETRY.verify });
 const { submitPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '60s', retry: SETTLEMENT_RETRY.untilKnown });
 const { confirmPayment } = proxyLocalActivities<SettlementActivities>({ startToCloseTimeout: '2m', retry: SETTLEMENT_RETRY.untilKnown });
-// An operator's nudge runs beside the confirmation (a normal activity: a worker crash does not lose it).
+// An operator's nudge runs beside the confirmation (a normal activity: a worker crash does not lose it,
+// and its heartbeat lets a dead worker's attempt be retried within seconds).
 const { nudgeSettlementTransaction } = proxyActivities<SettlementActivities>({
   startToCloseTimeout: '60s',
+  heartbeatTimeout: '5s',
   retry: { ...SETTLEMENT_RETRY.untilKnown, maximumAttempts: 5, nonRetryableErrorTypes: ['OperatorActionRefused'] },
 });
 

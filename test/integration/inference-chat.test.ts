@@ -4,7 +4,7 @@ import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
 import { rpc } from '../../devnet/anvil';
 import { DEFAULT_TEMPLATES, doubleReply, type StreamRecord } from '../../devnet/inference-provider';
 import { join } from 'node:path';
-import { findFreePort, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
+import { entryArgs, findFreePort, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
@@ -484,7 +484,7 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
     // whose guard looks at its charges 6 s after claiming them.
     const port = await findFreePort();
     const url = `http://127.0.0.1:${port}`;
-    const api = spawnManaged('api', process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'api', 'main.ts')], {
+    const api = spawnManaged('api', process.execPath, entryArgs(join(__dirname, '..', '..', 'src', 'api', 'main.ts')), {
       env: {
         ...process.env,
         ...h.env,

@@ -1,5 +1,3 @@
-import { execFile } from 'node:child_process';
-import { join } from 'node:path';
 import { WorkflowUpdateStage } from '@temporalio/client';
 import type { Hex } from 'viem';
 import { rpc } from '../../devnet/anvil';
@@ -11,6 +9,7 @@ import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { replaceUpdate } from '../../workflows/operator-actions';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
+import { opsCli } from '../support/ops-cli';
 import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { readStackInfo } from '../support/stack-info';
@@ -23,8 +22,6 @@ import { readStackInfo } from '../support/stack-info';
  * The worker and the API reach the chain through the provider double, which holds the replacement's
  * broadcast so that the kill lands while the action is unfinished.
  */
-const ROOT = join(__dirname, '..', '..');
-
 describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s)', (kind) => {
   let h: SettleHarness;
   const buyer = TEST_ACCOUNTS.buyers[3];
@@ -55,15 +52,7 @@ describe.each(oneDbKind('postgres'))('operator actions on a stuck settlement (%s
     await provider?.stop();
   });
 
-  const ops = (...args: string[]) =>
-    new Promise<{ code: number; out: string }>((resolve) => {
-      execFile(
-        join(ROOT, 'node_modules', '.bin', 'tsx'),
-        [join(ROOT, 'ops', 'cli.ts'), ...args],
-        { cwd: ROOT, env: { ...process.env, TEMPORAL_ADDRESS: h.stack.temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 180_000 },
-        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
-      );
-    });
+  const ops = (...args: string[]) => opsCli(h.stack.temporalAddress)(...args);
   /**
    * A payment whose transaction is out (recorded, broadcast) while the chain does not mine, past the
    * fast path's short wait (whose end re-sends the same bytes): the workflow is in `submitted`, waiting

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
+import { entryArgs } from '../../devnet/process';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -12,8 +13,8 @@ export const opsCli =
   (...args: string[]) =>
     new Promise<{ code: number; out: string }>((resolve) => {
       execFile(
-        join(ROOT, 'node_modules', '.bin', 'tsx'),
-        [join(ROOT, 'ops', 'cli.ts'), ...args],
+        process.execPath,
+        [...entryArgs(join(ROOT, 'ops', 'cli.ts')), ...args],
         { cwd: ROOT, env: { ...process.env, ...env, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 120_000 },
         (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
       );
