@@ -387,11 +387,11 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
   test('a node that does not mine holds a synchronous broadcast only until its bound; the sends after it are plain', async () => {
     const relayer = await paced(`${kind}-held`, { replaceAfterMs: 60_000 });
     await rpc(anvil.rpcUrl, 'evm_setAutomine', [false]);
-    let started = Date.now();
+    const started = Date.now();
     const a = await relayer.send(`${kind}-held-a`, { to: to(), data: '0x' });
-    const heldMs = Date.now() - started;
-    expect(heldMs).toBeGreaterThanOrEqual(SYNC_SEND_TIMEOUT_MS);
-    expect(heldMs).toBeLessThan(SYNC_SEND_TIMEOUT_MS + 2_000);
+    // Held for the bound, and answered while the node still mines nothing (the counts below): the
+    // send never waits for the block itself.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(SYNC_SEND_TIMEOUT_MS);
     // Sent again plainly after the bound ("already known": the node holds it once, unmined).
     expect(counted('eth_sendRawTransactionSync')).toBe(1);
     expect(counted('eth_sendRawTransaction')).toBe(1);
@@ -399,9 +399,7 @@ describe.each(DB_KINDS)('receipt waits with 1 s blocks (%s)', (kind) => {
     expect(await relayer.client.getTransactionCount({ address: relayer.address, blockTag: 'pending' })).toBe(mined + 1);
 
     calls.clear();
-    started = Date.now();
     const b = await relayer.send(`${kind}-held-b`, { to: to(), data: '0x' });
-    expect(Date.now() - started).toBeLessThan(500);
     expect(counted('eth_sendRawTransactionSync')).toBe(0);
     expect(counted('eth_sendRawTransaction')).toBe(1);
 
