@@ -8,7 +8,7 @@
  * tests spawn load it from SERVICE_DIST_DIR, not through tsx.
  */
 const { spawn } = require('node:child_process');
-const { mkdtempSync, rmSync } = require('node:fs');
+const { existsSync, mkdtempSync, readFileSync, rmSync } = require('node:fs');
 const { tmpdir } = require('node:os');
 const { join } = require('node:path');
 const { compileService } = require('./compile-service');
@@ -43,9 +43,29 @@ const compileStarted = Date.now();
 const compiled = compileService(distDir);
 console.log(`[integration] ${compiled} service files transpiled in ${Date.now() - compileStarted} ms`);
 process.env.SERVICE_DIST_DIR = distDir;
+process.env.SPAWN_TIMES_FILE = join(distDir, 'spawn-times.txt');
 process.on('exit', () => rmSync(distDir, { recursive: true, force: true }));
 
+/** Spawn-to-answer times of the processes the tests started (test/support/services.ts recordSpawnTime). */
+function spawnSummary() {
+  const file = process.env.SPAWN_TIMES_FILE;
+  const byKind = new Map();
+  for (const line of existsSync(file) ? readFileSync(file, 'utf8').split('\n') : []) {
+    const [kind, ms] = line.split(' ');
+    if (kind) byKind.set(kind, [...(byKind.get(kind) ?? []), Number(ms)]);
+  }
+  for (const [kind, times] of byKind) {
+    const sorted = times.sort((a, b) => a - b);
+    const total = sorted.reduce((a, b) => a + b, 0);
+    const p50 = sorted[Math.floor(sorted.length / 2)];
+    console.log(
+      `[integration] ${kind} spawned ${sorted.length}x: p50 ${p50} ms, max ${sorted.at(-1)} ms, total ${(total / 1000).toFixed(0)} s`,
+    );
+  }
+}
+
 Promise.all(Array.from({ length: shards }, (_, i) => run(i + 1))).then((codes) => {
+  spawnSummary();
   const failed = codes.findIndex((c) => c !== 0);
   if (failed >= 0) console.error(`integration shard ${failed + 1}/${shards} failed (exit ${codes[failed]})`);
   process.exit(failed >= 0 ? codes[failed] : 0);

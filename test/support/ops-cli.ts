@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { entryArgs } from '../../devnet/process';
+import { recordSpawnTime } from './services';
 
 const ROOT = join(__dirname, '..', '..');
 
@@ -12,10 +13,14 @@ export const opsCli =
   (temporalAddress: string, env: Record<string, string> = {}) =>
   (...args: string[]) =>
     new Promise<{ code: number; out: string }>((resolve) => {
+      const started = Date.now();
       execFile(
         process.execPath,
         [...entryArgs(join(ROOT, 'ops', 'cli.ts')), ...args],
         { cwd: ROOT, env: { ...process.env, ...env, TEMPORAL_ADDRESS: temporalAddress, TEMPORAL_NAMESPACE: 'default' }, timeout: 120_000 },
-        (err, stdout, stderr) => resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr }),
+        (err, stdout, stderr) => {
+          recordSpawnTime('ops', Date.now() - started);
+          resolve({ code: err ? ((err as { code?: number }).code ?? 1) : 0, out: stdout + stderr });
+        },
       );
     });

@@ -1,3 +1,4 @@
+import { appendFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { spawnManaged, entryArgs, waitUntil, type ManagedProcess } from '../../devnet/process';
@@ -33,13 +34,14 @@ export function dbEnv(config: Config): Record<string, string> {
 }
 
 /**
- * A real worker process (workers/main.ts loaded through tsx), ready once it has said so. `onLine` sees every
- * line it prints on stdout and stderr.
+ * A real worker process (workers/main.ts, compiled or through tsx: devnet/process.ts entryArgs), ready
+ * once it has said so. `onLine` sees every line it prints on stdout and stderr.
  */
 export async function startWorker(env: Record<string, string>, opts: { onLine?: (line: string) => void } = {}): Promise<ManagedProcess> {
   let ready = false;
-  // `node --import tsx` (not the tsx launcher): the spawned pid is the worker itself, so SIGKILL
-  // really kills it instead of orphaning a child that keeps polling.
+  // `node <entry>` (not the tsx launcher): the spawned pid is the worker itself, so SIGKILL really
+  // kills it instead of orphaning a child that keeps polling.
+  const spawned = Date.now();
   const proc = spawnManaged('worker', process.execPath, entryArgs(join(ROOT, 'workers', 'main.ts')), {
     env: { ...process.env, ...env },
     cwd: ROOT,
@@ -50,7 +52,13 @@ export async function startWorker(env: Record<string, string>, opts: { onLine?: 
     },
   });
   await waitUntil('worker ready', async () => ready, { timeoutMs: 60_000, intervalMs: 50, process: proc });
+  recordSpawnTime('worker', Date.now() - spawned);
   return proc;
+}
+
+/** Appends a spawned process's time to ready to SPAWN_TIMES_FILE (scripts/test-integration.js sums them up). */
+export function recordSpawnTime(what: string, ms: number): void {
+  if (process.env.SPAWN_TIMES_FILE) appendFileSync(process.env.SPAWN_TIMES_FILE, `${what} ${ms}\n`);
 }
 
 /**
