@@ -8,7 +8,7 @@ import { X402State, X402Stuck } from '../../src/temporal/search-attributes';
 import { stuckScanScheduleId } from '../../src/temporal/stuck-scan';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { DB_KINDS } from '../support/db';
+import { oneDbKind } from '../support/db';
 import { request, startApi } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { patchIds } from '../support/history-events';
@@ -30,7 +30,7 @@ function series(text: string, name: string, labels: Record<string, string>): num
   return line === undefined ? undefined : Number(line.slice(want.length));
 }
 
-describe.each(DB_KINDS)('stuck payments and health (%s)', (kind) => {
+describe.each(oneDbKind('sqlite'))('stuck payments and health (%s)', (kind) => {
   let h: SettleHarness;
   const buyer = TEST_ACCOUNTS.buyers[3];
   const relayer = TEST_ACCOUNTS.relayers[2];

@@ -9,9 +9,9 @@ const { basename } = require('node:path');
  */
 const SECONDS = {
   'settle-crosschain-operator': 70,
-  'settle-operator': 140,
+  'settle-operator': 90,
   'settle-durability': 110,
-  'stuck-payments': 95,
+  'stuck-payments': 50,
   'relayer-hygiene': 55,
   'topup-operator': 60,
   'settle-batched': 55,
