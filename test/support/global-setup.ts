@@ -18,6 +18,12 @@ import { STACK_INFO_ENV, stackInfoPath, type StackInfo } from './stack-info';
 import { workflowBundleOptions } from '../../src/temporal/workflow-bundle';
 
 /**
+ * Test-sized server waits: a workflow task that a killed worker held is retried after 2 s instead of
+ * the default 10 s (`npm start` and production keep 10 s). Kill tests wait for it, many times a run.
+ */
+const TEST_DYNAMIC_CONFIG = { 'history.defaultWorkflowTaskTimeout': '2s' };
+
+/**
  * Starts the real stack once for the whole run: a Temporal dev server (in memory), four anvil chains
  * with the real chain ids of base-sepolia, optimism-sepolia, base and optimism, our contracts deployed, the
  * bridge attester double, the litesvm-backed Solana node, and the workflow bundle built once
@@ -26,7 +32,7 @@ import { workflowBundleOptions } from '../../src/temporal/workflow-bundle';
 export default async function globalSetup(): Promise<void> {
   const quiet = () => undefined;
   const [temporal, base, optimism, baseMainnet, optimismMainnet] = await Promise.all([
-    startTemporalDevServer({ uiPort: false, log: quiet }),
+    startTemporalDevServer({ uiPort: false, log: quiet, dynamicConfig: TEST_DYNAMIC_CONFIG }),
     startAnvil({ chainId: 84532, log: quiet }),
     startAnvil({ chainId: 11155420, log: quiet }),
     startAnvil({ chainId: 8453, log: quiet }), // `base`: the top-up gateway's destination chain
