@@ -38,6 +38,21 @@ export const TEMPORAL_CLI: GoTool = {
   plainNames: true, // .tools/bin/temporal: the path the README gives operators
 };
 
+/**
+ * The Temporal server (not the dev server) and its SQL schema tool, of the version docker-compose.yml
+ * runs (temporalio/auto-setup:1.29.1; a unit test keeps the two equal): `npm run cluster` runs it on
+ * PostgreSQL with several history shards (temporal/cluster-server.ts).
+ */
+export const TEMPORAL_SERVER: GoTool = {
+  title: 'the Temporal server',
+  module: 'go.temporal.io/server',
+  version: 'v1.29.1',
+  binaries: [
+    { pkg: 'cmd/server', name: 'temporal-server' },
+    { pkg: 'cmd/tools/sql', name: 'temporal-sql-tool' },
+  ],
+};
+
 /** A hash of the files of a module folder of ours: its cached build is named after it. */
 function folderVersion(folder: string): string {
   const hash = createHash('sha256');
@@ -204,7 +219,11 @@ async function withBuildLock(target: string, log: LogFn, title: string, fn: () =
 }
 
 /** Every tool by the name `npm run tools -- <name>` takes. */
-export const GO_TOOLS: Record<string, GoTool> = { temporal: TEMPORAL_CLI, 'compose-config': COMPOSE_CONFIG };
+export const GO_TOOLS: Record<string, GoTool> = {
+  temporal: TEMPORAL_CLI,
+  'compose-config': COMPOSE_CONFIG,
+  'temporal-server': TEMPORAL_SERVER,
+};
 
 /** What `npm test` needs: the Temporal CLI (dev server) and the Compose loader. */
 export const TEST_TOOLS = ['temporal', 'compose-config'];

@@ -11,7 +11,7 @@ import { createCodecServer } from '../../src/temporal/codec-server';
 import { payloadCodecProblem } from '../../src/temporal/payload-codec';
 import { TOPUP_VARIABLES } from '../../src/topup/config';
 import type { ProcessRole } from '../../src/production';
-import { COMPOSE_CONFIG, ensureGoTool } from '../../tools/go-tools';
+import { COMPOSE_CONFIG, TEMPORAL_SERVER, ensureGoTool } from '../../tools/go-tools';
 
 /**
  * docker-compose.yml through Compose v2's own loader (tools/compose-config: compose-go, what
@@ -175,5 +175,9 @@ describe('docker-compose.yml loads with Compose v2 and configures every process 
       .flatMap(([name, s]) => Object.keys(s.environment ?? {}).map((variable) => `${name}.${variable}`))
       .filter((entry) => !known.has(entry.slice(entry.indexOf('.') + 1)));
     expect(unknown).toEqual([]);
+  });
+
+  test('npm run cluster builds the Temporal server of the version Compose runs', () => {
+    expect(model.services.temporal!.image).toBe(`temporalio/auto-setup:${TEMPORAL_SERVER.version.replace(/^v/, '')}`);
   });
 });
