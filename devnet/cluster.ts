@@ -8,7 +8,9 @@
  * PostgreSQL and Redis are the machine's own: CLUSTER_POSTGRES_URL (default
  * postgresql://postgres@127.0.0.1:5432/, trust authentication) and CLUSTER_REDIS_URL (default
  * redis://127.0.0.1:6379). Databases: x402_cluster (ours), x402_cluster_temporal and
- * x402_cluster_temporal_visibility; chain state and secrets in .data/cluster/.
+ * x402_cluster_temporal_visibility, named after CLUSTER_DATABASE (default x402_cluster); chain state,
+ * secrets and `processes.json` (each process's pid) in CLUSTER_DATA_DIR (default .data/cluster).
+ * A worker or API process that ends is reported and the others keep running.
  */
 import path from 'node:path';
 import { privateKeyToAddress } from 'viem/accounts';
@@ -18,7 +20,8 @@ import { anvilAccount } from './demo-accounts';
 import { repoRoot } from './process';
 import { runStack } from './stack';
 
-const DATA_DIR = '.data/cluster';
+const DATA_DIR = process.env.CLUSTER_DATA_DIR ?? '.data/cluster';
+const DATABASE = process.env.CLUSTER_DATABASE ?? 'x402_cluster';
 const postgres = new URL(process.env.CLUSTER_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/');
 const historyShards = Number(process.env.CLUSTER_HISTORY_SHARDS ?? 4);
 const database = (name: string) => Object.assign(new URL(postgres.href), { pathname: `/${name}` }).href;
@@ -47,21 +50,22 @@ runStack({
   command: 'npm run cluster',
   dataDir: DATA_DIR,
   env: {
-    DATABASE_URL: database('x402_cluster'),
+    DATABASE_URL: database(DATABASE),
     REDIS_URL: process.env.CLUSTER_REDIS_URL ?? 'redis://127.0.0.1:6379',
   },
   startTemporal: (config, log) =>
     startTemporalClusterServer({
       postgresUrl: postgres.href,
-      databasePrefix: 'x402_cluster_temporal',
+      databasePrefix: `${DATABASE}_temporal`,
       historyShards,
-      dir: path.join(repoRoot(), DATA_DIR, 'temporal'),
+      dir: path.resolve(repoRoot(), DATA_DIR, 'temporal'),
       port: Number(config.TEMPORAL_ADDRESS.split(':').pop()),
       namespace: config.TEMPORAL_NAMESPACE,
       log,
     }),
   temporalKind: `Temporal server ${TEMPORAL_SERVER.version} on PostgreSQL, ${historyShards} history shards, advanced visibility on PostgreSQL`,
   workers,
+  appsMayEnd: true,
   apis: (config) => [
     { name: 'api-1', port: config.PORT },
     { name: 'api-2', port: config.PORT + 10 },

@@ -63,7 +63,14 @@ export interface StackPlan {
   workers?: { name: string; env: Record<string, string> }[];
   /** The API processes by name and port; default one, `api` on PORT. */
   apis?: (config: Config) => { name: string; port: number }[];
+  /**
+   * A worker or API process that ends is reported and the rest keeps running, as on a cluster where
+   * they come and go (default: any child that ends stops everything).
+   */
+  appsMayEnd?: boolean;
 }
+
+let PLAN: StackPlan | undefined;
 
 let DATA_DIR = path.join(ROOT, '.data');
 
@@ -159,6 +166,10 @@ async function childDied(child: Child, how: string): Promise<void> {
   // SIGINT handler has run. Give that handler a moment before calling the exit unexpected.
   await new Promise((resolve) => setTimeout(resolve, 500));
   if (stopping) return;
+  if (PLAN?.appsMayEnd && apps.includes(child) && apps.some((c) => c !== child && !c.proc?.hasExited)) {
+    say(`${child.name} ${how}; the other processes keep running`);
+    return;
+  }
   process.stderr.write(`\n[start] ${child.name} ${how} unexpectedly; its last output:\n${child.log.recent()}\n\n`);
   await shutdown(1);
 }
@@ -408,6 +419,7 @@ async function all<T>(starts: Promise<T>[]): Promise<T[]> {
 
 /** Starts the stack `plan` describes, prints the summary, and stops everything on Ctrl-C. */
 export function runStack(plan: StackPlan): void {
+  PLAN = plan;
   DATA_DIR = path.resolve(ROOT, plan.dataDir);
   main(plan).catch(async (err) => {
     if (stopping) return;
@@ -508,6 +520,9 @@ async function main(plan: StackPlan): Promise<void> {
     startCodecServer(config, childEnv),
   ]);
   if (stopping) return;
+  // Which pid is which process, for scripts and tests that stop one (`processes.json` in the data folder).
+  const pids = Object.fromEntries([...apps, ...infra].filter((c) => c.pid !== process.pid).map((c) => [c.name, c.pid]));
+  writeFileSync(path.join(DATA_DIR, 'processes.json'), `${JSON.stringify({ stack: process.pid, ...pids }, null, 2)}\n`);
 
   await printSummary({
     plan,
