@@ -128,7 +128,7 @@ const schema = z.object({
     .optional(),
   SQLITE_PATH: z.string().min(1).default('.data/facilitator.sqlite'),
 
-  /** HMAC key of the `siwe-session` cookie. Required in production; devnet derives a file-backed one. */
+  /** HMAC key of the API's `siwe-session` cookie. Required by the API in production (src/production.ts); devnet derives a file-backed one. */
   SESSION_SECRET: z.string().min(32, 'must be at least 32 characters').optional(),
   SESSION_TTL_SECONDS: int()
     .pipe(z.number().positive())
@@ -254,6 +254,9 @@ const schema = z.object({
     .default('0.01'),
 });
 
+/** Every variable the schema reads (the compose file's test checks the services pass only known ones). */
+export const CONFIG_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export type Config = z.infer<typeof schema> & {
   publicUrl: string;
   env: Record<string, string | undefined>;
@@ -273,9 +276,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
     throw new ConfigError(`Invalid configuration:\n${lines.join('\n')}`);
   }
   const c = result.data;
-  if (c.NODE_ENV === 'production' && !c.SESSION_SECRET) {
-    throw new ConfigError('Invalid configuration:\n  SESSION_SECRET: required when NODE_ENV=production');
-  }
   const production = isProductionEnv(set);
   // Devnet only: every role is the devnet relayer unless set; the relayer's address follows its key
   // so a devnet stack that sets only RELAYER_PRIVATE_KEY stays consistent. Production derives nothing.

@@ -187,6 +187,9 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
   }
 
   if (role === 'api') {
+    // Signs the siwe-session cookie: a per-process key would end sessions at every restart and differ between API processes.
+    if (!config.SESSION_SECRET)
+      refuse('SESSION_SECRET', 'required in production (signs the siwe-session cookie, the same in every API process)');
     if (!config.RELAYER_ADDRESS) refuse('RELAYER_ADDRESS', "required in production (the worker relayer's address)");
     devnetAddress('RELAYER_ADDRESS', config.RELAYER_ADDRESS);
     const revenue = parts.inference?.revenueWallet;

@@ -96,6 +96,9 @@ const schema = z.object({
   INFERENCE_GUARD_DELAY_MS: int(1000, 86_400_000).optional(),
 });
 
+/** Every INFERENCE_* variable the API and worker read. */
+export const INFERENCE_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export interface InferenceConfig {
   providers: ProviderConfig[];
   templatesUrl: string;

@@ -53,6 +53,9 @@ const schema = z.object({
   MEDIA_AUTH_DOMAIN: z.string().min(1).optional(),
 });
 
+/** Every MEDIA_* variable the API and worker read. */
+export const MEDIA_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export interface MediaConfig {
   providerUrl: string;
   providerApiKey?: string;

@@ -66,6 +66,9 @@ const schema = z.object({
   TOPUP_ETH_PRICE_USDC: units().optional(),
 });
 
+/** Every TOPUP_* variable the gateway reads. */
+export const TOPUP_VARIABLES: readonly string[] = Object.keys(schema.shape);
+
 export type TopupConfig = z.infer<typeof schema> & { topupUrl: string };
 
 export function loadTopupConfig(env: Record<string, string | undefined> = process.env): TopupConfig {

@@ -193,11 +193,6 @@ describe('loadConfig rejects bad values with a ConfigError naming the variable',
     expect(err.message).toContain('DATABASE_URL: must be a postgres:// or postgresql:// URL');
   });
 
-  test('production without SESSION_SECRET fails', () => {
-    const err = configError({ NODE_ENV: 'production' });
-    expect(err.message).toBe('Invalid configuration:\n  SESSION_SECRET: required when NODE_ENV=production');
-  });
-
   test('production with a too-short SESSION_SECRET fails on SESSION_SECRET', () => {
     const err = configError({ NODE_ENV: 'production', SESSION_SECRET: 's'.repeat(31) });
     expect(err.message).toBe('Invalid configuration:\n  SESSION_SECRET: must be at least 32 characters');

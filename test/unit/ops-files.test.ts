@@ -120,10 +120,9 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
       'INFERENCE_REVENUE_WALLET',
       'PERMIT2_ADDRESS',
       'RELAYER_ADDRESS',
-      'SESSION_SECRET',
       'UPTO_PERMIT2_PROXY_ADDRESS',
     ];
-    expect(required('api')).toEqual([...shared, 'METRICS_TOKEN', 'PAYLOAD_CODEC_KEYS'].sort());
+    expect(required('api')).toEqual([...shared, 'METRICS_TOKEN', 'PAYLOAD_CODEC_KEYS', 'SESSION_SECRET'].sort());
     expect(required('worker')).toEqual(
       [
         ...shared,

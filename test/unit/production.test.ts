@@ -163,6 +163,13 @@ describe('production mode: no devnet default applies', () => {
     expect(loadStartup('worker', { ...workerEnv(), METRICS_TOKEN: undefined }).role).toBe('worker');
   });
 
+  test('only the API needs SESSION_SECRET in production (it signs the siwe-session cookie); the worker, top-up and the other processes do not', () => {
+    expect(refused(() => loadStartup('api', { ...apiEnv(), SESSION_SECRET: undefined }))).toEqual(['SESSION_SECRET']);
+    expect(loadStartup('worker', { ...workerEnv(), SESSION_SECRET: undefined }).role).toBe('worker');
+    expect(loadStartup('topup', { ...topupEnv(), SESSION_SECRET: undefined }).role).toBe('topup');
+    expect(loadConfig({ NODE_ENV: 'production' }).production).toBe(true); // migrate, ops, codec server
+  });
+
   test('solana: an RPC URL without an own fee payer key, or with the devnet one, is refused', () => {
     const rpcUrl = { SOLANA_RPC_URL_SOLANA_DEVNET: 'https://solana.example' };
     expect(refused(() => loadStartup('api', { ...apiEnv(), ...rpcUrl }))).toEqual(['SOLANA_FEE_PAYER_KEY']);
