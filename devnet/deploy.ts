@@ -140,12 +140,13 @@ async function rpc(client: Client, method: string, params: unknown[]): Promise<u
  * Deploys (or finds) the devnet contracts on the anvil chain at `rpcUrl`.
  *
  * Idempotent: when USDC and the facilitator already have code at their deterministic addresses it
- * only adds the Permit2 contracts if missing (see `ensurePermit2Contracts`), makes sure every relayer
- * is allowed (and has ETH) and returns. Otherwise it funds the deployer, deploys USDC (the issuer's
- * SignatureChecker and implementation, then the proxy at the deployer's nonce 0, initialized by the
- * issuer), X402Facilitator (nonce 1), places Permit2 and its two proxies, allows each relayer, mints
- * to each buyer (the issuer is the devnet minter) and gives relayers and buyers ETH. Throws if the deployer's nonces were already used
- * for something else, because the contracts would then not be at `devnetAddresses()`.
+ * checks the token is Circle's, only adds the Permit2 contracts if missing (see
+ * `ensurePermit2Contracts`), makes sure every relayer is allowed (and has ETH) and returns. Otherwise
+ * it funds the deployer, deploys USDC (the issuer's SignatureChecker and implementation, then the
+ * proxy at the deployer's nonce 0, initialized by the issuer), X402Facilitator (nonce 1), places
+ * Permit2 and its two proxies, allows each relayer, mints to each buyer (the issuer is the devnet
+ * minter) and gives relayers and buyers ETH. Throws if the deployer's nonces were already used for
+ * something else, because the contracts would then not be at `devnetAddresses()`.
  */
 export async function deployDevnet(options: DeployDevnetOptions): Promise<DevnetDeployment> {
   // Before any request: solc-js compiles synchronously (over 10 s on a slow machine without the cached
