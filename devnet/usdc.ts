@@ -171,7 +171,7 @@ async function initializeFiatToken(
 /**
  * Makes `minter` a minter of the devnet USDC with `allowance` (the bridge's transmitter mints without
  * limit; its messenger only burns, which FiatToken allows minters alone), as the master minter (the
- * issuer). Idempotent.
+ * issuer). Idempotent; an allowance partly spent is set back to `allowance`.
  */
 export async function ensureUsdcMinter(client: UsdcClient, issuer: IssuerWallet, minter: Address, allowance: bigint): Promise<void> {
   const token = { address: DEVNET_USDC_ADDRESS, abi: fiatTokenAbi() } as const;

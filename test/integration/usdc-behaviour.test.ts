@@ -1,26 +1,35 @@
-import { createWalletClient, defineChain, http, type Address, type Hex } from 'viem';
+import { createWalletClient, defineChain, http, maxUint256, numberToHex, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { DEVNET_USDC_ISSUER_KEY } from '../../src/chains/devnet-addresses';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
-import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { permit2SettleWorkflowId, settleWorkflowId } from '../../src/temporal/workflow-ids';
+import {
+  DEVNET_USDC_ISSUER_KEY,
+  PERMIT2_CANONICAL_ADDRESS,
+  X402_EXACT_PERMIT2_PROXY_ADDRESS,
+  X402_UPTO_PERMIT2_PROXY_ADDRESS,
+} from '../../src/chains/devnet-addresses';
 import { fiatTokenAbi } from '../../devnet/usdc';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { fundUsdc, waitForReceipt } from '../support/evm';
+import { permit2Payment } from '../support/permit2-payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
-/**
- * What Circle's USDC (FiatToken V2.2, as the devnet runs it) does that a token of our own never did:
- * a blacklisted payer or payout, a paused token, an authorization used by another transfer or
- * canceled with `cancelAuthorization`. Each payment is refused with the spec's reason, moves no money
- * (exact balance deltas) and leaves its workflow finished, with nothing signed.
- */
+type PaymentBody = Awaited<ReturnType<SettleHarness['pay']>> | Awaited<ReturnType<typeof permit2Payment>>;
+
 const devnetChain = {
   name: 'base-sepolia (devnet)',
   nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
   rpcUrls: { default: { http: ['http://127.0.0.1'] } },
 } as const;
 
+/**
+ * What Circle's USDC (FiatToken V2.2, as the devnet runs it) does that a token of our own never did:
+ * a blacklisted payer or payout, a paused token, an authorization used by another transfer or
+ * canceled with `cancelAuthorization` (EIP-3009; a paused token on Permit2 too). Each payment is
+ * refused with the spec's reason, moves no money (exact balance deltas) and leaves its workflow
+ * finished, with nothing signed.
+ */
 describe.each(oneDbKind('sqlite'))('USDC behaviour on /v1/settle (%s)', (kind) => {
   let h: SettleHarness;
   const issuer = privateKeyToAccount(DEVNET_USDC_ISSUER_KEY);
@@ -77,19 +86,18 @@ describe.each(oneDbKind('sqlite'))('USDC behaviour on /v1/settle (%s)', (kind) =
    * payout, fee recipient or facilitator moved, the workflow failed (finished), its row rejected and
    * no relayer transaction recorded for it.
    */
-  async function expectRefused(
-    buyer: PrivateKeyAccount,
-    body: Awaited<ReturnType<SettleHarness['pay']>>,
-    status: number,
-    errorReason: string,
-  ) {
+  async function expectRefused(buyer: PrivateKeyAccount, body: PaymentBody, status: number, errorReason: string) {
     const holders = [buyer.address, h.payout, h.feeRecipient, h.stack.facilitator];
     const before = await Promise.all(holders.map((a) => h.balanceOf(a)));
     const res = await h.settle(body);
     expect({ status: res.status, body: res.body }).toEqual({ status, body: refused(errorReason, buyer.address) });
     expect(await Promise.all(holders.map((a) => h.balanceOf(a)))).toEqual(before);
 
-    const id = settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce);
+    const { payload } = body.paymentPayload;
+    const id =
+      'permit' in payload
+        ? permit2SettleWorkflowId('base-sepolia', buyer.address, payload.permit.nonce)
+        : settleWorkflowId('base-sepolia', buyer.address, payload.authorization.nonce);
     const described = await h.temporal.workflow.getHandle(id).describe();
     expect(described.status.name).toBe('FAILED');
     const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id });
@@ -127,6 +135,32 @@ describe.each(oneDbKind('sqlite'))('USDC behaviour on /v1/settle (%s)', (kind) =
     expect(await h.balanceOf(buyer.address)).toBe(4_000_000n);
     expect(await h.balanceOf(h.payout)).toBe(payoutBefore + 1_000_000n); // no platform fee on this organization
     expect(await h.settledEvents(buyer.address, body.paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
+  });
+
+  test('a paused token refuses a Permit2 payment too -> 409 invalid_transaction_state, no money moves', async () => {
+    const buyer = await fundedBuyer();
+    // The buyer's one-time Permit2 approval, from its own gas.
+    await h.chain.request({ method: 'anvil_setBalance', params: [buyer.address, numberToHex(10n ** 18n)] } as never);
+    const approved = await walletOf(buyer).writeContract({
+      ...usdc(),
+      functionName: 'approve',
+      args: [PERMIT2_CANONICAL_ADDRESS, maxUint256],
+    });
+    expect((await waitForReceipt(h.chain, approved)).status).toBe('success');
+    await asIssuer('pause', []);
+    const body = await permit2Payment({
+      scheme: 'exact',
+      buyer,
+      network: 'base-sepolia',
+      chainId: h.stack.chains['base-sepolia'].chainId,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+      permit2: PERMIT2_CANONICAL_ADDRESS,
+      exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
+      amount: 1_000_000n,
+    });
+    await expectRefused(buyer, body, 409, 'invalid_transaction_state');
   });
 
   test('an authorization whose nonce another transfer used -> 409 invalid_exact_evm_payload_authorization_nonce_used', async () => {
