@@ -1,15 +1,4 @@
-import {
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  encodeAbiParameters,
-  http,
-  keccak256,
-  numberToHex,
-  pad,
-  type Address,
-  type Hex,
-} from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, numberToHex, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
   DEVNET_BRIDGE_ATTESTER_ADDRESS,
@@ -18,9 +7,11 @@ import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
   DEVNET_USDC_ADDRESS,
+  DEVNET_USDC_ISSUER_KEY,
 } from '../src/chains/devnet-addresses';
 import { buildNetworkTable } from '../src/chains/networks';
 import { getContract } from './contracts';
+import { ensureUsdcMinter } from './usdc';
 
 /**
  * Deploys the devnet's CCTP-style bridge pair on one anvil chain (after `deployDevnet` put USDC and
@@ -28,14 +19,14 @@ import { getContract } from './contracts';
  *   - BridgeTokenMessenger at the bridge deployer's nonce 0, BridgeMessageTransmitter at nonce 1
  *     (its own key, so the main deployer's nonces stay untouched), domain = the chain's CCTP domain
  *     from the network table;
- *   - the transmitter made a USDC minter by writing TestUSDC's `_minters` slot with anvil_setStorageAt
- *     (the USDC owner is the main deployer, whose nonces other deploy steps own);
+ *   - both made USDC minters by the USDC's master minter (the issuer, devnet/usdc.ts), as CCTP's token
+ *     minter is on real chains: the transmitter mints without limit, the messenger only burns (which
+ *     FiatToken allows minters alone);
  *   (a facilitator kept from an earlier `npm start` gets its current code from ensureFacilitatorCode).
  */
 const bridgeDeployer = privateKeyToAccount(DEVNET_BRIDGE_DEPLOYER_KEY);
+const issuer = privateKeyToAccount(DEVNET_USDC_ISSUER_KEY);
 const ETH = 10n ** 21n;
-/** Storage slot of TestUSDC's `mapping(address => bool) _minters` (declaration order, see TestUSDC.sol). */
-const USDC_MINTERS_SLOT = 8n;
 
 export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ messenger: Address; transmitter: Address }> {
   const network = [...buildNetworkTable({}).values()].find((n) => n.chainId === chainId);
@@ -93,30 +84,10 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
       throw new Error(`devnet bridge: ${c.name} landed at ${receipt.contractAddress}`);
   }
 
-  const isMinter = () =>
-    client.readContract({
-      address: DEVNET_USDC_ADDRESS,
-      abi: usdcMinterAbi,
-      functionName: 'isMinter',
-      args: [DEVNET_BRIDGE_TRANSMITTER_ADDRESS],
-    });
-  if (!(await isMinter())) {
-    const slot = keccak256(
-      encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [DEVNET_BRIDGE_TRANSMITTER_ADDRESS, USDC_MINTERS_SLOT]),
-    );
-    await anvil('anvil_setStorageAt', [DEVNET_USDC_ADDRESS, slot, pad('0x01')]);
-    if (!(await isMinter())) throw new Error('devnet bridge: TestUSDC storage layout changed; update USDC_MINTERS_SLOT');
-  }
+  if ((await client.getBalance({ address: issuer.address })) < ETH) await anvil('anvil_setBalance', [issuer.address, numberToHex(ETH)]);
+  const issuerWallet = createWalletClient({ chain, transport, account: issuer });
+  await ensureUsdcMinter(client, issuerWallet, DEVNET_BRIDGE_TRANSMITTER_ADDRESS, 2n ** 256n - 1n);
+  await ensureUsdcMinter(client, issuerWallet, DEVNET_BRIDGE_MESSENGER_ADDRESS, 0n);
 
   return { messenger: DEVNET_BRIDGE_MESSENGER_ADDRESS, transmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS };
 }
-
-const usdcMinterAbi = [
-  {
-    type: 'function',
-    name: 'isMinter',
-    stateMutability: 'view',
-    inputs: [{ name: 'account', type: 'address' }],
-    outputs: [{ type: 'bool' }],
-  },
-] as const;

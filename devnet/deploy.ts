@@ -22,16 +22,20 @@ import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
+  DEVNET_USDC_IMPLEMENTATION_ADDRESS,
+  DEVNET_USDC_ISSUER_KEY,
 } from '../src/chains/devnet-addresses';
 import { facilitatorAbi } from '../src/chains/evm/abi';
 import { compileContracts, getContract } from './contracts';
 import { ensureFacilitatorCode } from './upgrade-facilitator';
 import { deployBridge } from './deploy-bridge';
+import { deployUsdcImplementation, fiatTokenAbi, fiatTokenProxyArtifact, initializeUsdc, mintUsdc } from './usdc';
 
 /**
- * Deploys the devnet contracts (TestUSDC at deployer nonce 0, X402Facilitator at nonce 1; Permit2 and
- * its two proxies at their canonical addresses, see `ensurePermit2Contracts`) to an anvil chain, so
- * every devnet chain has them at the same deterministic addresses.
+ * Deploys the devnet contracts (USDC, Circle's FiatToken V2.2 behind its proxy, at deployer nonce 0
+ * (devnet/usdc.ts); X402Facilitator at nonce 1; Permit2 and its two proxies at their canonical
+ * addresses, see `ensurePermit2Contracts`) to an anvil chain, so every devnet chain has them at the
+ * same deterministic addresses.
  *
  * The deployer key is devnet-only: it is public in this repository and must never hold real funds.
  * It is defined once, in `src/chains/devnet-addresses.ts` (the network table reads the addresses
@@ -40,11 +44,9 @@ import { deployBridge } from './deploy-bridge';
 export { DEVNET_DEPLOYER_KEY };
 
 const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY);
+const issuer = privateKeyToAccount(DEVNET_USDC_ISSUER_KEY);
 
-/** Token identity of the devnet USDC; the EIP-712 domain is {name: 'USDC', version: '2'}. */
-export const DEVNET_USDC_NAME = 'USDC';
-export const DEVNET_USDC_SYMBOL = 'USDC';
-export const DEVNET_USDC_VERSION = '2';
+export { DEVNET_USDC_NAME, DEVNET_USDC_SYMBOL, DEVNET_USDC_VERSION } from './usdc';
 
 /** ETH given to the deployer, relayers and buyers (anvil_setBalance). */
 const ETH_BALANCE = 10n ** 22n; // 10,000 ETH
@@ -138,11 +140,13 @@ async function rpc(client: Client, method: string, params: unknown[]): Promise<u
  * Deploys (or finds) the devnet contracts on the anvil chain at `rpcUrl`.
  *
  * Idempotent: when USDC and the facilitator already have code at their deterministic addresses it
- * only adds the Permit2 contracts if missing (see `ensurePermit2Contracts`), makes sure every relayer
- * is allowed (and has ETH) and returns. Otherwise it funds the deployer, deploys TestUSDC (nonce 0),
- * X402Facilitator (nonce 1), places Permit2 and its two proxies, allows each relayer, mints
- * to each buyer and gives relayers and buyers ETH. Throws if the deployer's nonces were already used
- * for something else, because the contracts would then not be at `devnetAddresses()`.
+ * checks the token is Circle's, only adds the Permit2 contracts if missing (see
+ * `ensurePermit2Contracts`), makes sure every relayer is allowed (and has ETH) and returns. Otherwise
+ * it funds the deployer, deploys USDC (the issuer's SignatureChecker and implementation, then the
+ * proxy at the deployer's nonce 0, initialized by the issuer), X402Facilitator (nonce 1), places
+ * Permit2 and its two proxies, allows each relayer, mints to each buyer (the issuer is the devnet
+ * minter) and gives relayers and buyers ETH. Throws if the deployer's nonces were already used for
+ * something else, because the contracts would then not be at `devnetAddresses()`.
  */
 export async function deployDevnet(options: DeployDevnetOptions): Promise<DevnetDeployment> {
   // Before any request: solc-js compiles synchronously (over 10 s on a slow machine without the cached
@@ -158,6 +162,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
   const transport = http(rpcUrl, { retryCount: 0 });
   const client: Client = createPublicClient({ chain, transport });
   const wallet = createWalletClient({ chain, transport, account: deployer });
+  const issuerWallet = createWalletClient({ chain, transport, account: issuer });
 
   const remoteChainId = await client.getChainId();
   if (remoteChainId !== chainId) {
@@ -183,19 +188,22 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
       );
     }
 
-    const usdcArtifact = getContract('TestUSDC');
     const facilitatorArtifact = getContract('X402Facilitator');
 
+    await setEthBalance(client, issuer.address);
     if (!usdcDeployed) {
+      await deployUsdcImplementation(client, issuerWallet);
+      const proxy = fiatTokenProxyArtifact();
       const hash = await wallet.deployContract({
-        abi: usdcArtifact.abi,
-        bytecode: usdcArtifact.bytecode,
-        args: [DEVNET_USDC_NAME, DEVNET_USDC_SYMBOL, DEVNET_USDC_VERSION],
+        abi: proxy.abi,
+        bytecode: proxy.bytecode,
+        args: [DEVNET_USDC_IMPLEMENTATION_ADDRESS],
         nonce: nonce++,
       });
-      const receipt = await waitForReceipt(client, hash, 'TestUSDC deployment');
-      checkAddress('TestUSDC', receipt.contractAddress, expected.usdc);
+      const receipt = await waitForReceipt(client, hash, 'FiatTokenProxy deployment');
+      checkAddress('FiatTokenProxy', receipt.contractAddress, expected.usdc);
     }
+    await initializeUsdc(client, issuerWallet);
     const hash = await wallet.deployContract({
       abi: facilitatorArtifact.abi,
       bytecode: facilitatorArtifact.bytecode,
@@ -218,15 +226,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
       await waitForReceipt(client, tx, `setRelayer(${relayer})`);
     }
     for (const buyer of buyers) {
-      if (buyer.amount <= 0n) continue;
-      const tx = await wallet.writeContract({
-        address: expected.usdc,
-        abi: usdcArtifact.abi,
-        functionName: 'mint',
-        args: [buyer.address, buyer.amount],
-        nonce: nonce++,
-      });
-      await waitForReceipt(client, tx, `mint(${buyer.address}, ${buyer.amount})`);
+      if (buyer.amount > 0n) await mintUsdc(client, issuerWallet, buyer.address, buyer.amount);
     }
     if (feeOwner && !isAddressEqual(feeOwner, deployer.address)) {
       const tx = await wallet.writeContract({
@@ -240,6 +240,7 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
     }
     for (const { address } of buyers) await setEthBalance(client, address);
   } else {
+    await checkFiatToken(client, expected.usdc);
     await ensureFacilitatorCode(client, expected.facilitator); // functions added since the chain's first deploy
     await ensurePermit2Contracts(client, wallet, expected);
     await ensureRelayers(client, wallet, expected.facilitator, relayers);
@@ -248,6 +249,17 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
   for (const relayer of relayers) await setEthBalance(client, relayer);
   await deployBridge(rpcUrl, chainId); // cross-chain settlement: bridge pair, own deployer key
   return { ...expected, chainId };
+}
+
+/** A chain kept in `.data` from before the devnet ran Circle's USDC has the old token: refuse it by name. */
+async function checkFiatToken(client: Client, usdc: Address): Promise<void> {
+  try {
+    await client.readContract({ address: usdc, abi: fiatTokenAbi(), functionName: 'masterMinter' });
+  } catch {
+    throw new Error(
+      `devnet deploy: the token at ${usdc} is not Circle's FiatToken (a chain from an earlier version): start afresh with rm -rf .data`,
+    );
+  }
 }
 
 function checkAddress(what: string, actual: Address | null | undefined, expected: Address): void {

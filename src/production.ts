@@ -32,6 +32,7 @@ function devnetValues(): { keys: Set<string>; addresses: Set<string> } {
     [
       DEVNET_RELAYER_KEY,
       devnet.DEVNET_DEPLOYER_KEY,
+      devnet.DEVNET_USDC_ISSUER_KEY,
       devnet.DEVNET_BRIDGE_DEPLOYER_KEY,
       devnet.DEVNET_BRIDGE_ATTESTER_KEY,
       devnet.DEVNET_TOPUP_DEPLOYER_KEY,

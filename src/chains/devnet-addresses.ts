@@ -10,10 +10,21 @@ export const DEVNET_DEPLOYER_KEY = '0x7852aa47ca0129eee8e75cf49ba958467fb6ba86dd
 export const DEVNET_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_DEPLOYER_KEY);
 
 /**
- * Deployment order on a fresh chain: nonce 0 USDC, nonce 1 facilitator.
+ * Deployment order on a fresh chain: nonce 0 USDC (Circle's FiatTokenProxy, so the deployer is its
+ * proxy admin), nonce 1 facilitator.
  */
 export const DEVNET_USDC_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 0n });
 export const DEVNET_FACILITATOR_ADDRESS = getContractAddress({ from: DEVNET_DEPLOYER_ADDRESS, nonce: 1n });
+/**
+ * The devnet USDC's issuer (devnet/deploy-usdc.ts): it deploys Circle's SignatureChecker library
+ * (nonce 0) and the FiatToken V2.2 implementation linked to it (nonce 1), then holds every token role
+ * (owner, master minter, pauser, blacklister) and is the devnet minter that funds accounts. The proxy
+ * admin (the main deployer) is another account, as FiatTokenProxy requires: its admin cannot call the token.
+ */
+export const DEVNET_USDC_ISSUER_KEY = '0x9e002df360cbb94519d39568c366a1d7884f9debff7f6ab073cfd6bcc827ba9a' as const;
+export const DEVNET_USDC_ISSUER_ADDRESS: Address = privateKeyToAddress(DEVNET_USDC_ISSUER_KEY);
+export const DEVNET_USDC_SIGNATURE_CHECKER_ADDRESS = getContractAddress({ from: DEVNET_USDC_ISSUER_ADDRESS, nonce: 0n });
+export const DEVNET_USDC_IMPLEMENTATION_ADDRESS = getContractAddress({ from: DEVNET_USDC_ISSUER_ADDRESS, nonce: 1n });
 /**
  * Permit2 and the x402 exact/upto Permit2 proxies sit at the addresses every x402 v2 buyer signs for
  * (`@x402/evm`: Uniswap's canonical Permit2 and x402's vanity proxy addresses, the same on every

@@ -39,7 +39,9 @@ export function revertReason(err: unknown, abi: Abi): string | undefined {
   return (reverted as BaseError).shortMessage ?? (reverted as Error).message.split('\n')[0];
 }
 
+/** A custom error as `Name(args)`; a revert string (`Error(string)`, as USDC's FiatToken reverts) as the string itself. */
 function describe(name: string, args: readonly unknown[] | undefined): string {
+  if (name === 'Error' && args?.length === 1 && typeof args[0] === 'string') return args[0];
   const shown = (args ?? []).map((a) => (typeof a === 'bigint' ? a.toString() : String(a)));
   return `${name}(${shown.join(', ')})`;
 }

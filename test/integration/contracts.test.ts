@@ -1,4 +1,7 @@
 import {
+  DEVNET_USDC_IMPLEMENTATION_ADDRESS,
+  DEVNET_USDC_ISSUER_ADDRESS,
+  DEVNET_USDC_SIGNATURE_CHECKER_ADDRESS,
   PERMIT2_CANONICAL_ADDRESS,
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
@@ -21,6 +24,7 @@ import { transferWithAuthorizationTypes } from '../../src/schemes/eip3009/typed-
 import { EIP2612_PERMIT_TYPES, revertOf, waitForReceipt } from '../support/evm';
 import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
+import { fiatTokenAbi, fiatTokenProxyArtifact } from '../../devnet/usdc';
 import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
 
 const CHAIN_ID = 84532;
@@ -168,6 +172,26 @@ describe('devnet contracts', () => {
     expect(await read('symbol')).toBe('USDC');
     expect(await read('version')).toBe('2');
     expect(await client.readContract({ address: usdc, abi: tokenAbi, functionName: 'decimals' })).toBe(6);
+    // Circle's FiatToken V2.2 behind FiatTokenProxy: the deployer is the proxy admin (which the proxy
+    // keeps from calling the token), the issuer holds every token role; the implementation links
+    // SignatureChecker at its deterministic address.
+    const fiatToken = { address: usdc, abi: fiatTokenAbi() } as const;
+    for (const role of ['owner', 'masterMinter', 'pauser', 'blacklister'] as const) {
+      expect(await client.readContract({ ...fiatToken, functionName: role })).toBe(DEVNET_USDC_ISSUER_ADDRESS);
+    }
+    expect(await client.readContract({ ...fiatToken, functionName: 'currency' })).toBe('USD');
+    expect(await client.readContract({ ...fiatToken, functionName: 'isMinter', args: [DEVNET_USDC_ISSUER_ADDRESS] })).toBe(true);
+    const proxy = { address: usdc, abi: fiatTokenProxyArtifact().abi, account: deployerAddress } as const;
+    expect(await client.readContract({ ...proxy, functionName: 'admin' })).toBe(deployerAddress);
+    expect(await client.readContract({ ...proxy, functionName: 'implementation' })).toBe(DEVNET_USDC_IMPLEMENTATION_ADDRESS);
+    expect(
+      await revertOf(() =>
+        client.readContract({ ...fiatToken, account: deployerAddress, functionName: 'balanceOf', args: [buyer.address] }),
+      ),
+    ).toEqual({ errorName: 'Error', args: ['Cannot call fallback function from the proxy admin'] });
+    const implementationCode = (await client.getCode({ address: DEVNET_USDC_IMPLEMENTATION_ADDRESS }))!;
+    expect(implementationCode).toContain(DEVNET_USDC_SIGNATURE_CHECKER_ADDRESS.slice(2).toLowerCase());
+    expect((await client.getCode({ address: DEVNET_USDC_SIGNATURE_CHECKER_ADDRESS }))?.length ?? 0).toBeGreaterThan(2);
     expect(await balanceOf(buyer.address)).toBe(BUYER_FUNDS);
     expect(await balanceOf(permitOwner.address)).toBe(PERMIT_OWNER_FUNDS);
     expect(
@@ -200,7 +224,7 @@ describe('devnet contracts', () => {
       const name = 'name' in item ? item.name : '';
       return `${item.type} ${name}(${params('inputs' in item ? item.inputs : [])}) ${mutability} -> (${outputs})`;
     };
-    const tokenShapes = new Set(compiled.TestUSDC!.abi.map(shape));
+    const tokenShapes = new Set(fiatTokenAbi().map(shape)); // Circle's FiatToken V2.2, as the devnet runs it
     const facilitatorShapes = new Set(compiled.X402Facilitator!.abi.map(shape));
     for (const item of tokenAbi) expect(tokenShapes.has(shape(item)) ? shape(item) : `missing: ${shape(item)}`).toBe(shape(item));
     for (const item of facilitatorAbi) {
@@ -275,7 +299,7 @@ describe('devnet contracts', () => {
         args: settleArgs(auth, signature, fee),
       }),
     );
-    expect(replay).toEqual({ errorName: 'AuthorizationAlreadyUsed', args: [buyer.address, auth.nonce] });
+    expect(replay).toEqual({ errorName: 'Error', args: ['FiatTokenV2: authorization is used or canceled'] });
     const replayHash = await walletOf(relayer).writeContract({
       address: facilitator,
       abi: facilitatorAbi,
@@ -345,21 +369,28 @@ describe('devnet contracts', () => {
     const now = await latestTimestamp();
 
     const expired = await newTransferAuthorization({ validBefore: now - 1n });
-    const expiredResult = await simulateSettle(expired.auth, expired.signature);
-    expect(expiredResult.errorName).toBe('AuthorizationExpired');
-    expect(expiredResult.args?.[0]).toBe(now - 1n);
+    expect(await simulateSettle(expired.auth, expired.signature)).toEqual({
+      errorName: 'Error',
+      args: ['FiatTokenV2: authorization is expired'],
+    });
 
     const early = await newTransferAuthorization({ validAfter: now + 3600n, validBefore: now + 7200n });
-    expect((await simulateSettle(early.auth, early.signature)).errorName).toBe('AuthorizationNotYetValid');
+    expect(await simulateSettle(early.auth, early.signature)).toEqual({
+      errorName: 'Error',
+      args: ['FiatTokenV2: authorization is not yet valid'],
+    });
 
     // Signed by someone other than `from`.
     const forged = await newTransferAuthorization({}, stranger);
     const forgedAuth = { ...forged.auth, from: buyer.address };
-    expect((await simulateSettle(forgedAuth, forged.signature)).errorName).toBe('InvalidSignature');
+    expect(await simulateSettle(forgedAuth, forged.signature)).toEqual({ errorName: 'Error', args: ['FiatTokenV2: invalid signature'] });
 
     // A ReceiveWithAuthorization signature is not the TransferWithAuthorization that settle pulls.
     const wrongType = await newReceiveAuthorization();
-    expect((await simulateSettle(wrongType.auth, wrongType.signature)).errorName).toBe('InvalidSignature');
+    expect(await simulateSettle(wrongType.auth, wrongType.signature)).toEqual({
+      errorName: 'Error',
+      args: ['FiatTokenV2: invalid signature'],
+    });
 
     const valid = await newTransferAuthorization({ value: USDC(1) });
     expect(await simulateSettle(valid.auth, valid.signature, USDC(1) + 1n)).toEqual({
@@ -379,7 +410,7 @@ describe('devnet contracts', () => {
         args: [auth.from, auth.to, auth.value, auth.validAfter, auth.validBefore, auth.nonce, signature],
       }),
     );
-    expect(wrongCaller).toEqual({ errorName: 'CallerMustBePayee', args: [relayer.address, facilitator] });
+    expect(wrongCaller).toEqual({ errorName: 'Error', args: ['FiatTokenV2: caller must be the payee'] });
 
     const buyerBefore = await balanceOf(buyer.address);
     const payoutBefore = await balanceOf(payout);
@@ -453,18 +484,16 @@ describe('devnet contracts', () => {
 
     // The same permit cannot be used twice (its nonce is spent).
     expect(
-      (
-        await revertOf(() =>
-          client.simulateContract({
-            account: relayer,
-            address: facilitator,
-            abi: facilitatorAbi,
-            functionName: 'transferWithPermit',
-            args,
-          }),
-        )
-      ).errorName,
-    ).toBe('InvalidSignature');
+      await revertOf(() =>
+        client.simulateContract({
+          account: relayer,
+          address: facilitator,
+          abi: facilitatorAbi,
+          functionName: 'transferWithPermit',
+          args,
+        }),
+      ),
+    ).toEqual({ errorName: 'Error', args: ['EIP2612: invalid signature'] });
   });
 
   test('deployDevnet is idempotent and only adds missing relayers', async () => {

@@ -13,8 +13,11 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { startAnvil, type Anvil } from '../../devnet/anvil';
 import { revertOf, waitForReceipt } from '../support/evm';
 import { getContract } from '../../devnet/contracts';
+import { deployUsdcImplementation, fiatTokenAbi, fiatTokenProxyArtifact, initializeUsdc } from '../../devnet/usdc';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import {
+  DEVNET_USDC_IMPLEMENTATION_ADDRESS,
+  DEVNET_USDC_ISSUER_KEY,
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
@@ -196,7 +199,7 @@ beforeAll(async () => {
   // (tokenAbi is the service's slice and has no `approve`; a buyer's wallet uses the token's ABI.)
   const hash = await walletOf(buyer).writeContract({
     address: usdc,
-    abi: getContract('TestUSDC').abi,
+    abi: fiatTokenAbi(),
     functionName: 'approve',
     args: [permit2, maxUint256],
   });
@@ -505,24 +508,28 @@ describe('Permit2 devnet contracts', () => {
     const permit = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
     const witness = { to: facilitator, validAfter: 0n };
     const result = await simulateExact(permit, unapproved.address, witness, await signExact(permit, witness, { signer: unapproved }));
-    expect(result).toEqual({ errorName: 'InsufficientAllowance', args: [unapproved.address, permit2, 0n, USDC(1)] });
+    expect(result).toEqual({ errorName: 'Error', args: ['ERC20: transfer amount exceeds allowance'] });
   });
 
   test('deployDevnet adds the Permit2 contracts to a chain deployed by the previous version', async () => {
-    // The previous deploy: USDC (nonce 0), facilitator (nonce 1), then setRelayer from the deployer
-    // (nonce 2), so Permit2's CREATE slot is gone and its code is placed with anvil_setCode; the
-    // deployer's next nonces (3, 4) are still the proxies' slots, so those are plain CREATEs.
+    // The previous deploy: USDC (its proxy at nonce 0), facilitator (nonce 1), then setRelayer from the
+    // deployer (nonce 2), so Permit2's CREATE slot is gone and its code is placed with anvil_setCode.
     const old = await startChain();
     anvils.push(old.anvil);
     const deployer = privateKeyToAccount(DEVNET_DEPLOYER_KEY);
-    await old.client.request({ method: 'anvil_setBalance', params: [deployer.address, numberToHex(10n ** 22n)] } as never);
+    const issuer = walletOf(privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), old.rpcUrl);
+    for (const account of [deployer.address, issuer.account.address]) {
+      await old.client.request({ method: 'anvil_setBalance', params: [account, numberToHex(10n ** 22n)] } as never);
+    }
     const wallet = walletOf(deployer, old.rpcUrl);
-    const token = getContract('TestUSDC');
     const fac = getContract('X402Facilitator');
+    await deployUsdcImplementation(old.client, issuer);
+    const proxy = fiatTokenProxyArtifact();
     await waitForReceipt(
       old.client,
-      await wallet.deployContract({ abi: token.abi, bytecode: token.bytecode, args: ['USDC', 'USDC', '2'], nonce: 0 }),
+      await wallet.deployContract({ abi: proxy.abi, bytecode: proxy.bytecode, args: [DEVNET_USDC_IMPLEMENTATION_ADDRESS], nonce: 0 }),
     );
+    await initializeUsdc(old.client, issuer);
     await waitForReceipt(
       old.client,
       await wallet.deployContract({ abi: fac.abi, bytecode: fac.bytecode, args: [deployer.address], nonce: 1 }),
@@ -555,6 +562,18 @@ describe('Permit2 devnet contracts', () => {
     }
     // Idempotent: a second run changes nothing.
     expect(await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] })).toEqual(deployment);
+    await old.anvil.stop();
+  });
+
+  test("deployDevnet refuses, by name, a chain kept from before the devnet ran Circle's USDC", async () => {
+    const old = await startChain();
+    anvils.push(old.anvil);
+    await deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] });
+    // Stand-in for the old token's code: anything that is not a FiatToken (it has no master minter).
+    await old.client.request({ method: 'anvil_setCode', params: [usdc, await client.getCode({ address: exactProxy })] } as never);
+    await expect(deployDevnet({ rpcUrl: old.rpcUrl, chainId: CHAIN_ID, relayers: [relayer.address], buyers: [] })).rejects.toThrow(
+      `devnet deploy: the token at ${usdc} is not Circle's FiatToken (a chain from an earlier version): start afresh with rm -rf .data`,
+    );
     await old.anvil.stop();
   });
 });
@@ -684,7 +703,7 @@ describe('X402Facilitator Permit2 settlement', () => {
     const owner = privateKeyToAccount(generatePrivateKey());
     const fund = await walletOf(buyer).writeContract({
       address: usdc,
-      abi: getContract('TestUSDC').abi,
+      abi: fiatTokenAbi(),
       functionName: 'transfer',
       args: [owner.address, USDC(3)],
     });
@@ -703,10 +722,9 @@ describe('X402Facilitator Permit2 settlement', () => {
     const first = await newPermit({ permitted: { token: usdc, amount: USDC(1) } });
     const firstSig = await signExact(first, { to: facilitator, validAfter: 0n }, { signer: owner });
     // Without the permit the token refuses: no allowance for Permit2.
-    expect(
-      await simulate('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), NO_2612, out(0n)]),
-    ).toMatchObject({
-      errorName: 'InsufficientAllowance',
+    expect(await simulate('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), NO_2612, out(0n)])).toEqual({
+      errorName: 'Error',
+      args: ['ERC20: transfer amount exceeds allowance'],
     });
     expect(
       (await relayerSends('settlePermit2Exact', [paymentOf(exactProxy, first, owner.address, 0n, firstSig), eip2612, out(0n)])).status,

@@ -1,7 +1,7 @@
 import { maxUint256, parseEventLogs, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
-import { getContract } from '../../devnet/contracts';
+import { fiatTokenAbi } from '../../devnet/usdc';
 import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_CANONICAL_ADDRESS,
@@ -40,7 +40,7 @@ describe.each(oneDbKind('postgres'))('POST /v1/settle with a marketplace fee (%s
     const wallet = createWalletClient({ account: buyer, chain, transport: http(rpcUrl) });
     const hash = await wallet.writeContract({
       address: h.stack.usdc,
-      abi: getContract('TestUSDC').abi,
+      abi: fiatTokenAbi(),
       functionName: 'approve',
       args: [PERMIT2_CANONICAL_ADDRESS, maxUint256],
     } as never);

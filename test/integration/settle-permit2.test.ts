@@ -1,7 +1,7 @@
 import { createWalletClient, defineChain, http, maxUint256, parseEventLogs, type Address, type Hex, type LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
-import { getContract } from '../../devnet/contracts';
+import { fiatTokenAbi } from '../../devnet/usdc';
 import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   PERMIT2_CANONICAL_ADDRESS,
@@ -24,7 +24,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  * the seller in one transaction.
  */
 const permit2 = PERMIT2_CANONICAL_ADDRESS;
-const usdcAbi = getContract('TestUSDC').abi;
+const usdcAbi = fiatTokenAbi();
 
 function walletFor(h: SettleHarness, account: LocalAccount) {
   const { rpcUrl, chainId } = h.stack.chains['base-sepolia'];

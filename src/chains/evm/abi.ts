@@ -5,75 +5,10 @@
  * `test/integration/contracts.test.ts` checks every fragment here against the compiled ABIs.
  */
 
-/** Custom errors both devnet contracts declare (same selectors). */
+/** Custom errors of our facilitator contract's administration. */
 const sharedErrors = [
   { type: 'error', name: 'NotOwner', inputs: [{ name: 'caller', type: 'address' }] },
   { type: 'error', name: 'ZeroAddress', inputs: [] },
-] as const;
-
-/** Custom errors of the devnet TestUSDC only. Real USDC reverts with strings instead. */
-const tokenErrors = [
-  { type: 'error', name: 'NotMinter', inputs: [{ name: 'caller', type: 'address' }] },
-  {
-    type: 'error',
-    name: 'InsufficientBalance',
-    inputs: [
-      { name: 'account', type: 'address' },
-      { name: 'balance', type: 'uint256' },
-      { name: 'needed', type: 'uint256' },
-    ],
-  },
-  {
-    type: 'error',
-    name: 'InsufficientAllowance',
-    inputs: [
-      { name: 'owner', type: 'address' },
-      { name: 'spender', type: 'address' },
-      { name: 'allowance', type: 'uint256' },
-      { name: 'needed', type: 'uint256' },
-    ],
-  },
-  {
-    type: 'error',
-    name: 'PermitExpired',
-    inputs: [
-      { name: 'deadline', type: 'uint256' },
-      { name: 'timestamp', type: 'uint256' },
-    ],
-  },
-  { type: 'error', name: 'InvalidSignature', inputs: [] },
-  {
-    type: 'error',
-    name: 'AuthorizationNotYetValid',
-    inputs: [
-      { name: 'validAfter', type: 'uint256' },
-      { name: 'timestamp', type: 'uint256' },
-    ],
-  },
-  {
-    type: 'error',
-    name: 'AuthorizationExpired',
-    inputs: [
-      { name: 'validBefore', type: 'uint256' },
-      { name: 'timestamp', type: 'uint256' },
-    ],
-  },
-  {
-    type: 'error',
-    name: 'AuthorizationAlreadyUsed',
-    inputs: [
-      { name: 'authorizer', type: 'address' },
-      { name: 'nonce', type: 'bytes32' },
-    ],
-  },
-  {
-    type: 'error',
-    name: 'CallerMustBePayee',
-    inputs: [
-      { name: 'caller', type: 'address' },
-      { name: 'payee', type: 'address' },
-    ],
-  },
 ] as const;
 
 const authorizationInputs = [
@@ -98,7 +33,7 @@ export const tokenAbi = [
   {
     type: 'function',
     name: 'version',
-    stateMutability: 'view',
+    stateMutability: 'pure', // FiatToken V2.2: a constant "2"
     inputs: [],
     outputs: [{ name: '', type: 'string' }],
   },
@@ -235,13 +170,12 @@ export const tokenAbi = [
       { name: 'nonce', type: 'bytes32', indexed: true },
     ],
   },
-  ...sharedErrors,
-  ...tokenErrors,
 ] as const;
 
 /**
- * The x402 facilitator contract. Includes the token's errors too: the facilitator bubbles up the
- * token's revert data, so a replayed or expired authorization decodes as the token's error.
+ * The x402 facilitator contract. It bubbles up the token's revert data; USDC (FiatToken) reverts with
+ * strings (`Error(string)`, which viem decodes without an ABI entry), so a replayed or expired
+ * authorization reads as the token's own message.
  */
 export const facilitatorAbi = [
   {
@@ -374,8 +308,6 @@ export const facilitatorAbi = [
   },
   { type: 'error', name: 'TokenCallFailed', inputs: [{ name: 'token', type: 'address' }] },
   { type: 'error', name: 'Reentrancy', inputs: [] },
-  // Bubbled up from the token.
-  ...tokenErrors,
 ] as const;
 
 /** `PermitTransferFrom` of Permit2's SignatureTransfer: `((token, amount), nonce, deadline)`. */
@@ -406,9 +338,6 @@ const permit2Errors = [
   { type: 'error', name: 'InvalidSigner', inputs: [] },
   { type: 'error', name: 'TransferFailed', inputs: [{ name: 'token', type: 'address' }] },
 ] as const;
-
-/** Token errors Permit2 bubbles up from `transferFrom` (missing approval, short balance). */
-const bubbledTokenErrors = [tokenErrors[1], tokenErrors[2]] as const; // InsufficientBalance, InsufficientAllowance
 
 /**
  * Permit2's SignatureTransfer (the canonical contract on real chains, our `devnet/contracts/Permit2.sol`
@@ -476,7 +405,6 @@ export const permit2Abi = [
     ],
   },
   ...permit2Errors,
-  ...bubbledTokenErrors,
 ] as const;
 
 /** Read-only getters both Permit2 proxies expose. */
@@ -488,8 +416,8 @@ const permit2ProxyGetters = [
 /**
  * The x402 `exact` Permit2 proxy: the spender buyers name; `settle` moves the full permitted amount
  * to `witness.to`, which must be the facilitator contract. Witness type
- * `Witness(address to,uint256 validAfter)`. Callable by anyone. Includes Permit2's and the token's
- * errors, which bubble up through it.
+ * `Witness(address to,uint256 validAfter)`. Callable by anyone. Includes Permit2's errors, which bubble
+ * up through it (as do the token's strings).
  */
 export const exactPermit2ProxyAbi = [
   {
@@ -540,9 +468,8 @@ export const exactPermit2ProxyAbi = [
       { name: 'facilitator', type: 'address' },
     ],
   },
-  // Bubbled up from Permit2 and the token.
+  // Bubbled up from Permit2 (the token's revert strings need no entry).
   ...permit2Errors,
-  ...bubbledTokenErrors,
 ] as const;
 
 /**
@@ -550,7 +477,7 @@ export const exactPermit2ProxyAbi = [
  * `amount` (0 < amount <= the signed maximum) to `witness.to`. Witness type
  * `Witness(address to,address facilitator,uint256 validAfter)`; `to` and `facilitator` must both be
  * the facilitator contract. Only the facilitator contract or its allow-listed relayers may call it
- * (the caller picks the amount). Includes Permit2's and the token's errors, which bubble up.
+ * (the caller picks the amount). Includes Permit2's errors, which bubble up (as do the token's strings).
  */
 export const uptoPermit2ProxyAbi = [
   {
@@ -621,7 +548,6 @@ export const uptoPermit2ProxyAbi = [
       { name: 'facilitator', type: 'address' },
     ],
   },
-  // Bubbled up from Permit2 and the token.
+  // Bubbled up from Permit2 (the token's revert strings need no entry).
   ...permit2Errors,
-  ...bubbledTokenErrors,
 ] as const;
