@@ -25,6 +25,8 @@ export interface KindTally {
   /** The records of this kind against the chain (per payer and per effect). */
   ledgerOk: boolean;
   tries: number;
+  /** The final HTTP status of each request (undefined: none within its deadline), for the report. */
+  answers?: (number | string | undefined)[];
   problems: string[];
 }
 

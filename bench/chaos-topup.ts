@@ -193,6 +193,7 @@ function topupKind(
     async audit(a: AuditContext) {
       const t = emptyTally('topup', payers.length * PER_PAYER);
       t.tries = tries;
+      t.answers = sent.map((s) => (s.status === undefined ? undefined : `${s.status}${s.reason ? ` ${s.reason}` : ''}`));
       const rowsNow = async () => new Map((await a.db.em.fork().find(TopUp, { id: { $in: sent.map((s) => s.id) } })).map((r) => [r.id, r]));
       const open = ['settling', 'depositing', 'refunding', 'bridging'];
       await settleDown(async () => [...(await rowsNow()).values()].every((r) => !open.includes(r.state)), 60_000);

@@ -128,6 +128,7 @@ function withdrawalKind(
     async audit(a: AuditContext) {
       const t = emptyTally('withdrawal', o.amounts.length);
       t.tries = tries;
+      t.answers = answers;
       const sent = ids.filter(Boolean);
       const rowsNow = async () => new Map((await a.db.em.fork().find(Settlement, { id: { $in: sent } })).map((r) => [r.id, r]));
       await settleDown(

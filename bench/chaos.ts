@@ -1,8 +1,8 @@
 /**
  * Chaos run (issue 12, "Proof"; issue 37, every money path under a misbehaving world): on the real
  * local stack, at once, settlements (EIP-3009, Permit2, Solana, and cross-chain EIP-3009 from
- * base-sepolia to optimism-sepolia over the bridge attester double), paid chats (a share of them
- * failed by the provider double, so refunded), top-ups on `base` through the top-up gateway (some
+ * base-sepolia to optimism-sepolia over the bridge attester double), paid chats and video jobs (a
+ * share of them failed by the provider doubles, so refunded), top-ups on `base` through the top-up gateway (some
  * refused, some refunded after their deposit reverts), and gateway-wallet withdrawals; meanwhile the
  * worker, the API and the top-up gateway are SIGKILLed at random moments and the settlement chain is
  * stopped and restarted once. Clients send the same request again on a dropped connection, a 5xx or
@@ -24,7 +24,7 @@
  *
  *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db,reorg] [--logs]
  *
- * `--n` settlements, a quarter per scheme, plus n/6 chats, n/15 top-up payers (three top-ups each)
+ * `--n` settlements, a quarter per scheme, plus n/6 chats, n/12 video jobs, n/15 top-up payers (three top-ups each)
  * and n/20 withdrawals (at least one of each). Loopback only and bounded (a deadline per request);
  * prints a table per kind and `lost=0 doubled=0 stuck_unflagged=0`, or exits 1.
  */
@@ -68,7 +68,7 @@ import {
 } from './chaos-faults';
 import { auditRelayer, isParked, isTerminal, runStuckScan, viewWorkflow, type RelayerAudit, type WorkflowView } from './chaos-audit';
 import { auditCrosschain, CROSSCHAIN_ROUTE, setupCrosschain } from './chaos-crosschain';
-import { setupChat } from './chaos-chat';
+import { setupInference } from './chaos-inference';
 import { setupTopup } from './chaos-topup';
 import { setupWithdrawals, WITHDRAWAL_ENV } from './chaos-withdrawal';
 import { rng, type ChaosKind, type KindTally } from './chaos-kinds';
@@ -164,8 +164,9 @@ async function main(): Promise<void> {
     const crosschain = await setupCrosschain({ sourceRpcUrl: anvil.rpcUrl, seed: rpcSeed(1), log: log('anvil:11155420') });
     cleanups.push(() => crosschain.stop());
     const funder = createWalletClient({ account: buyers[0], transport: http(anvil.rpcUrl) });
-    const chat = await setupChat({
-      count: Math.max(1, Math.round(opts.n / 6)),
+    const inference = await setupInference({
+      chats: Math.max(1, Math.round(opts.n / 6)),
+      videos: Math.max(1, Math.round(opts.n / 12)),
       chain,
       usdc: deployed.usdc,
       facilitator: deployed.facilitator,
@@ -182,7 +183,7 @@ async function main(): Promise<void> {
       },
       deadlineMs: DEADLINE_MS,
     });
-    cleanups.push(() => chat.stop());
+    cleanups.push(() => inference.stop());
     const topup = await setupTopup({
       payers: Math.max(1, Math.round(opts.n / 15)),
       relayer: relayerAddress,
@@ -221,14 +222,14 @@ async function main(): Promise<void> {
       RELAYER_PRIVATE_KEY: TEST_ACCOUNTS.relayerKeys[0],
       RPC_URLS_BASE_SEPOLIA: provider?.url ?? anvil.rpcUrl,
       ...crosschain.env,
-      ...chat.env,
+      ...inference.env,
       ...topup.env,
       ...WITHDRAWAL_ENV,
       OPERATOR_ADDRESSES: owner.address,
       ...(opts.faults.has('reorg') ? { CONFIRMATION_DEPTH_BASE_SEPOLIA: String(REORG_CONFIRMATION_DEPTH) } : {}),
       SOLANA_RPC_URL_SOLANA_DEVNET: solana.url,
       WORKFLOW_BUNDLE_PATH: bundlePath,
-      SETTLE_WAIT_MS: '3000',
+      SETTLE_WAIT_MS: '10000', // a paid chat waits this long for its payment before answering 503 (and refunding)
       RECEIPT_WAIT_MS: '5000',
       RELAYER_REPLACE_AFTER_MS: '8000',
       STUCK_AFTER_SECONDS: String(STUCK_AFTER_SECONDS),
@@ -328,7 +329,7 @@ async function main(): Promise<void> {
     // --faults, Temporal once and the database connections once, each at a seeded share of the payments sent.
     // The other kinds' jobs, spread evenly among the settlements.
     const kindContext = { apiUrl: () => `http://127.0.0.1:${port}`, apiKey, cookie, db: tdb.db, random };
-    const extraKinds: ChaosKind[] = [chat.kind(kindContext), topup.kind(kindContext), withdrawals.kind(kindContext)];
+    const extraKinds: ChaosKind[] = [...inference.kinds(kindContext), topup.kind(kindContext), withdrawals.kind(kindContext)];
     const jobs = [
       ...payments.map((p) => ({ at: (p.i + 0.5) / payments.length, run: () => settle(p) })),
       ...extraKinds.flatMap((k) => Array.from({ length: k.count }, (_, i) => ({ at: (i + 0.5) / k.count, run: () => k.run(i) }))),
@@ -689,6 +690,11 @@ async function main(): Promise<void> {
       problems.push(...t.problems);
     }
     const othersOk = tallies.every((t) => t.ledgerOk);
+    for (const t of tallies.filter((x) => x.answers)) {
+      const by = new Map<string, number>();
+      for (const a of t.answers!) by.set(String(a ?? 'none'), (by.get(String(a ?? 'none')) ?? 0) + 1);
+      say(`${t.kind} answers: ${[...by].map(([a, n]) => `${a}=${n}`).join(' ')}`);
+    }
     const stuckUnflaggedAll = stuckUnflagged + tallies.reduce((s, t) => s + t.stuckUnflagged, 0);
     const reasons = new Map<string, number>();
     for (const p of payments) if (p.outcome && !p.outcome.settled) reasons.set(p.outcome.reason, (reasons.get(p.outcome.reason) ?? 0) + 1);
