@@ -129,22 +129,29 @@ export const REORG_CONFIRMATION_DEPTH = 2;
 /**
  * Reorgs the chain at `rpcUrl`: anvil drops its last `depth` blocks and mines as many new, empty
  * ones in their place (anvil_reorg), so the head keeps its height under other hashes and the
- * transactions of the dropped blocks are gone (anvil does not put them back in its pool). Mining
- * pauses meanwhile, so the blocks counted are the blocks dropped; what arrives then waits in the pool
- * for the next block. Returns the head and the hashes of the transactions taken out.
+ * transactions of the dropped blocks are gone (anvil does not put them back in its pool). It waits
+ * (up to ~10 s) for a head whose last `depth` blocks hold transactions, so the reorg takes something
+ * out. Mining pauses while it looks and reorgs (the caller stops its own block ticker too), so the
+ * blocks counted are the blocks dropped; what arrives meanwhile waits in the pool for the next block.
+ * Returns the head and the hashes of the transactions taken out.
  */
 export async function reorgChain(rpcUrl: string, depth: number): Promise<{ head: bigint; removed: string[] }> {
-  await rpc(rpcUrl, 'evm_setAutomine', [false]);
-  try {
-    const head = BigInt(await rpc<string>(rpcUrl, 'eth_blockNumber'));
-    const removed: string[] = [];
-    for (let b = head - BigInt(depth) + 1n; b <= head; b++) {
-      const block = await rpc<{ transactions: string[] } | null>(rpcUrl, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, false]);
-      removed.push(...(block?.transactions ?? []));
+  for (let attempt = 1; ; attempt++) {
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    try {
+      const head = BigInt(await rpc<string>(rpcUrl, 'eth_blockNumber'));
+      const removed: string[] = [];
+      for (let b = head - BigInt(depth) + 1n; b <= head; b++) {
+        const block = await rpc<{ transactions: string[] } | null>(rpcUrl, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, false]);
+        removed.push(...(block?.transactions ?? []));
+      }
+      if (removed.length > 0 || attempt >= 100) {
+        await rpc(rpcUrl, 'anvil_reorg', [depth, []]);
+        return { head, removed };
+      }
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
     }
-    await rpc(rpcUrl, 'anvil_reorg', [depth, []]);
-    return { head, removed };
-  } finally {
-    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -343,10 +343,11 @@ async function main(): Promise<void> {
     const reorgAt = opts.faults.has('reorg') ? 0.3 + faultRandom() * 0.4 : undefined;
     // A block a second besides the transactions' own: receipts get their confirmations, withdrawals their delay.
     let ticking = true;
+    let reorging = false;
     const ticker = (async () => {
       while (ticking) {
         await sleep(1000);
-        await rpc(anvil.rpcUrl, 'evm_mine', []).catch(() => undefined); // the chain may be down for its restart
+        if (!reorging) await rpc(anvil.rpcUrl, 'evm_mine', []).catch(() => undefined); // the chain may be down for its restart
       }
     })();
     cleanups.push(async () => {
@@ -407,7 +408,8 @@ async function main(): Promise<void> {
     };
     const reorgedOut: Hex[] = [];
     const reorgNow = async (note = '') => {
-      const r = await reorgChain(anvil.rpcUrl, REORG_CONFIRMATION_DEPTH);
+      reorging = true;
+      const r = await reorgChain(anvil.rpcUrl, REORG_CONFIRMATION_DEPTH).finally(() => (reorging = false));
       reorgedOut.push(...(r.removed as Hex[]));
       const blocks = `${r.head - BigInt(REORG_CONFIRMATION_DEPTH) + 1n}-${r.head}`;
       events.push(`${stamp()} reorg of blocks ${blocks}: ${r.removed.length} transaction(s) dropped${note}`);
