@@ -15,6 +15,7 @@ import { startDevnetInferenceProviders } from '../devnet/inference-provider';
 import { startMediaProvider } from '../devnet/media-provider';
 import { tokenAbi } from '../src/chains/evm/abi';
 import { InferenceCharge } from '../src/db/entities';
+import { MediaJob } from '../src/db/media';
 import { refundWorkflowId } from '../src/inference/types';
 import { exactPayment } from '../test/support/payments';
 import {
@@ -136,7 +137,7 @@ function chatKind(o: Parties, buyers: LocalAccount[], ctx: KindContext): ChaosKi
       answers[i] = r.answer;
       tries += r.tries;
     },
-    audit: (a) => auditCharges('chat', CHAT_PRICE, buyers, answers, tries, o, a),
+    audit: (a) => auditCharges('chat', CHAT_PRICE, buyers, answers, tries, o, a, async (row) => refundWorkflowId(row.id)),
   };
 }
 
@@ -170,7 +171,13 @@ function videoKind(o: Parties, buyers: LocalAccount[], ctx: KindContext): ChaosK
       answers[i] = r.answer;
       tries += r.tries;
     },
-    audit: (a) => auditCharges('video', VIDEO_PRICE, buyers, answers, tries, o, a),
+    // An open charge of a job is its job workflow's until the job ends; then its refund's.
+    audit: (a) =>
+      auditCharges('video', VIDEO_PRICE, buyers, answers, tries, o, a, async (row) => {
+        if (row.state === 'refund_pending') return refundWorkflowId(row.id);
+        const job = await a.db.em.fork().findOne(MediaJob, { chargeId: row.id });
+        return job?.workflowId ?? refundWorkflowId(row.id);
+      }),
   };
 }
 
@@ -187,6 +194,7 @@ async function auditCharges(
   tries: number,
   o: Parties,
   a: AuditContext,
+  ownerOf: (row: InferenceCharge) => Promise<string>,
 ) {
   const t = emptyTally(kind, buyers.length);
   t.tries = tries;
@@ -223,8 +231,9 @@ async function auditCharges(
       if (paid === 0) t.refused++;
       else lose(t, `${label}: no charge, but on chain paid ${paid} refunded ${refunds}`);
     } else {
-      const view = await workflowOf(a.temporal, refundWorkflowId(row!.id));
-      const where = `refund workflow ${view.status} in ${view.state ?? '?'}, paid ${paid} refunded ${refunds}`;
+      const owner = await ownerOf(row!);
+      const view = await workflowOf(a.temporal, owner);
+      const where = `${owner} ${view.status} in ${view.state ?? '?'}${await pendingOf(a, owner)}, paid ${paid} refunded ${refunds}`;
       if (parkedView(view)) {
         t.parked++;
         if (paid === 1 && refunds === 0) kept += price; // its refund may still come: the chain has the charge
@@ -238,4 +247,17 @@ async function auditCharges(
   t.ledgerOk = kept === chainKept;
   if (!t.ledgerOk) t.problems.push(`${kind} ledger: charges kept ${kept} vs chain ${chainKept} (paid minus refunded)`);
   return t;
+}
+
+/** What a workflow is waiting on, for the report: its pending activities, their attempts and last failures. */
+async function pendingOf(a: AuditContext, workflowId: string): Promise<string> {
+  try {
+    const d = await a.temporal.workflow.getHandle(workflowId).describe();
+    const pending = (d.raw.pendingActivities ?? []).map(
+      (p) => `${p.activityType?.name} attempt ${p.attempt}${p.lastFailure?.message ? ` (${p.lastFailure.message.slice(0, 160)})` : ''}`,
+    );
+    return pending.length ? `; pending: ${pending.join(', ')}` : '';
+  } catch {
+    return '';
+  }
 }
