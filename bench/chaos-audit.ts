@@ -30,9 +30,11 @@ export interface RelayerAudit {
 /**
  * The relayer account's transactions against its records: every hash a record ever sent (replacements
  * and re-nonced sends) looked up on the node itself, and the account's nonce delta since `nonceAtStart`.
+ * One chain at a time: the records of `chain`'s id only.
  */
 export async function auditRelayer(chain: PublicClient, db: Database, relayer: Address, nonceAtStart: number): Promise<RelayerAudit> {
-  const rows = await db.em.fork().find(RelayerTransaction, { signer: { $in: [relayer, relayer.toLowerCase()] } });
+  const chainId = await chain.getChainId();
+  const rows = await db.em.fork().find(RelayerTransaction, { signer: { $in: [relayer, relayer.toLowerCase()] }, chainId });
   const nonceNow = await chain.getTransactionCount({ address: relayer, blockTag: 'latest' });
   const audit: RelayerAudit = {
     mined: nonceNow - nonceAtStart,

@@ -1,17 +1,18 @@
 /**
- * The faults `npm run chaos -- --faults rpc,temporal,db` adds to the kills of bench/chaos.ts
- * (issue 37): a hosted provider's bad day in front of the EVM chain (devnet/rpc-provider-double.ts),
- * a Temporal dev server killed and started again on its database file, and every database
- * connection dropped once.
+ * The faults `npm run chaos -- --faults rpc,temporal,db,reorg` adds to the kills of bench/chaos.ts
+ * (issue 37): a hosted provider's bad day in front of each EVM chain (devnet/rpc-provider-double.ts),
+ * a Temporal dev server killed and started again on its database file, every database connection
+ * dropped once, and one reorg of the settlement chain within its confirmation depth.
  */
 import type { FaultRule, RpcFault, RpcProviderDouble } from '../devnet/rpc-provider-double';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import type { LogFn } from '../devnet/process';
+import { rpc } from '../devnet/anvil';
 
-export const FAULTS = ['rpc', 'temporal', 'db'] as const;
+export const FAULTS = ['rpc', 'temporal', 'db', 'reorg'] as const;
 export type Fault = (typeof FAULTS)[number];
 
-/** `rpc,temporal,db` (or `none`, or empty) as a set; an unknown name is an error. */
+/** `rpc,temporal,db,reorg` (or `none`, or empty) as a set; an unknown name is an error. */
 export function parseFaults(list: string | undefined): Set<Fault> {
   const out = new Set<Fault>();
   for (const name of (list ?? '').split(',').map((s) => s.trim())) {
@@ -115,5 +116,42 @@ export async function dropDatabaseConnections(databaseUrl: string): Promise<numb
     return res.rows.filter((r) => r.ok === true).length;
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * The confirmation depth the run gives the settlement chain with the reorg fault: a receipt counts
+ * once this many blocks follow it, so a reorg of up to this many blocks only takes out transactions
+ * nobody was told about yet (base-sepolia's production depth is 0, a rollup's sequencer being final).
+ */
+export const REORG_CONFIRMATION_DEPTH = 2;
+
+/**
+ * Reorgs the chain at `rpcUrl`: anvil drops its last `depth` blocks and mines as many new, empty
+ * ones in their place (anvil_reorg), so the head keeps its height under other hashes and the
+ * transactions of the dropped blocks are gone (anvil does not put them back in its pool). It waits
+ * (up to ~10 s) for a head whose last `depth` blocks hold transactions, so the reorg takes something
+ * out. Mining pauses while it looks and reorgs (the caller stops its own block ticker too), so the
+ * blocks counted are the blocks dropped; what arrives meanwhile waits in the pool for the next block.
+ * Returns the head and the hashes of the transactions taken out.
+ */
+export async function reorgChain(rpcUrl: string, depth: number): Promise<{ head: bigint; removed: string[] }> {
+  for (let attempt = 1; ; attempt++) {
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    try {
+      const head = BigInt(await rpc<string>(rpcUrl, 'eth_blockNumber'));
+      const removed: string[] = [];
+      for (let b = head - BigInt(depth) + 1n; b <= head; b++) {
+        const block = await rpc<{ transactions: string[] } | null>(rpcUrl, 'eth_getBlockByNumber', [`0x${b.toString(16)}`, false]);
+        removed.push(...(block?.transactions ?? []));
+      }
+      if (removed.length > 0 || attempt >= 100) {
+        await rpc(rpcUrl, 'anvil_reorg', [depth, []]);
+        return { head, removed };
+      }
+    } finally {
+      await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    }
+    await new Promise((r) => setTimeout(r, 100));
   }
 }

@@ -1,75 +1,77 @@
 /**
- * Chaos run (issue 12, "Proof"; issue 37, the provider, Temporal and the database): concurrent
- * settlements across EIP-3009, Permit2 and Solana on the real local stack while the worker and the
- * API are SIGKILLed at random moments and the EVM chain is stopped and restarted once. Clients behave
- * like sellers: on a dropped connection, a 5xx or a 202 they send the same payment again. `--faults`
- * adds, each once or for the whole run:
- *   rpc       the worker and the API reach the EVM chain through devnet/rpc-provider-double.ts (seeded
- *             with --seed): 429 (Retry-After 0 or 1 s) and -32005 on reads, 5xx and resets, rare hangs,
- *             a replica 1-3 blocks behind, dropped broadcasts and lost answers; no eth_sendRawTransactionSync
+ * Chaos run (issue 12, "Proof"; issue 37, every money path under a misbehaving world): on the real
+ * local stack, at once, settlements (EIP-3009, Permit2, Solana, and cross-chain EIP-3009 from
+ * base-sepolia to optimism-sepolia over the bridge attester double), paid chats and video jobs (a
+ * share of them failed by the provider doubles, so refunded), top-ups on `base` through the top-up gateway (some
+ * refused, some refunded after their deposit reverts), and gateway-wallet withdrawals; meanwhile the
+ * worker, the API and the top-up gateway are SIGKILLed at random moments and the settlement chain is
+ * stopped and restarted once. Clients send the same request again on a dropped connection, a 5xx or
+ * a 202. `--faults` adds, each once or for the whole run:
+ *   rpc       the service reaches every EVM chain through devnet/rpc-provider-double.ts (seeded with
+ *             --seed): 429 (Retry-After 0 or 1 s) and -32005 on reads, 5xx and resets, rare hangs, a
+ *             replica 1-3 blocks behind, dropped broadcasts and lost answers; no eth_sendRawTransactionSync
  *   temporal  the dev server keeps its state in a file and is SIGKILLed and started again on it mid-run;
  *             the surviving worker and API must go on (checked: payments first sent after it settle)
  *   db        every database connection is dropped once mid-run (PostgreSQL: pg_terminate_backend;
  *             SQLite has none, and says so)
- * At the end every payment must have settled exactly once, been answered with a 4xx (and moved
- * nothing), or be parked (its workflow waits or ended in needs_review, or runs flagged X402Stuck after
- * a stuck scan run on demand); the database ledger must equal the chain, and the relayer account's
- * transactions on chain must match its write-ahead records (none unrecorded, no record paid twice).
- * The bench's own checks read anvil directly, never through the provider double.
+ *   reorg     the settlement chain counts a receipt two blocks deep, and its last two blocks are
+ *             reorged away once mid-run (anvil_reorg: same height, empty blocks)
+ * At the end every effect must have moved money exactly once or not at all, as its records say (per
+ * kind: settled, refused, refunded, or parked in needs_review or flagged X402Stuck after a stuck scan
+ * run on demand); no refund paid twice; each ledger equals its chain; and the relayer's transactions
+ * on each chain match its write-ahead records (none unrecorded, no record paid twice). The bench's own
+ * checks read anvil directly, never through a provider double.
  *
- *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db] [--logs]
+ *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db,reorg] [--logs]
  *
- * Loopback only and bounded (a deadline per payment); prints a table per kind and
- * `lost=0 doubled=0 stuck_unflagged=0`, or exits 1.
+ * `--n` settlements, a quarter per scheme, plus n/6 chats, n/12 video jobs, n/15 top-up payers (three top-ups each)
+ * and n/20 withdrawals (at least one of each). Loopback only and bounded (a deadline per request);
+ * prints a table per kind and `lost=0 doubled=0 stuck_unflagged=0`, or exits 1.
  */
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
-import { Connection as SolanaConnection, Keypair, PublicKey, type VersionedTransaction } from '@solana/web3.js';
+import { Connection as SolanaConnection, Keypair, type PublicKey } from '@solana/web3.js';
 import { getAssociatedTokenAddressSync } from '@solana/spl-token';
-import {
-  createPublicClient,
-  createWalletClient,
-  http,
-  maxUint256,
-  parseEventLogs,
-  type Address,
-  type LocalAccount,
-  type PublicClient,
-} from 'viem';
+import { createPublicClient, createWalletClient, http, maxUint256, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { Client as TemporalClient, Connection as TemporalConnection } from '@temporalio/client';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../devnet/rpc-provider-double';
-import { startAnvil, type Anvil } from '../devnet/anvil';
+import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { startSolanaDevnet } from '../devnet/solana-rpc';
 import { describeExit, prefixedStderr, type ManagedProcess } from '../devnet/process';
 import { tokenAbi } from '../src/chains/evm/abi';
-import {
-  X402_EXACT_PERMIT2_PROXY_ADDRESS,
-  PERMIT2_CANONICAL_ADDRESS,
-  X402_UPTO_PERMIT2_PROXY_ADDRESS,
-} from '../src/chains/devnet-addresses';
-import { buildSolanaNetworkTable } from '../src/chains/networks';
+import { PERMIT2_CANONICAL_ADDRESS } from '../src/chains/devnet-addresses';
 import { DEVNET_SOLANA_FEE_PAYER } from '../src/chains/solana/fee-payer';
 import { Settlement } from '../src/db/entities';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { openTestDatabase, type DbKind } from '../test/support/db';
 import { request, signIn } from '../test/support/http';
-import { exactPayment } from '../test/support/payments';
-import { permit2Payment } from '../test/support/permit2-payments';
 import { dbEnv, startWorker, testDataConverter } from '../test/support/services';
-import { solanaRpcCall, svmPaymentTransaction, toBase64 } from '../test/support/solana';
+import { solanaRpcCall } from '../test/support/solana';
 import { sleep } from './measure';
 import { spawnApi, stopTree } from './processes';
 import { workflowBundleOptions } from '../src/temporal/workflow-bundle';
-import { permit2SettleWorkflowId, settleWorkflowId, solanaSettleWorkflowId } from '../src/temporal/workflow-ids';
-import { base58Encode } from '../src/chains/solana/base58';
-import { dropDatabaseConnections, parseFaults, PROVIDER_RULES, providerSummary, restartTemporal, type Fault } from './chaos-faults';
-import { auditRelayer, isParked, isTerminal, runStuckScan, viewWorkflow, type WorkflowView } from './chaos-audit';
+import {
+  dropDatabaseConnections,
+  parseFaults,
+  PROVIDER_RULES,
+  providerSummary,
+  REORG_CONFIRMATION_DEPTH,
+  reorgChain,
+  restartTemporal,
+  type Fault,
+} from './chaos-faults';
+import { auditRelayer, isParked, isTerminal, runStuckScan, viewWorkflow, type RelayerAudit, type WorkflowView } from './chaos-audit';
+import { auditCrosschain, CROSSCHAIN_ROUTE, setupCrosschain } from './chaos-crosschain';
+import { setupInference } from './chaos-inference';
+import { setupTopup } from './chaos-topup';
+import { setupWithdrawals, WITHDRAWAL_ENV } from './chaos-withdrawal';
+import { rng, type ChaosKind, type KindTally } from './chaos-kinds';
 
 interface Options {
   n: number;
@@ -96,35 +98,8 @@ function parseArgs(argv: string[]): Options {
   return o;
 }
 
-/** mulberry32: a small seeded generator, so a run can be repeated with --seed. */
-function rng(seed: number) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { settlementBody, SOLANA_USDC, type Kind, type Payment } from './chaos-payments';
 
-type Kind = 'eip3009' | 'permit2' | 'solana';
-interface Payment {
-  i: number;
-  kind: Kind;
-  amount: bigint;
-  body?: unknown;
-  /** The final answer: settled (with its transaction), refused with a 4xx, or none within the deadline. */
-  outcome?: { settled: true; transaction: string } | { settled: false; status: number; reason: string };
-  tries: number;
-  /** Its settlement workflow's id (the business key the API derives from the payload). */
-  workflowId?: string;
-  /** When it was first sent, and when its final answer came. */
-  sentAt?: number;
-  answeredAt?: number;
-}
-
-const SOLANA_USDC = new PublicKey(buildSolanaNetworkTable({}).get('solana-devnet')!.usdc);
 const DEADLINE_MS = 240_000;
 /** The worker's stuck threshold and the API's parking delay in this run (both far shorter than in production). */
 const STUCK_AFTER_SECONDS = 30;
@@ -184,7 +159,56 @@ async function main(): Promise<void> {
       cleanups.push(() => provider!.stop());
     }
     const relayerAddress = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[0]).address;
-    const relayerNonceAtStart = await chain.getTransactionCount({ address: relayerAddress, blockTag: 'latest' });
+    // The other money paths: their chains, doubles and funded accounts, each as the integration tests start them.
+    const rpcSeed = (k: number) => (opts.faults.has('rpc') ? opts.seed + k : undefined);
+    const crosschain = await setupCrosschain({ sourceRpcUrl: anvil.rpcUrl, seed: rpcSeed(1), log: log('anvil:11155420') });
+    cleanups.push(() => crosschain.stop());
+    const funder = createWalletClient({ account: buyers[0], transport: http(anvil.rpcUrl) });
+    const inference = await setupInference({
+      chats: Math.max(1, Math.round(opts.n / 6)),
+      videos: Math.max(1, Math.round(opts.n / 12)),
+      chain,
+      usdc: deployed.usdc,
+      facilitator: deployed.facilitator,
+      revenue: relayerAddress,
+      fund: async (to, amount) => {
+        const hash = await funder.writeContract({
+          chain: null,
+          address: deployed.usdc,
+          abi: tokenAbi,
+          functionName: 'transfer',
+          args: [to, amount],
+        });
+        await chain.waitForTransactionReceipt({ hash, pollingInterval: 20 });
+      },
+      deadlineMs: DEADLINE_MS,
+    });
+    cleanups.push(() => inference.stop());
+    const topup = await setupTopup({
+      payers: Math.max(1, Math.round(opts.n / 15)),
+      relayer: relayerAddress,
+      seed: rpcSeed(2),
+      logs: opts.logs,
+      log: log('anvil:8453'),
+      deadlineMs: DEADLINE_MS,
+    });
+    cleanups.push(() => topup.stop());
+    const withdrawals = await setupWithdrawals({
+      count: Math.max(1, Math.round(opts.n / 20)),
+      rpcUrl: anvil.rpcUrl,
+      chain,
+      usdc: deployed.usdc,
+      depositor: relayerAddress,
+      funder: buyers[1],
+      seed: opts.seed,
+      deadlineMs: DEADLINE_MS,
+    });
+    const evmChains = { 'base-sepolia': chain, 'optimism-sepolia': crosschain.dest, base: topup.chain };
+    const relayerNonceAtStart = new Map<string, number>();
+    for (const [name, c] of Object.entries(evmChains))
+      relayerNonceAtStart.set(name, await c.getTransactionCount({ address: relayerAddress, blockTag: 'latest' }));
+    // Withdrawals are for operators: the organization's owner is one.
+    const owner = privateKeyToAccount(generatePrivateKey());
     const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
     const bundlePath = join(tmp, 'workflow-bundle.js');
     writeFileSync(bundlePath, code);
@@ -197,10 +221,15 @@ async function main(): Promise<void> {
       TEMPORAL_TASK_QUEUE: `chaos-${randomBytes(4).toString('hex')}`,
       RELAYER_PRIVATE_KEY: TEST_ACCOUNTS.relayerKeys[0],
       RPC_URLS_BASE_SEPOLIA: provider?.url ?? anvil.rpcUrl,
-      RPC_URLS_OPTIMISM_SEPOLIA: 'none',
+      ...crosschain.env,
+      ...inference.env,
+      ...topup.env,
+      ...WITHDRAWAL_ENV,
+      OPERATOR_ADDRESSES: owner.address,
+      ...(opts.faults.has('reorg') ? { CONFIRMATION_DEPTH_BASE_SEPOLIA: String(REORG_CONFIRMATION_DEPTH) } : {}),
       SOLANA_RPC_URL_SOLANA_DEVNET: solana.url,
       WORKFLOW_BUNDLE_PATH: bundlePath,
-      SETTLE_WAIT_MS: '3000',
+      SETTLE_WAIT_MS: '10000', // a paid chat waits this long for its payment before answering 503 (and refunding)
       RECEIPT_WAIT_MS: '5000',
       RELAYER_REPLACE_AFTER_MS: '8000',
       STUCK_AFTER_SECONDS: String(STUCK_AFTER_SECONDS),
@@ -212,6 +241,7 @@ async function main(): Promise<void> {
     let api = await spawnApi({ ...svcEnv, LOG_LEVEL: 'warn' }, opts.logs);
     const port = Number(new URL(api.baseUrl).port);
     let worker: ManagedProcess = await startWorker(svcEnv, { onLine: opts.logs ? log('worker') : undefined });
+    await topup.start(svcEnv);
     const events: string[] = [];
     let started = Date.now();
     const stamp = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
@@ -243,7 +273,7 @@ async function main(): Promise<void> {
       async () => stopTree(api.proc),
     );
 
-    const cookie = await signIn(api.baseUrl, privateKeyToAccount(generatePrivateKey()));
+    const cookie = await signIn(api.baseUrl, owner);
     const payout = privateKeyToAccount(generatePrivateKey()).address;
     await request('PATCH', `${api.baseUrl}/v1/organization`, { cookie, json: { payoutWalletTest: payout, platformFeeBps: 0 } });
     const apiKey = (await request('POST', `${api.baseUrl}/v1/api_keys`, { cookie, json: { name: 'chaos', test_net: true } })).body
@@ -255,71 +285,20 @@ async function main(): Promise<void> {
     const solConn = new SolanaConnection(solana.url, 'confirmed');
 
     // --- the payments: distinct amounts, so each one's transfer can be found on chain.
-    const kinds: Kind[] = ['eip3009', 'permit2', 'solana'];
+    const kinds: Kind[] = ['eip3009', 'permit2', 'solana', 'crosschain'];
     const payments: Payment[] = Array.from({ length: opts.n }, (_, i) => ({
       i,
-      kind: kinds[i % 3],
+      kind: kinds[i % kinds.length],
       amount: 1_000_000n + BigInt(i),
       tries: 0,
     }));
     const before = {
       payout: await usdcOf(chain, deployed.usdc, payout),
       seller: await splBalance(solConn, sellerSol),
+      destPayout: await usdcOf(crosschain.dest, deployed.usdc, payout),
     };
-    const bodyOf = async (p: Payment): Promise<unknown> => {
-      const buyer = buyers[p.i % buyers.length] as LocalAccount;
-      if (p.kind === 'eip3009') {
-        const body = await exactPayment({
-          buyer,
-          network: 'base-sepolia',
-          chainId: 84532,
-          usdc: deployed.usdc,
-          facilitator: deployed.facilitator,
-          value: p.amount,
-        });
-        const { from, nonce } = body.paymentPayload.payload.authorization;
-        p.workflowId = settleWorkflowId('base-sepolia', from, nonce);
-        return body;
-      }
-      if (p.kind === 'permit2') {
-        const common = { network: 'base-sepolia', chainId: 84532, usdc: deployed.usdc, facilitator: deployed.facilitator };
-        const proxies = {
-          permit2: PERMIT2_CANONICAL_ADDRESS,
-          exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
-          uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
-        };
-        const body = await permit2Payment({ scheme: 'exact', buyer, amount: p.amount, ...common, ...proxies });
-        const { owner, permit } = body.paymentPayload.payload;
-        p.workflowId = permit2SettleWorkflowId('base-sepolia', owner, permit.nonce);
-        return body;
-      }
-      const solBuyer = solBuyers[p.i % solBuyers.length];
-      const tx: VersionedTransaction = svmPaymentTransaction({
-        buyer: solBuyer,
-        payTo: sellerSol,
-        mint: SOLANA_USDC,
-        feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey,
-        amount: p.amount,
-        blockhash: (await solConn.getLatestBlockhash()).blockhash,
-      });
-      const authority = tx.message.staticAccountKeys.findIndex((k) => k.equals(solBuyer.publicKey));
-      p.workflowId = solanaSettleWorkflowId('solana-devnet', solBuyer.publicKey.toBase58(), base58Encode(tx.signatures[authority]));
-      return {
-        paymentPayload: { x402Version: 1, scheme: 'exact', network: 'solana-devnet', payload: { transaction: toBase64(tx) } },
-        paymentRequirements: {
-          scheme: 'exact',
-          network: 'solana-devnet',
-          maxAmountRequired: p.amount.toString(),
-          resource: 'https://seller.example/chaos',
-          description: 'chaos',
-          mimeType: 'application/json',
-          payTo: sellerSol.toBase58(),
-          maxTimeoutSeconds: 60,
-          asset: SOLANA_USDC.toBase58(),
-          extra: { feePayer: DEVNET_SOLANA_FEE_PAYER.publicKey.toBase58() },
-        },
-      };
-    };
+    const bodyOf = (p: Payment) =>
+      settlementBody(p, { buyers, usdc: deployed.usdc, facilitator: deployed.facilitator, solBuyers, sellerSol, solConn });
 
     /** A seller: the same payment again on a dropped connection, a 5xx or a 202, until a final answer. */
     const settle = async (p: Payment) => {
@@ -348,11 +327,33 @@ async function main(): Promise<void> {
 
     // --- the monkey: SIGKILL worker or API every 0.5-2 s, and the chain once, while payments run; with
     // --faults, Temporal once and the database connections once, each at a seeded share of the payments sent.
+    // The other kinds' jobs, spread evenly among the settlements.
+    const kindContext = { apiUrl: () => `http://127.0.0.1:${port}`, apiKey, cookie, db: tdb.db, random };
+    const extraKinds: ChaosKind[] = [...inference.kinds(kindContext), topup.kind(kindContext), withdrawals.kind(kindContext)];
+    const jobs = [
+      ...payments.map((p) => ({ at: (p.i + 0.5) / payments.length, run: () => settle(p) })),
+      ...extraKinds.flatMap((k) => Array.from({ length: k.count }, (_, i) => ({ at: (i + 0.5) / k.count, run: () => k.run(i) }))),
+    ].sort((a, b) => a.at - b.at);
+
     let done = false;
     let next = 0;
     started = Date.now();
     const temporalAt = temporalDb ? 0.2 + faultRandom() * 0.3 : undefined;
     const dbAt = opts.faults.has('db') && opts.db === 'postgres' ? 0.3 + faultRandom() * 0.4 : undefined;
+    const reorgAt = opts.faults.has('reorg') ? 0.3 + faultRandom() * 0.4 : undefined;
+    // A block a second besides the transactions' own: receipts get their confirmations, withdrawals their delay.
+    let ticking = true;
+    let reorging = false;
+    const ticker = (async () => {
+      while (ticking) {
+        await sleep(1000);
+        if (!reorging) await rpc(anvil.rpcUrl, 'evm_mine', []).catch(() => undefined); // the chain may be down for its restart
+      }
+    })();
+    cleanups.push(async () => {
+      ticking = false;
+      await ticker;
+    });
     const checks: string[] = [];
     /**
      * After a Temporal restart or dropped connections, no kills for SURVIVOR_WINDOW_MS: the worker and
@@ -405,15 +406,29 @@ async function main(): Promise<void> {
       const n = await dropDatabaseConnections(tdb.config.DATABASE_URL!);
       events.push(`${stamp()} dropped ${n} database connections${note}`);
     };
+    const reorgedOut: Hex[] = [];
+    const reorgNow = async (note = '') => {
+      reorging = true;
+      const r = await reorgChain(anvil.rpcUrl, REORG_CONFIRMATION_DEPTH).finally(() => (reorging = false));
+      reorgedOut.push(...(r.removed as Hex[]));
+      const blocks = `${r.head - BigInt(REORG_CONFIRMATION_DEPTH) + 1n}-${r.head}`;
+      events.push(`${stamp()} reorg of blocks ${blocks}: ${r.removed.length} transaction(s) dropped${note}`);
+    };
     const monkey = (async () => {
       let chainRestarted = false;
       let temporalRestarted = false;
       let connectionsDropped = false;
+      let reorged = false;
       while (!done) {
         await sleep(500 + random() * 1500);
         if (done) break;
         await reviveCrashed();
-        const sent = next / payments.length;
+        const sent = next / jobs.length;
+        if (reorgAt !== undefined && !reorged && sent >= reorgAt) {
+          reorged = true;
+          await reorgNow();
+          continue;
+        }
         if (temporalAt !== undefined && !temporalRestarted && sent >= temporalAt) {
           temporalRestarted = true;
           await restartTemporalNow();
@@ -441,12 +456,15 @@ async function main(): Promise<void> {
           await worker.exited;
           await sleep(random() * 1500);
           worker = await restartWorker();
-        } else {
+        } else if (roll < 0.8) {
           events.push(`${stamp()} SIGKILL api`);
           api.proc.child.kill('SIGKILL');
           await api.proc.exited;
           await sleep(random() * 1500);
           api = await restartApi();
+        } else {
+          events.push(`${stamp()} SIGKILL topup gateway`);
+          await topup.kill(random() * 1500);
         }
       }
       // Each fault happens at least once, even in a short run.
@@ -457,20 +475,23 @@ async function main(): Promise<void> {
       }
       if (temporalAt !== undefined && !temporalRestarted) await restartTemporalNow(' (end of run)');
       if (dbAt !== undefined && !connectionsDropped) await dropConnectionsNow(' (end of run)');
+      if (reorgAt !== undefined && !reorged) await reorgNow(' (end of run)');
       await reviveCrashed();
     })();
 
     await Promise.all(
       Array.from({ length: opts.concurrency }, async () => {
-        while (next < payments.length) await settle(payments[next++]);
+        while (next < jobs.length) await jobs[next++].run();
       }),
     );
     done = true;
     await monkey;
-    say(`settled in ${((Date.now() - started) / 1000).toFixed(1)} s; chaos: ${events.length} events`);
+    say(`requests ended in ${((Date.now() - started) / 1000).toFixed(1)} s; chaos: ${events.length} events`);
     for (const e of events) say(`  ${e}`);
     for (const c of checks) say(`  ${c}`);
-    if (provider) say(`rpc provider double: ${providerSummary(provider)}`);
+    if (provider) say(`rpc provider double (base-sepolia): ${providerSummary(provider)}`);
+    if (crosschain.provider) say(`rpc provider double (optimism-sepolia): ${providerSummary(crosschain.provider)}`);
+    if (topup.provider) say(`rpc provider double (base): ${providerSummary(topup.provider)}`);
 
     // --- the verdict: the workflows of unanswered payments, then the chain, then the ledger.
     const temporalConnection = await TemporalConnection.connect({ address: temporal.address });
@@ -491,15 +512,18 @@ async function main(): Promise<void> {
       if ((await viewWorkflow(temporalClient, p.workflowId!)).status === 'ABSENT') unknownIds++;
     }
     if (unknownIds) say(`bench error: ${unknownIds} settled payment(s) have no workflow under the id the bench derived`);
+    // The other kinds wait (bounded) for their refunds, deliveries and payouts, then judge.
+    const auditOthers = () => Promise.all(extraKinds.map((k) => k.audit({ temporal: temporalClient, db: tdb.db })));
+    let tallies: KindTally[] = await auditOthers();
     const waiting = () =>
       unanswered.filter((p) => {
         const v = views.get(p)!;
         return v.status === 'RUNNING' && !isParked(v);
       });
-    if (waiting().length) {
+    if (waiting().length || tallies.some((t) => t.stuckUnflagged > 0)) {
       // The stuck scan runs every minute; here it is run once more, now, as an operator would see it.
       say(
-        `${waiting().length} unanswered payment(s) still running: ${await runStuckScan(
+        `${waiting().length} unanswered payment(s) and ${tallies.reduce((s, t) => s + t.stuckUnflagged, 0)} other effect(s) still running: ${await runStuckScan(
           temporalClient,
           env.TEMPORAL_TASK_QUEUE,
           waiting().map((p) => views.get(p)!),
@@ -510,7 +534,24 @@ async function main(): Promise<void> {
         await sleep(500); // the flag is set by the workflow itself when it takes the signal
         await viewAll();
       }
+      if (tallies.some((t) => t.stuckUnflagged > 0)) {
+        await sleep(2000);
+        tallies = await auditOthers();
+      }
     }
+    const cross = await auditCrosschain({
+      payments: payments
+        .filter((p) => p.kind === 'crosschain' && p.workflowId)
+        .map((p) => ({ workflowId: p.workflowId!, amount: p.amount })),
+      db: tdb.db,
+      source: chain,
+      dest: crosschain.dest,
+      usdc: deployed.usdc,
+      facilitator: deployed.facilitator,
+      payout,
+      payoutBefore: before.destPayout,
+      waitMs: 90_000,
+    });
 
     const transfers = parseEventLogs({
       abi: tokenAbi,
@@ -532,11 +573,28 @@ async function main(): Promise<void> {
     const parkedMoved = { evm: 0n, solana: 0n };
     const moves = new Map<Payment, number>();
     for (const p of payments) {
-      const moved = p.kind === 'solana' ? ((await landedSolana(p)) ? 1 : 0) : (evmCount.get(p.amount) ?? 0);
+      // A cross-chain payment moves money twice by design: the burn on the source, the payout on the destination.
+      const moved =
+        p.kind === 'solana'
+          ? (await landedSolana(p))
+            ? 1
+            : 0
+          : p.kind === 'crosschain'
+            ? (cross.burns.get(p.workflowId!) ?? 0)
+            : (evmCount.get(p.amount) ?? 0);
       moves.set(p, moved);
       const view = views.get(p);
+      const paidOut = cross.payouts.get(p.workflowId!) ?? 0;
       let verdict: Verdict;
-      if (p.outcome?.settled) verdict = 'settled';
+      if (p.kind === 'crosschain' && paidOut > 1) {
+        doubled++;
+        problems.push(`#${p.i} crosschain ${p.workflowId}: paid out ${paidOut} times on the destination`);
+      }
+      if (p.outcome?.settled && p.kind === 'crosschain' && paidOut === 0) {
+        // Answered at the burn; the payout follows, or its bridge leg waits for an operator.
+        verdict = cross.bridgeParked.has(p.workflowId!) ? 'parked' : 'lost';
+        if (verdict === 'lost') problems.push(`#${p.i} crosschain ${p.workflowId}: burned ${moved}, never paid out on the destination`);
+      } else if (p.outcome?.settled) verdict = 'settled';
       else if (p.outcome) verdict = p.outcome.status >= 400 && p.outcome.status < 500 ? 'refused' : 'lost';
       else if (view && isParked(view)) verdict = 'parked';
       else if (view && view.status === 'RUNNING' && !isTerminal(view)) verdict = 'stuck_unflagged';
@@ -565,7 +623,7 @@ async function main(): Promise<void> {
       } else if (verdict === 'stuck_unflagged') {
         problems.push(`#${p.i} ${p.kind} ${p.workflowId}: no final answer${where}, not flagged; moved ${moved}`);
       } else if (verdict === 'parked') {
-        if (moved === 1) parkedMoved[p.kind === 'solana' ? 'solana' : 'evm'] += p.amount;
+        if (moved === 1 && p.kind !== 'crosschain') parkedMoved[p.kind === 'solana' ? 'solana' : 'evm'] += p.amount;
         problems.push(`#${p.i} ${p.kind} ${p.workflowId}: parked${where}, moved ${moved}`);
       }
     }
@@ -573,58 +631,99 @@ async function main(): Promise<void> {
 
     // The relayer account on chain against its write-ahead records: no transaction nobody recorded, no
     // record carried out twice.
-    const relayerAudit = await auditRelayer(chain, tdb.db, relayerAddress, relayerNonceAtStart);
-    doubled += relayerAudit.twice.length + relayerAudit.unrecorded;
-    for (const t of relayerAudit.twice)
-      problems.push(`relayer record ${t.id}: ${t.hashes.length} successful transactions ${t.hashes.join(' ')}`);
-    if (relayerAudit.unrecorded) problems.push(`relayer: ${relayerAudit.unrecorded} mined transaction(s) that no record names`);
-    for (const t of relayerAudit.duplicateReverted)
-      problems.push(`relayer record ${t.id}: mined ${t.hashes.length} times, the others reverted: ${t.hashes.join(' ')}`);
+    const relayerAudits: [string, RelayerAudit][] = [];
+    for (const [name, c] of Object.entries(evmChains)) {
+      const audit = await auditRelayer(c, tdb.db, relayerAddress, relayerNonceAtStart.get(name)!);
+      relayerAudits.push([name, audit]);
+      doubled += audit.twice.length + audit.unrecorded;
+      for (const t of audit.twice)
+        problems.push(`relayer record ${t.id}: ${t.hashes.length} successful transactions ${t.hashes.join(' ')}`);
+      if (audit.unrecorded) problems.push(`relayer on ${name}: ${audit.unrecorded} mined transaction(s) that no record names`);
+      for (const t of audit.duplicateReverted)
+        problems.push(`relayer record ${t.id}: mined ${t.hashes.length} times, the others reverted: ${t.hashes.join(' ')}`);
+    }
+    problems.push(...cross.problems);
 
-    const settledEvm = payments.filter((p) => p.kind !== 'solana' && p.outcome?.settled).reduce((s, p) => s + p.amount, 0n);
+    const sameChain = (p: Payment) => p.kind === 'eip3009' || p.kind === 'permit2';
+    const settledEvm = payments.filter((p) => sameChain(p) && p.outcome?.settled).reduce((s, p) => s + p.amount, 0n);
     const settledSol = payments.filter((p) => p.kind === 'solana' && p.outcome?.settled).reduce((s, p) => s + p.amount, 0n);
     const chainEvm = (await usdcOf(chain, deployed.usdc, payout)) - before.payout;
     const chainSol = (await splBalance(solConn, sellerSol)) - before.seller;
-    const rows = await tdb.db.em.fork().find(Settlement, { state: 'settled' });
+    // The organization's settlements (chats, top-ups and withdrawals have rows of their own routes).
+    const rows = await tdb.db.em
+      .fork()
+      .find(Settlement, { state: 'settled', id: { $in: payments.map((p) => p.workflowId!).filter(Boolean) } });
     const ledger = (route: (r: string) => boolean) =>
       rows.filter((r) => route(r.route)).reduce((s, r) => s + BigInt(r.amount) - BigInt(r.fee), 0n);
-    const ledgerEvm = ledger((r) => r !== 'solana');
+    const ledgerEvm = ledger((r) => r !== 'solana' && r !== CROSSCHAIN_ROUTE);
     const ledgerSol = ledger((r) => r === 'solana');
     // A parked payment's transfer may have happened: the chain has it, the settled rows and the answers not yet.
     const ledgerOk =
       ledgerEvm + parkedMoved.evm === chainEvm &&
       ledgerSol + parkedMoved.solana === chainSol &&
       settledEvm + parkedMoved.evm === chainEvm &&
-      settledSol + parkedMoved.solana === chainSol;
+      settledSol + parkedMoved.solana === chainSol &&
+      cross.ledgerOk;
     if (!ledgerOk)
       problems.push(
         `ledger ${ledgerEvm}/${ledgerSol} vs chain ${chainEvm}/${chainSol} vs answers ${settledEvm}/${settledSol} (EVM/Solana; parked and moved ${parkedMoved.evm}/${parkedMoved.solana})`,
       );
 
     say('');
-    say('| kind | payments | settled | refused (4xx) | parked | stuck, unflagged | lost | tries (mean) |');
-    say('|---|---|---|---|---|---|---|---|');
+    say(
+      '| kind | requests | settled | refused (4xx) | refunded | parked | stuck, unflagged | lost | doubled | ledger = chain | tries (mean) |',
+    );
+    say('|---|---|---|---|---|---|---|---|---|---|---|');
     for (const k of kinds) {
       const of = payments.filter((p) => p.kind === k);
       const count = (v: Verdict) => of.filter((p) => verdicts.get(p) === v).length;
       const mean = of.reduce((s, p) => s + p.tries, 0) / Math.max(1, of.length);
+      const twice = of.filter((p) => (moves.get(p) ?? 0) > 1 || (cross.payouts.get(p.workflowId!) ?? 0) > 1).length;
       say(
-        `| ${k} | ${of.length} | ${count('settled')} | ${count('refused')} | ${count('parked')} | ${count('stuck_unflagged')} | ${count('lost')} | ${mean.toFixed(1)} |`,
+        `| ${k} | ${of.length} | ${count('settled')} | ${count('refused')} | 0 | ${count('parked')} | ${count('stuck_unflagged')} | ${count('lost')} | ${twice} | ${k === 'crosschain' ? cross.ledgerOk : ledgerOk} | ${mean.toFixed(1)} |`,
       );
     }
+    for (const t of tallies) {
+      say(
+        `| ${t.kind} | ${t.total} | ${t.settled} | ${t.refused} | ${t.refunded} | ${t.parked} | ${t.stuckUnflagged} | ${t.lost} | ${t.doubled} | ${t.ledgerOk} | ${(t.tries / Math.max(1, t.total)).toFixed(1)} |`,
+      );
+      lost += t.lost;
+      doubled += t.doubled;
+      problems.push(...t.problems);
+    }
+    const othersOk = tallies.every((t) => t.ledgerOk);
+    for (const t of tallies.filter((x) => x.answers)) {
+      const by = new Map<string, number>();
+      for (const a of t.answers!) by.set(String(a ?? 'none'), (by.get(String(a ?? 'none')) ?? 0) + 1);
+      say(`${t.kind} answers: ${[...by].map(([a, n]) => `${a}=${n}`).join(' ')}`);
+    }
+    const stuckUnflaggedAll = stuckUnflagged + tallies.reduce((s, t) => s + t.stuckUnflagged, 0);
     const reasons = new Map<string, number>();
     for (const p of payments) if (p.outcome && !p.outcome.settled) reasons.set(p.outcome.reason, (reasons.get(p.outcome.reason) ?? 0) + 1);
     if (reasons.size) say(`refusals: ${[...reasons].map(([r, c]) => `${r}=${c}`).join(' ')}`);
     say(`ledger = chain: ${ledgerOk} (EVM ${chainEvm}, Solana ${chainSol} base units)`);
-    say(
-      `relayer on chain: ${relayerAudit.mined} transactions (${relayerAudit.reverted} reverted) for ${relayerAudit.records} records; ` +
-        `unrecorded ${relayerAudit.unrecorded}, records carried out twice ${relayerAudit.twice.length}, ` +
-        `with a reverted duplicate ${relayerAudit.duplicateReverted.length}`,
-    );
-    for (const p of problems.slice(0, 30)) say(`  ${p}`);
-    if (problems.length > 30) say(`  ... and ${problems.length - 30} more`);
-    say(`lost=${lost} doubled=${doubled} stuck_unflagged=${stuckUnflagged}`);
-    process.exitCode = lost === 0 && doubled === 0 && stuckUnflagged === 0 && ledgerOk && unknownIds === 0 ? 0 : 1;
+    if (reorgedOut.length) {
+      // The reorg took these out of the chain; whatever of them was owed is back, sent again from its record.
+      const back = await Promise.all(
+        reorgedOut.map((hash) =>
+          chain.getTransactionReceipt({ hash }).then(
+            () => true,
+            () => false,
+          ),
+        ),
+      );
+      say(`reorg: ${reorgedOut.length} transaction(s) dropped, ${back.filter(Boolean).length} mined again since`);
+    }
+    for (const [name, a] of relayerAudits)
+      say(
+        `relayer on ${name}: ${a.mined} transactions (${a.reverted} reverted) for ${a.records} records; ` +
+          `unrecorded ${a.unrecorded}, records carried out twice ${a.twice.length}, with a reverted duplicate ${a.duplicateReverted.length}`,
+      );
+    for (const p of problems.slice(0, 40)) say(`  ${p}`);
+    if (problems.length > 40) say(`  ... and ${problems.length - 40} more`);
+    say(`lost=${lost} doubled=${doubled} stuck_unflagged=${stuckUnflaggedAll}`);
+    const ok = lost === 0 && doubled === 0 && stuckUnflaggedAll === 0 && ledgerOk && othersOk && unknownIds === 0;
+    process.exitCode = ok ? 0 : 1;
   } finally {
     for (const c of cleanups.reverse()) await c().catch(() => undefined);
   }

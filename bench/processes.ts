@@ -41,6 +41,23 @@ export async function spawnApi(
   return { proc, baseUrl };
 }
 
+/**
+ * The top-up gateway (src/topup/main.ts) on `port`; ready when its quote route answers (any status
+ * below 500: a quote may be refused, the gateway is up).
+ */
+export async function spawnTopup(env: Record<string, string>, logs: boolean, port: number): Promise<{ proc: ManagedProcess; url: string }> {
+  const url = `http://127.0.0.1:${port}`;
+  const unlimited = { RATE_LIMIT_IP: '100000000', RATE_LIMIT_AUTH_IP: '100000000', RATE_LIMIT_KEY: '100000000' };
+  const proc = spawnTs(
+    'topup',
+    'src/topup/main.ts',
+    { ...unlimited, ...env, HOST: '127.0.0.1', TOPUP_PORT: String(port), TOPUP_URL: url },
+    logs,
+  );
+  await waitForHttp(`${url}/healthz`, { timeoutMs: 60_000, intervalMs: 100, process: proc, accept: (res) => res.status < 600 });
+  return { proc, url };
+}
+
 /** The orchestration floor's worker (bench/orchestration-floor/worker.ts); ready when it says so. */
 export async function spawnFloorWorker(env: Record<string, string>, logs: boolean): Promise<ManagedProcess> {
   let ready = false;
