@@ -11,6 +11,7 @@ import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { cancelJob, download, generateImages, jobStatus, MediaProviderError, submitJob } from '../src/media/provider';
 import { createMediaStore, type MediaStore } from '../src/media/store';
 import { FINAL_JOB_STATES, mediaChargeId, type MediaJobInput, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
+import { heartbeatWhile } from './heartbeat';
 
 export interface MediaActivityDeps {
   /** The media prices and the revenue wallet a media payment must pay (configuration). */
@@ -187,25 +188,31 @@ export function createMediaActivities(deps: MediaActivityDeps) {
     async generateAndStoreImages(input: MediaJobInput): Promise<string[]> {
       let images: Buffer[];
       try {
-        images = await generateImages(cfg(), {
-          model: input.model,
-          prompt: input.prompt,
-          n: input.n,
-          size: input.size,
-          image: input.image,
-        });
+        images = await heartbeatWhile(() =>
+          generateImages(cfg(), {
+            model: input.model,
+            prompt: input.prompt,
+            n: input.n,
+            size: input.size,
+            image: input.image,
+          }),
+        );
       } catch (err) {
         throw asFailure(err);
       }
-      return storeAll(
-        input,
-        images.map((body) => ({ body, contentType: 'image/png' })),
+      return heartbeatWhile(() =>
+        storeAll(
+          input,
+          images.map((body) => ({ body, contentType: 'image/png' })),
+        ),
       );
     },
 
     async submitProviderJob(input: MediaJobInput): Promise<ProviderJobStatus> {
       try {
-        return await submitJob(cfg(), { kind: input.kind, model: input.model, prompt: input.prompt, idempotencyKey: input.workflowId });
+        return await heartbeatWhile(() =>
+          submitJob(cfg(), { kind: input.kind, model: input.model, prompt: input.prompt, idempotencyKey: input.workflowId }),
+        );
       } catch (err) {
         throw asFailure(err);
       }
@@ -230,12 +237,14 @@ export function createMediaActivities(deps: MediaActivityDeps) {
     /** Copies a finished job's artifacts (fresh links from a new status read) into the store. */
     async storeJobArtifacts(input: MediaJobInput, providerJobId: string): Promise<string[]> {
       try {
-        const status = await jobStatus(cfg(), providerJobId);
-        if (status.status !== 'succeeded' || status.output.length === 0)
-          throw new MediaProviderError(`job ${providerJobId} has no output (${status.status})`, false);
-        const artifacts = [];
-        for (const o of status.output) artifacts.push({ body: await download(o.url), contentType: o.content_type });
-        return await storeAll(input, artifacts);
+        return await heartbeatWhile(async () => {
+          const status = await jobStatus(cfg(), providerJobId);
+          if (status.status !== 'succeeded' || status.output.length === 0)
+            throw new MediaProviderError(`job ${providerJobId} has no output (${status.status})`, false);
+          const artifacts = [];
+          for (const o of status.output) artifacts.push({ body: await download(o.url), contentType: o.content_type });
+          return await storeAll(input, artifacts);
+        });
       } catch (err) {
         throw asFailure(err);
       }

@@ -15,7 +15,9 @@ import { deflateSync } from 'node:zlib';
  *   error?, output: [{url, content_type}]}`; output URLs expire (the service must copy them).
  * - `POST /v1/jobs/:id/cancel` → the job (cancelled unless it already finished).
  *
- * Prompt directives drive tests: `#fail` (the job or image fails), `#reject` (an image is refused, 400), `#duration=<ms>` (job length).
+ * Prompt directives drive tests: `#fail` (the job or image fails), `#reject` (an image is refused, 400), `#duration=<ms>` (job length),
+ * `#slow-submit=<ms>` (the job is created at once, but the answer to its first submission comes that much later, as a
+ * provider's slow answer does).
  * `GET /__double/jobs` lists every job with its submission count.
  */
 
@@ -26,6 +28,8 @@ export interface MediaDoubleJob {
   prompt: string;
   idempotencyKey: string;
   submissions: number;
+  /** Submissions answered so far (one held by `#slow-submit` is not, yet). */
+  answers: number;
   createdAt: number;
   durationMs: number;
   fail: boolean;
@@ -166,6 +170,7 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
         if (existing) {
           const job = jobs.get(existing)!;
           job.submissions++;
+          job.answers++;
           return send(res, 200, view(job));
         }
         const prompt = String(body.prompt ?? '');
@@ -176,12 +181,16 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
           prompt,
           idempotencyKey: key,
           submissions: 1,
+          answers: 0,
           createdAt: Date.now(),
           durationMs: directive(prompt, 'duration') ?? opts.defaultDurationMs ?? 1500,
           fail: prompt.includes('#fail'),
         };
         jobs.set(job.id, job);
         byKey.set(key, job.id);
+        const held = directive(prompt, 'slow-submit');
+        if (held) await new Promise((resolve) => setTimeout(resolve, held));
+        job.answers++;
         return send(res, 201, view(job));
       }
       const jobMatch = /^\/v1\/jobs\/([0-9a-f-]{36})(\/cancel)?$/.exec(path);

@@ -28,9 +28,12 @@ const { recordMediaJob, claimMediaCharge, setMediaCharge } = proxyActivities<Med
   startToCloseTimeout: '30s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
-// Provider calls: a few attempts for transient errors; then the job has failed (and is refunded).
+// Provider calls: a few attempts for transient errors; then the job has failed (and is refunded). They
+// heartbeat while the provider works, so an attempt a killed worker held is retried within seconds,
+// not after the 3 minutes a slow provider may take.
 const { generateAndStoreImages, submitProviderJob, storeJobArtifacts } = proxyActivities<MediaActivities>({
   startToCloseTimeout: '3m',
+  heartbeatTimeout: '10s',
   retry: {
     initialInterval: '1s',
     backoffCoefficient: 2,

@@ -67,6 +67,36 @@ describe('media job durability (sqlite)', () => {
     expect(job.payment).toMatchObject({ state: 'delivered', refundTx: null });
   });
 
+  test('a worker SIGKILLed while the provider holds its answer to the submission: retried within seconds, one provider job, one charge', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    // The provider creates the job at once and answers the submission 45 s later (a slow provider).
+    const { jobId, nonce } = await startVideo('a held submission #slow-submit=45000 #duration=500', `held-${Date.now()}`);
+    const row = await waitUntil(
+      'the submission at the provider',
+      async () => {
+        const r = await h.tdb.db.em.fork().findOne(MediaJob, { id: jobId });
+        return r && (await h.providerJobs()).some((j) => j.idempotencyKey === r.workflowId) ? r : undefined;
+      },
+      { timeoutMs: 30_000, intervalMs: 100 },
+    );
+    const atKill = (await h.providerJobs()).find((j) => j.idempotencyKey === row.workflowId)!;
+    expect({ submissions: atKill.submissions, answers: atKill.answers }).toEqual({ submissions: 1, answers: 0 }); // unanswered at the kill
+    await h.restartWorker({ kill: true });
+
+    // The heartbeat timeout retries the submission; nothing waits for the held answer or the
+    // activity's 3 min start-to-close.
+    const job = await h.waitForJob(buyer, jobId, (j) => j.state === 'succeeded', 40_000);
+    expect(job.assets).toHaveLength(1);
+    const jobs = (await h.providerJobs()).filter((j) => j.idempotencyKey === row.workflowId);
+    // One job; the retry's submission answered, the killed one's still held when the job was done.
+    expect(jobs.map((j) => ({ id: j.id, submissions: j.submissions, answers: j.answers }))).toEqual([
+      { id: atKill.id, submissions: 2, answers: 1 },
+    ]);
+    expect(await h.settledEvents(buyer.address, nonce)).toBe(1);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VIDEO_PRICE);
+    expect(job.payment).toMatchObject({ state: 'delivered', refundTx: null });
+  });
+
   test('a cancelled job is refunded exactly once, with the worker killed while the refund is in flight', async () => {
     const buyerBefore = await h.balanceOf(buyer.address);
     const refundsBefore = (await transfers(revenue, buyer.address)).length;
