@@ -10,7 +10,8 @@ import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
 import { httpServerSpans } from '../observability/tracing';
 import { Metrics } from '../observability/metrics';
-import { registerMetricsRoutes } from '../http/metrics-route';
+import { metricsCaller, registerMetricsRoutes } from '../http/metrics-route';
+import { cachedHealth, healthView } from '../observability/health';
 import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../settle/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';
@@ -37,7 +38,7 @@ export const topupErrorBody = (status: number, message: string) => ({
 });
 
 export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
-  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
+  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY > 0, maxIpsCount: deps.config.TRUST_PROXY });
   app.silent = true;
   app.use(requestId(deps.logger));
   // Its own /metrics (GET /metrics, guarded as the API's): HTTP by route template, RPC errors, and
@@ -82,7 +83,9 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   };
 
   const router = new Router<HttpState>();
-  router.get('/healthz', async (ctx) => send(ctx, await health(deps)));
+  // Reused for HEALTH_CACHE_MS; the checks only for a caller that may read /metrics (the API's rule).
+  const cached = cachedHealth(() => health(deps));
+  router.get('/healthz', async (ctx) => send(ctx, healthView(await cached(), metricsCaller(ctx, deps.config.METRICS_TOKEN))));
   registerMetricsRoutes(router, deps);
 
   // Unknown merchants are answered 404 before anything else is looked at.
