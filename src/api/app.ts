@@ -25,7 +25,7 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   deps.metrics.observeOperations({ ...deps, relayer: deps.config.RELAYER_ADDRESS, stuck: true });
   app.use(deps.metrics.http());
   app.use(httpServerSpans());
-  app.use(securityHeaders());
+  app.use(securityHeaders({ publicUrl: deps.config.publicUrl }));
   app.use(errorHandler());
   app.use(refuseNulInUrl());
   deps.rateLimits ??= new RateLimits(deps.config, deps.logger);

@@ -47,7 +47,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   deps.metrics.observeOperations({ ...deps, relayer: deps.topup.TOPUP_RELAYER_ADDRESS });
   app.use(deps.metrics.http());
   app.use(httpServerSpans());
-  app.use(securityHeaders());
+  app.use(securityHeaders({ publicUrl: deps.topup.topupUrl }));
   app.use(errorHandler());
   app.use(async (ctx, next) => {
     // Every error of the gateway, including malformed bodies and URLs, in the top-up shape.
