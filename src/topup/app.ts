@@ -21,7 +21,9 @@ import { addressSchema, uintStringSchema } from '../x402/schemas';
 import type { TopupDeps } from './context';
 import { health } from './health';
 import { quoteAll, requirementFor, sourceEntry, sourceOf, TopupUnavailable, verdictFor } from './quote';
-import { topupRecordJson } from './record';
+import { publicTopupRecordJson, topupRecordJson } from './record';
+import { verifyBuyerRequest } from '../media/buyer-auth';
+import { BUYER_HEADERS } from '../media/buyer-auth-message';
 import { postTopup, topupBodySchema } from './topup-service';
 import { amountMessage, topupError, type TopupReply } from './replies';
 
@@ -135,7 +137,17 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   router.get('/v1/:merchant/topups/:id', async (ctx) => {
     const row = await deps.db.em.fork().findOne(TopUp, { id: ctx.params.id.toLowerCase(), merchant: ctx.params.merchant });
     if (!row) return send(ctx, topupError('topup_not_found', `no top-up ${ctx.params.id}`));
-    send(ctx, { status: 200, body: topupRecordJson(row) });
+    // The whole record only for its payer or buyer, proven by the buyer-signature headers (the media
+    // routes' scheme, with the gateway's host as domain); anyone else gets the public fields.
+    if (!ctx.get(BUYER_HEADERS.signature)) return send(ctx, { status: 200, body: publicTopupRecordJson(row) });
+    const signer = await verifyBuyerRequest(
+      deps.db.em.fork(),
+      { method: ctx.method, path: ctx.originalUrl, header: (n) => ctx.get(n) },
+      { domain: new URL(deps.topup.topupUrl).host, maxWindowSeconds: 300 },
+    );
+    if (!signer.ok) return send(ctx, { status: 401, body: { success: false, errorReason: signer.error, error: signer.message } });
+    const own = [row.payer, row.buyer].some((a) => a.toLowerCase() === signer.buyer.toLowerCase());
+    send(ctx, { status: 200, body: own ? topupRecordJson(row) : publicTopupRecordJson(row) });
   });
 
   router.post('/v1/:merchant/topups', jsonBody(deps.config.BODY_LIMIT), async (ctx) => {
