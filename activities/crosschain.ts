@@ -214,7 +214,10 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
      * indexed yet) is pending; other failures retry.
      */
     async fetchBridgeAttestation(input: BridgeTransferInput): Promise<AttestationPoll> {
-      const url = `${deps.config.BRIDGE_ATTESTATION_URL.replace(/\/$/, '')}/v2/messages/${input.sourceDomain}?transactionHash=${input.sourceTx}`;
+      const service = deps.config.BRIDGE_ATTESTATION_URL;
+      // Production start-up refuses a bridge without it; the leg waits rather than fail.
+      if (!service) throw ApplicationFailure.retryable('BRIDGE_ATTESTATION_URL is not set', 'AttestationUnavailable');
+      const url = `${service.replace(/\/$/, '')}/v2/messages/${input.sourceDomain}?transactionHash=${input.sourceTx}`;
       const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
       if (res.status === 404) return { status: 'pending' };
       if (!res.ok) throw ApplicationFailure.retryable(`attestation service answered ${res.status}`, 'AttestationUnavailable');

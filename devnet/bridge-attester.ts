@@ -5,6 +5,7 @@ import { sign, serializeSignature } from 'viem/accounts';
 import { DEVNET_BRIDGE_ATTESTER_KEY, DEVNET_BRIDGE_FEE_BPS } from '../src/chains/devnet-addresses';
 import { bridgeFeeFor, decodeBurnMessage, encodeBurnMessage, messageTransmitterV2Abi } from '../src/chains/evm/bridge';
 import { buildNetworkTable } from '../src/chains/networks';
+import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
 
 /**
  * Double of the bridge attestation service (Circle's Iris API shape, CCTP V2):
@@ -194,7 +195,7 @@ export function attesterChainsFrom(env: Record<string, string | undefined>): Rec
 
 /** `npm start`: the double on the port of BRIDGE_ATTESTATION_URL (default 4023). */
 export function startDevnetBridgeAttester(env: Record<string, string | undefined>): Promise<BridgeAttester> {
-  const url = new URL(env.BRIDGE_ATTESTATION_URL || 'http://127.0.0.1:4023');
+  const url = new URL(env.BRIDGE_ATTESTATION_URL || DEVNET_BRIDGE_ATTESTATION_URL);
   return startBridgeAttester({
     chains: attesterChainsFrom(env),
     host: url.hostname,

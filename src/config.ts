@@ -21,6 +21,9 @@ export const DEVNET_RELAYER_KEY = '0x59c6995e998f97a5a0044966f0945389dc9e86dae88
 /** Its address (written out, so no process derives it from a key). */
 export const DEVNET_RELAYER_ADDRESS = '0x70997970C51812dc3A010C7d01b50e0d17dc79C8';
 
+/** The devnet's bridge attestation double (`npm start`); never a default in production. */
+export const DEVNET_BRIDGE_ATTESTATION_URL = 'http://127.0.0.1:4023';
+
 /**
  * Production mode: NODE_ENV=production, or live (mainnet) settlement switched on. In it no devnet
  * default applies: every key and contract address is explicit (src/production.ts checks them).
@@ -71,8 +74,17 @@ const schema = z.object({
   REDIS_URL: z.string().url().optional(),
   /** Key prefix in Redis, so several deployments (or tests) can share one server. */
   RATE_LIMIT_PREFIX: z.string().min(1).max(64).default('x402rl'),
-  /** Behind a reverse proxy: take the client IP from X-Forwarded-For (only the proxy may set it). */
-  TRUST_PROXY: boolish.default(false),
+  /**
+   * Behind reverse proxies: how many of them (hops) append to X-Forwarded-For. The client address is
+   * the entry the outermost of them appended (Koa's `maxIpsCount`), never the leftmost one, which the
+   * client writes itself. `true` is one hop; `false` or 0 ignores the header.
+   */
+  TRUST_PROXY: z
+    .string()
+    .trim()
+    .regex(/^(true|false|yes|no|\d{1,2})$/, 'must be true, false or a hop count (e.g. 1)')
+    .transform((v) => (v === 'true' || v === 'yes' ? 1 : v === 'false' || v === 'no' ? 0 : Number(v)))
+    .default(0),
   BODY_LIMIT: z
     .string()
     .regex(/^\d+(b|kb|mb)$/, 'must look like 64kb')
@@ -208,8 +220,11 @@ const schema = z.object({
   /** Live (mainnet) settlement is off unless explicitly enabled. */
   MAINNETS_ENABLED: boolish.default(false),
 
-  /** Cross-chain EIP-3009: the bridge attestation service (Iris-style API) and the most of a payment the bridge may keep. */
-  BRIDGE_ATTESTATION_URL: z.string().url().default('http://127.0.0.1:4023'),
+  /**
+   * Cross-chain EIP-3009: the bridge attestation service (Iris-style API) and the most of a payment
+   * the bridge may keep. The attestation URL defaults to the devnet double outside production only.
+   */
+  BRIDGE_ATTESTATION_URL: z.string().url().optional(),
   BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),
   /** Solana fee-payer secret key (base58 or JSON byte array); solana-devnet falls back to a devnet-only key. */
   SOLANA_FEE_PAYER_KEY: z
@@ -286,5 +301,6 @@ export function loadConfig(env: Record<string, string | undefined> = process.env
         RELAYER_ADDRESS:
           c.RELAYER_ADDRESS ?? (c.RELAYER_PRIVATE_KEY ? privateKeyToAddress(c.RELAYER_PRIVATE_KEY as Hex) : DEVNET_RELAYER_ADDRESS),
       };
-  return { ...c, ...devnetRoles, production, publicUrl: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`, env };
+  const BRIDGE_ATTESTATION_URL = c.BRIDGE_ATTESTATION_URL ?? (production ? undefined : DEVNET_BRIDGE_ATTESTATION_URL);
+  return { ...c, ...devnetRoles, BRIDGE_ATTESTATION_URL, production, publicUrl: c.PUBLIC_URL ?? `http://localhost:${c.PORT}`, env };
 }

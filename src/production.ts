@@ -59,6 +59,13 @@ function devnetValues(): { keys: Set<string>; addresses: Set<string> } {
 export const isDevnetKey = (key: string): boolean => devnetValues().keys.has(key.toLowerCase());
 export const isDevnetAddress = (address: string): boolean => devnetValues().addresses.has(address.toLowerCase());
 
+/**
+ * The smallest top-up production accepts (base units of USDC): above the gas of the settlement,
+ * allowance and deposit a top-up costs us on Base (about 300,000 gas: well under a cent at usual
+ * fees, 0.10 USDC only past 0.08 gwei at 4,000 USDC per ETH). TOPUP_FEE_FIXED pays that gas.
+ */
+export const TOPUP_PRODUCTION_MIN_AMOUNT = 100_000n;
+
 /** Which process is starting: each holds different keys and uses different contracts. */
 export type ProcessRole = 'api' | 'worker' | 'topup';
 
@@ -157,6 +164,11 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
     }
   }
 
+  if (role === 'worker' && !config.BRIDGE_ATTESTATION_URL) {
+    const bridged = [...networks.values()].find((n) => n.enabled && n.bridgeMessenger);
+    if (bridged) refuse('BRIDGE_ATTESTATION_URL', `required in production while ${bridged.id} has a bridge (BRIDGE_MESSENGER_ADDRESS)`);
+  }
+
   if (role === 'worker') {
     try {
       const keys = workerKeys(config);
@@ -206,6 +218,13 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
     devnetAddress('TOPUP_DEPOSITOR_CONTRACT', config.TOPUP_DEPOSITOR_CONTRACT);
     devnetAddress('TOPUP_RELAYER_ADDRESS', parts.topup.TOPUP_RELAYER_ADDRESS);
     devnetAddress('TOPUP_FEE_RECIPIENT', parts.topup.TOPUP_FEE_RECIPIENT);
+    // Each top-up costs us three or four transactions: a free one, or one of a few base units, is
+    // gas anyone can make us spend.
+    const { TOPUP_FEE_FIXED: fee, TOPUP_MIN_AMOUNT: min } = parts.topup;
+    if (fee === 0n) refuse('TOPUP_FEE_FIXED', 'required in production, above 0: it pays for the gas of each top-up');
+    if (min < TOPUP_PRODUCTION_MIN_AMOUNT || min <= fee) {
+      refuse('TOPUP_MIN_AMOUNT', `must be at least ${TOPUP_PRODUCTION_MIN_AMOUNT} (0.10 USDC) and above TOPUP_FEE_FIXED in production`);
+    }
   }
 
   if (problems.size) {

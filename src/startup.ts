@@ -1,4 +1,6 @@
+import { createPublicClient, http } from 'viem';
 import { ConfigError, loadConfig, type Config } from './config';
+import { redactUrls } from './observability/redact';
 import { mainnetAllowed } from './chains/mainnet-gate';
 import { temporalConnectionOptions } from './temporal/connection';
 import { buildNetworkTable, missingFacts, type EvmNetworkId, type NetworkTable } from './chains/networks';
@@ -88,15 +90,63 @@ export function startupContracts(s: Startup): ContractTarget[] {
 }
 
 /**
- * `loadStartup`, then in production mode the code check: every configured contract must have code
- * (bounded by `codeCheckTimeoutMs` per call).
+ * `loadStartup`, then production mode inferred from the chains: outside it, every enabled network
+ * whose chain id is a mainnet's (the top-up gateway's `base` among them) must prove it is a devnet
+ * chain, else the process starts in production mode, where no devnet default applies (and a devnet
+ * key or address stops it, by name). Then in production mode the code check: every configured
+ * contract must have code. Each call is bounded by `timeoutMs`.
  */
 export async function startUp(
   role: ProcessRole,
   env: Record<string, string | undefined> = process.env,
-  codeCheckTimeoutMs = 10_000,
+  timeoutMs = 10_000,
 ): Promise<Startup> {
-  const s = loadStartup(role, env);
-  if (s.config.production) await checkContractCode(startupContracts(s), codeCheckTimeoutMs);
+  let s = loadStartup(role, env);
+  if (!s.config.production) {
+    const live = await liveChains(s.networks, timeoutMs);
+    if (live.length > 0) {
+      const why = `production mode: ${live.join('; ')}`;
+      try {
+        s = loadStartup(role, { ...env, NODE_ENV: 'production' });
+      } catch (err) {
+        if (!(err instanceof ConfigError)) throw err;
+        const [, ...lines] = err.message.split('\n');
+        throw new ConfigError(`Invalid configuration (${why}):\n${lines.join('\n')}`);
+      }
+      s.notices.push(why);
+    }
+  }
+  if (s.config.production) await checkContractCode(startupContracts(s), timeoutMs);
   return s;
+}
+
+/** Chain ids of the mainnets in the network table (an enabled network may be given one by CHAIN_ID_<NET>). */
+const MAINNET_CHAIN_IDS = new Set(
+  [...buildNetworkTable({}).values()].filter((n) => !n.testnet && n.chainId !== undefined).map((n) => n.chainId),
+);
+
+/**
+ * The enabled networks that may move real money: a mainnet, or any network whose chain id is a
+ * mainnet's, whose RPC does not prove it is a devnet chain. A devnet chain is anvil (`npm start`, the
+ * tests, a local fork), which names itself in `web3_clientVersion`; an RPC that names another client,
+ * or does not answer, is taken as live. One line per such network, naming it and why.
+ */
+export async function liveChains(networks: NetworkTable, timeoutMs: number): Promise<string[]> {
+  const candidates = [...networks.values()].filter(
+    (n) => n.enabled && (!n.testnet || (n.chainId !== undefined && MAINNET_CHAIN_IDS.has(n.chainId))),
+  );
+  const verdicts = await Promise.all(
+    candidates.map(async (n) => {
+      try {
+        const client = createPublicClient({ transport: http(n.rpcUrls[0], { timeout: timeoutMs, retryCount: 0 }) });
+        const version = await client.request({ method: 'web3_clientVersion' });
+        if (/^anvil\//i.test(version)) return undefined;
+        return `${n.id} (chain ${n.chainId}) is not a devnet chain: its RPC runs ${JSON.stringify(version.slice(0, 40))}`;
+      } catch (err) {
+        const detail = (err as { shortMessage?: string }).shortMessage ?? String(err);
+        return `${n.id} (chain ${n.chainId}) is not proven a devnet chain: its RPC did not answer (${redactUrls(detail.split('\n')[0]!)})`;
+      }
+    }),
+  );
+  return verdicts.filter((v): v is string => v !== undefined);
 }

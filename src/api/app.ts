@@ -9,12 +9,13 @@ import { securityHeaders } from '../http/security-headers';
 import { requestId } from '../http/request-id';
 import { RateLimits } from '../http/rate-limit';
 import { registerRoutes } from './routes';
+import { SESSION_COOKIE } from '../auth/session-cookie';
 import { Metrics } from '../observability/metrics';
 import { httpServerSpans } from '../observability/tracing';
 
 /** The Koa API: request id + logs, error shapes, a fresh ORM context per request, then the routers. */
 export function createApp(deps: ServiceDeps): Koa<HttpState> {
-  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
+  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY > 0, maxIpsCount: deps.config.TRUST_PROXY });
   // Signs the siwe-session cookie. Without SESSION_SECRET (devnet), sessions last one process.
   app.keys = [deps.config.SESSION_SECRET ?? randomBytes(32).toString('hex')];
   app.silent = true; // errors are logged by errorHandler with the request id
@@ -24,11 +25,16 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   deps.metrics.observeOperations({ ...deps, relayer: deps.config.RELAYER_ADDRESS, stuck: true });
   app.use(deps.metrics.http());
   app.use(httpServerSpans());
-  app.use(securityHeaders());
+  app.use(securityHeaders({ publicUrl: deps.config.publicUrl }));
   app.use(errorHandler());
   app.use(refuseNulInUrl());
   deps.rateLimits ??= new RateLimits(deps.config, deps.logger);
-  app.use(deps.rateLimits.middleware());
+  // A request with an API key or a session is limited by its caller's budget once it authenticates.
+  app.use(
+    deps.rateLimits.middleware({
+      credentials: (ctx) => ctx.get('authorization') !== '' || ctx.get('cookie').includes(`${SESSION_COOKIE}=`),
+    }),
+  );
   app.use(async (ctx, next) => {
     ctx.state.em = deps.db.em.fork();
     await next();

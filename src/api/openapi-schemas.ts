@@ -47,11 +47,14 @@ export const healthResponseSchema = z.strictObject({
   status: z
     .enum(['ok', 'low_balance', 'degraded'])
     .describe('degraded (503): something required does not answer; low_balance (200): a relayer is below RELAYER_MIN_BALANCE_ETHER'),
-  checks: z.strictObject({
-    temporal: healthCheckSchema,
-    database: healthCheckSchema,
-    networks: z.record(z.string(), healthCheckSchema).describe('every enabled network by id'),
-  }),
+  checks: z
+    .strictObject({
+      temporal: healthCheckSchema,
+      database: healthCheckSchema,
+      networks: z.record(z.string(), healthCheckSchema).describe('every enabled network by id'),
+    })
+    .optional()
+    .describe('only for a caller that may read /metrics (Bearer METRICS_TOKEN; from this host when none is set)'),
 });
 
 // --- sign-in -------------------------------------------------------------------------------------

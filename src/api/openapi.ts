@@ -162,7 +162,7 @@ route({
   path: '/healthz',
   tags: ['Service'],
   operationId: 'health',
-  summary: 'Health: Temporal, the database and every enabled network (RPC, relayer gas)',
+  summary: 'Health: Temporal, the database and every enabled network (RPC, relayer gas); answers reused for 5 s',
   responses: {
     200: json(healthResponseSchema, 'Everything answers (status ok, or low_balance when a relayer is below the floor)'),
     503: json(healthResponseSchema, 'Something required does not answer (status degraded); the failing check has ok false and error'),

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { checksumAddress, zeroAddress, type Address } from 'viem';
 import { z } from 'zod';
-import { Organization } from '../db/entities';
+import { AuditLog, Organization } from '../db/entities';
 import { findRow } from '../db/rows';
 import type { AuthContext } from './key-mode';
 import { ApiError } from '../errors';
@@ -127,9 +127,46 @@ export async function getOrganization(em: EntityManager, id: string): Promise<Or
   return org;
 }
 
-export async function updateOrganization(em: EntityManager, id: string, patch: OrganizationPatch): Promise<Organization> {
-  const org = await getOrganization(em, id);
-  em.assign(org, { ...patch, updatedAt: new Date() });
-  await em.flush();
-  return org;
+/** The settings that say where sellers' money goes: changing one needs a fresh signature and is audited. */
+export const PAYOUT_WALLET_FIELDS = ['payoutWalletTest', 'payoutWalletLive', 'payoutWalletSolanaTest', 'payoutWalletSolanaLive'] as const;
+
+/** How old the sign-in behind a payout-wallet change may be: its SIWE signature, at most 5 minutes. */
+export const PAYOUT_CHANGE_MAX_SIGN_IN_AGE_MS = 5 * 60_000;
+
+/**
+ * Applies `patch`. A change of a payout wallet needs a session opened by a SIWE sign-in under
+ * PAYOUT_CHANGE_MAX_SIGN_IN_AGE_MS old (a stolen or forgotten session cannot redirect payouts; 401,
+ * sign in again), and is recorded in `audit_log` with the wallet that made it, in the same
+ * transaction as the change.
+ */
+export async function updateOrganization(
+  em: EntityManager,
+  id: string,
+  patch: OrganizationPatch,
+  by: { address: string; signedInAt: Date },
+  now = new Date(),
+): Promise<Organization> {
+  return em.transactional(async (tx) => {
+    const org = await getOrganization(tx, id);
+    const changed = PAYOUT_WALLET_FIELDS.filter((f) => f in patch && (patch[f] ?? null) !== (org[f] ?? null));
+    if (changed.length > 0) {
+      if (now.getTime() - by.signedInAt.getTime() > PAYOUT_CHANGE_MAX_SIGN_IN_AGE_MS) {
+        throw new ApiError(401, 'changing a payout wallet needs a fresh sign-in: sign in again (a SIWE signature under 5 minutes old)');
+      }
+      const detail = Object.fromEntries(changed.map((f) => [f, { from: org[f] ?? null, to: patch[f] ?? null }]));
+      tx.persist(
+        Object.assign(new AuditLog(), {
+          id: randomUUID(),
+          organizationId: id,
+          actor: by.address.toLowerCase(),
+          action: 'payout_wallet_change',
+          detail: JSON.stringify(detail),
+          createdAt: now,
+        }),
+      );
+    }
+    tx.assign(org, { ...patch, updatedAt: now });
+    await tx.flush();
+    return org;
+  });
 }

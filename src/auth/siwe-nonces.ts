@@ -1,6 +1,7 @@
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
 import { SiweNonce } from '../db/entities';
+import { sweepExpired } from './sessions';
 
 /**
  * Server-issued SIWE nonces that cost nothing to issue: `GET /v1/auth/nonce` writes no row (an
@@ -35,7 +36,7 @@ export async function consumeNonce(em: EntityManager, secret: string, nonce: str
   const expiresAt = nonceExpiry(secret, nonce, now);
   if (!expiresAt) return false;
   // Consumed nonces are needed only until they expire: the table stays ~one TTL of sign-ins.
-  await em.nativeDelete(SiweNonce, { expiresAt: { $lt: now } });
+  await sweepExpired(em, SiweNonce, 'nonce', now);
   try {
     await em.insert(SiweNonce, { nonce, expiresAt, usedAt: now });
     return true;

@@ -23,6 +23,20 @@ export class Organization {
   updatedAt: Date = new Date();
 }
 
+/**
+ * One security-relevant change, kept for the organization's owner and operators: who (the signed-in
+ * wallet), what (`action`, e.g. `payout_wallet_change`), on which organization, and the values
+ * before and after (`detail`, JSON). Rows are only ever inserted.
+ */
+export class AuditLog {
+  id!: string;
+  organizationId!: string;
+  actor!: string;
+  action!: string;
+  detail!: string;
+  createdAt: Date = new Date();
+}
+
 /** API key pair. Only hashes are stored; `keyHint` is a short non-secret form for listings. */
 export class ApiKey {
   id!: string;
@@ -171,6 +185,7 @@ export const ApiKeySchema = new EntitySchema<ApiKey>({
 export const SiweNonceSchema = new EntitySchema<SiweNonce>({
   class: SiweNonce,
   tableName: 'siwe_nonces',
+  indexes: [{ properties: ['expiresAt'] }],
   properties: {
     nonce: { type: 'string', primary: true, length: 64 },
     expiresAt: { type: 'datetime' },
@@ -178,9 +193,24 @@ export const SiweNonceSchema = new EntitySchema<SiweNonce>({
   },
 });
 
+export const AuditLogSchema = new EntitySchema<AuditLog>({
+  class: AuditLog,
+  tableName: 'audit_log',
+  indexes: [{ properties: ['organizationId', 'createdAt'] }],
+  properties: {
+    id: { type: 'string', primary: true, length: 36 },
+    organizationId: { type: 'string', length: 36 },
+    actor: { type: 'string', length: 42 },
+    action: { type: 'string', length: 64 },
+    detail: { type: 'text' },
+    createdAt: { type: 'datetime', onCreate: () => new Date() },
+  },
+});
+
 export const SessionSchema = new EntitySchema<Session>({
   class: Session,
   tableName: 'sessions',
+  indexes: [{ properties: ['expiresAt'] }],
   properties: {
     id: { type: 'string', primary: true, length: 64 },
     organizationId: { type: 'string', length: 36 },
@@ -350,6 +380,7 @@ export const ALL_ENTITIES = [
   ApiKeySchema,
   SiweNonceSchema,
   SessionSchema,
+  AuditLogSchema,
   SettlementSchema,
   RelayerTransactionSchema,
   BridgeTransferSchema,

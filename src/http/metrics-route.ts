@@ -2,7 +2,7 @@ import { timingSafeEqual } from 'node:crypto';
 import type Router from '@koa/router';
 import { ConfigError } from '../config';
 import type { Config } from '../config';
-import type { HttpState } from './context';
+import type { HttpContext, HttpState } from './context';
 import type { Metrics } from '../observability/metrics';
 
 /**
@@ -19,7 +19,7 @@ export function registerMetricsRoutes(
   if (!metricsEnabled(deps.config.env)) return;
   router.get('/metrics', async (ctx) => {
     const token = deps.config.METRICS_TOKEN;
-    const allowed = token ? safeEqual(ctx.get('authorization'), `Bearer ${token}`) : LOOPBACK.has(ctx.request.socket.remoteAddress ?? '');
+    const allowed = metricsCaller(ctx, token);
     // A plain 403 (not ApiError): each app answers in its own error shape (the gateway's is the top-up one).
     if (!allowed) ctx.throw(403, token ? 'metrics: send Authorization: Bearer <METRICS_TOKEN>' : 'metrics: loopback only');
     const { contentType, body } = await deps.metrics!.render();
@@ -27,6 +27,15 @@ export function registerMetricsRoutes(
     ctx.type = contentType;
     ctx.body = body;
   });
+}
+
+/**
+ * Whether the caller may read operational data (/metrics, /healthz's detail): it presents
+ * `Bearer <METRICS_TOKEN>` when that is set, else it is this host (the socket's address, not
+ * X-Forwarded-For). Production requires the token (src/production.ts).
+ */
+export function metricsCaller(ctx: HttpContext, token: string | undefined): boolean {
+  return token ? safeEqual(ctx.get('authorization'), `Bearer ${token}`) : LOOPBACK.has(ctx.request.socket.remoteAddress ?? '');
 }
 
 const LOOPBACK = new Set(['127.0.0.1', '::1', '::ffff:127.0.0.1']);

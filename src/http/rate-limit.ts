@@ -1,10 +1,11 @@
+import { isIPv6 } from 'node:net';
 import type { Middleware } from 'koa';
 import Redis from 'ioredis';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes, type RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { Config } from '../config';
 import { ApiError } from '../errors';
 import type { Logger } from '../logger';
-import type { HttpState } from './context';
+import type { HttpContext, HttpState } from './context';
 
 export type RateLimitConfig = Pick<
   Config,
@@ -49,14 +50,28 @@ export class RateLimits {
     this.gas = limiter('gas', config.GAS_BUDGET_PER_ORG, config.GAS_BUDGET_WINDOW_SECONDS);
   }
 
-  /** Every route but the probes: the IP's budget, and sign-in's stricter one. */
-  middleware(): Middleware<HttpState> {
+  /**
+   * Every route but the probes: the client address's budget, and sign-in's stricter one. A request
+   * that presents credentials (`opts.credentials`, the API's) is not counted against its address
+   * once it authenticates (ctx.state.auth): a seller's backend, one address, is limited by its key's
+   * budget (`consumeCaller`), whatever that allows. Such a request is still refused when its address
+   * has spent its budget, and charged to it when it does not authenticate, so made-up keys do not
+   * escape the address budget.
+   */
+  middleware(opts: { credentials?: (ctx: HttpContext) => boolean } = {}): Middleware<HttpState> {
     return async (ctx, next) => {
-      if (!EXEMPT.has(ctx.path)) {
-        await consume(this.ip, ctx.ip, 'too many requests from this address');
-        if (ctx.path.startsWith('/v1/auth/')) await consume(this.authIp, ctx.ip, 'too many sign-in requests from this address');
+      if (EXEMPT.has(ctx.path)) return next();
+      const address = clientAddressKey(ctx.ip);
+      const credentials = opts.credentials?.(ctx) ?? false;
+      if (credentials) await refuseIfSpent(this.ip, address, 'too many requests from this address');
+      else await consume(this.ip, address, 'too many requests from this address');
+      if (ctx.path.startsWith('/v1/auth/')) await consume(this.authIp, address, 'too many sign-in requests from this address');
+      if (!credentials) return next();
+      try {
+        await next();
+      } finally {
+        if (!ctx.state.auth) await this.ip.consume(address).catch(() => undefined);
       }
-      await next();
     };
   }
 
@@ -96,12 +111,44 @@ export class RateLimits {
   }
 }
 
+/**
+ * The rate-limit key of a client address: an IPv4 address as is (an IPv4-mapped IPv6 one as its
+ * IPv4 form), an IPv6 address by its /64 prefix, the smallest block one subscriber is given, so an
+ * attacker cannot get a fresh budget per address of its own network.
+ */
+export function clientAddressKey(ip: string): string {
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1]!;
+  if (!isIPv6(ip)) return ip;
+  const [head, tail = ''] = ip.split('%')[0]!.split('::') as [string, string?];
+  const parts = (s: string) => (s === '' ? [] : s.split(':'));
+  let groups = parts(head);
+  if (ip.includes('::')) {
+    const rest = parts(tail);
+    // An embedded IPv4 tail counts as two groups; only the first four groups matter here.
+    const width = rest.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
+    groups = [...groups, ...Array<string>(8 - groups.length - width).fill('0'), ...rest];
+  }
+  const prefix = groups.slice(0, 4).map((g) => (parseInt(g, 16) || 0).toString(16));
+  return `${prefix.join(':')}::/64`;
+}
+
+/** 429 if `key` has spent its budget, without spending any of it. */
+async function refuseIfSpent(limiter: RateLimiterAbstract, key: string, message: string): Promise<void> {
+  const res = await limiter.get(key).catch(() => null);
+  if (res && res.consumedPoints >= limiter.points) throw tooMany(message, res);
+}
+
+const tooMany = (message: string, res: RateLimiterRes) => {
+  const seconds = Math.max(1, Math.ceil(res.msBeforeNext / 1000));
+  return new ApiError(429, `${message}; retry in ${seconds} s`, { 'Retry-After': String(seconds) });
+};
+
 async function consume(limiter: RateLimiterAbstract, key: string, message: string, points = 1): Promise<void> {
   try {
     await limiter.consume(key, points);
   } catch (rejected) {
     if (!(rejected instanceof RateLimiterRes)) throw rejected;
-    const seconds = Math.max(1, Math.ceil(rejected.msBeforeNext / 1000));
-    throw new ApiError(429, `${message}; retry in ${seconds} s`, { 'Retry-After': String(seconds) });
+    throw tooMany(message, rejected);
   }
 }

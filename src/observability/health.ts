@@ -111,3 +111,36 @@ export async function apiHealth(deps: NetworkCheckDeps & { temporal: Client; db:
   const { status, state } = healthStatus([temporal, database], networks);
   return { status, body: { status: state, checks: { temporal, database, networks } } };
 }
+
+/** How long one /healthz answer is reused: probes and callers in a burst share one round of checks. */
+export const HEALTH_CACHE_MS = 5_000;
+
+export type HealthAnswer = { status: number; body: { status: string } & Record<string, unknown> };
+
+/**
+ * `compute`, asked at most once per `ttlMs`: callers within it (and during the round) share one
+ * answer, so a flood of /healthz requests costs one round of RPC, Temporal and database checks.
+ */
+export function cachedHealth(compute: () => Promise<HealthAnswer>, ttlMs = HEALTH_CACHE_MS): () => Promise<HealthAnswer> {
+  let last: { at: number; answer: Promise<HealthAnswer> } | undefined;
+  return () => {
+    const now = Date.now();
+    if (!last || now - last.at >= ttlMs) {
+      const answer = compute();
+      last = { at: now, answer };
+      // A round that failed outright is not reused.
+      answer.catch(() => {
+        if (last?.answer === answer) last = undefined;
+      });
+    }
+    return last.answer;
+  };
+}
+
+/**
+ * What /healthz shows: to everyone the state alone (`ok`, `low_balance`, `degraded`) with its status
+ * code; the checks (which dependency, its error, the relayer's address and balance) only to a caller
+ * that may read /metrics.
+ */
+export const healthView = (answer: HealthAnswer, detail: boolean): HealthAnswer =>
+  detail ? answer : { status: answer.status, body: { status: answer.body.status } };

@@ -10,7 +10,8 @@ import { jsonBody } from '../http/json-body';
 import { RateLimits } from '../http/rate-limit';
 import { httpServerSpans } from '../observability/tracing';
 import { Metrics } from '../observability/metrics';
-import { registerMetricsRoutes } from '../http/metrics-route';
+import { metricsCaller, registerMetricsRoutes } from '../http/metrics-route';
+import { cachedHealth, healthView } from '../observability/health';
 import { paymentOfRequest, paymentRequiredHeader, paymentResponseV2Header } from '../settle/v2';
 import type { PaymentRequirements, SettleResponse } from '../x402/schemas';
 import { ApiError } from '../errors';
@@ -20,7 +21,9 @@ import { addressSchema, uintStringSchema } from '../x402/schemas';
 import type { TopupDeps } from './context';
 import { health } from './health';
 import { quoteAll, requirementFor, sourceEntry, sourceOf, TopupUnavailable, verdictFor } from './quote';
-import { topupRecordJson } from './record';
+import { publicTopupRecordJson, topupRecordJson } from './record';
+import { verifyBuyerRequest } from '../media/buyer-auth';
+import { BUYER_HEADERS } from '../media/buyer-auth-message';
 import { postTopup, topupBodySchema } from './topup-service';
 import { amountMessage, topupError, type TopupReply } from './replies';
 
@@ -37,7 +40,7 @@ export const topupErrorBody = (status: number, message: string) => ({
 });
 
 export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
-  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY });
+  const app = new Koa<HttpState>({ proxy: deps.config.TRUST_PROXY > 0, maxIpsCount: deps.config.TRUST_PROXY });
   app.silent = true;
   app.use(requestId(deps.logger));
   // Its own /metrics (GET /metrics, guarded as the API's): HTTP by route template, RPC errors, and
@@ -46,7 +49,7 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   deps.metrics.observeOperations({ ...deps, relayer: deps.topup.TOPUP_RELAYER_ADDRESS });
   app.use(deps.metrics.http());
   app.use(httpServerSpans());
-  app.use(securityHeaders());
+  app.use(securityHeaders({ publicUrl: deps.topup.topupUrl }));
   app.use(errorHandler());
   app.use(async (ctx, next) => {
     // Every error of the gateway, including malformed bodies and URLs, in the top-up shape.
@@ -82,7 +85,9 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   };
 
   const router = new Router<HttpState>();
-  router.get('/healthz', async (ctx) => send(ctx, await health(deps)));
+  // Reused for HEALTH_CACHE_MS; the checks only for a caller that may read /metrics (the API's rule).
+  const cached = cachedHealth(() => health(deps));
+  router.get('/healthz', async (ctx) => send(ctx, healthView(await cached(), metricsCaller(ctx, deps.config.METRICS_TOKEN))));
   registerMetricsRoutes(router, deps);
 
   // Unknown merchants are answered 404 before anything else is looked at.
@@ -132,7 +137,17 @@ export function createTopupApp(deps: TopupDeps): Koa<HttpState> {
   router.get('/v1/:merchant/topups/:id', async (ctx) => {
     const row = await deps.db.em.fork().findOne(TopUp, { id: ctx.params.id.toLowerCase(), merchant: ctx.params.merchant });
     if (!row) return send(ctx, topupError('topup_not_found', `no top-up ${ctx.params.id}`));
-    send(ctx, { status: 200, body: topupRecordJson(row) });
+    // The whole record only for its payer or buyer, proven by the buyer-signature headers (the media
+    // routes' scheme, with the gateway's host as domain); anyone else gets the public fields.
+    if (!ctx.get(BUYER_HEADERS.signature)) return send(ctx, { status: 200, body: publicTopupRecordJson(row) });
+    const signer = await verifyBuyerRequest(
+      deps.db.em.fork(),
+      { method: ctx.method, path: ctx.originalUrl, header: (n) => ctx.get(n) },
+      { domain: new URL(deps.topup.topupUrl).host, maxWindowSeconds: 300 },
+    );
+    if (!signer.ok) return send(ctx, { status: 401, body: { success: false, errorReason: signer.error, error: signer.message } });
+    const own = [row.payer, row.buyer].some((a) => a.toLowerCase() === signer.buyer.toLowerCase());
+    send(ctx, { status: 200, body: own ? topupRecordJson(row) : publicTopupRecordJson(row) });
   });
 
   router.post('/v1/:merchant/topups', jsonBody(deps.config.BODY_LIMIT), async (ctx) => {

@@ -24,3 +24,21 @@ export function topupRecordJson(row: TopUp) {
   };
 }
 export type TopupRecordJson = ReturnType<typeof topupRecordJson>;
+
+/**
+ * What `GET /v1/{merchant}/topups/{id}` shows a caller who does not prove to be the top-up's payer
+ * or buyer: what the spec requires of it (the settlement, fill and deposit transactions and the
+ * credited amount) and the state to poll, never who paid whom or how much was paid.
+ */
+export function publicTopupRecordJson(row: TopUp) {
+  const full = topupRecordJson(row);
+  return {
+    success: full.success,
+    topupId: full.topupId,
+    state: full.state,
+    netAmount: full.netAmount,
+    settlementTx: full.settlementTx,
+    fillTx: full.fillTx,
+    depositTx: full.depositTx,
+  };
+}

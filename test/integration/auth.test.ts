@@ -1,5 +1,7 @@
+import { randomBytes } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { Organization, Session, SiweNonce } from '../../src/db/entities';
+import { AuditLog, Organization, Session, SiweNonce } from '../../src/db/entities';
+import { SWEEP_PER_SIGN_IN } from '../../src/auth/sessions';
 import { issueNonce } from '../../src/auth/siwe-nonces';
 import { oneDbKind, openTestDatabase, type TestDatabase } from '../support/db';
 import { buildSiweMessage, CookieJar, fetchNonce, request, signedVerifyBody, signIn, startApi, type RunningApi } from '../support/http';
@@ -202,6 +204,35 @@ describe.each(oneDbKind('sqlite'))('SIWE sign-in (%s)', (kind) => {
     expect(none.body).toEqual(rejected);
   });
 
+  test('a sign-in sweeps a few expired sessions and nonces, never the whole table (issue 39, low)', async () => {
+    const past = new Date(Date.now() - 3_600_000);
+    const expired = 3 * SWEEP_PER_SIGN_IN;
+    const sessions = Array.from({ length: expired }, () => ({
+      id: randomBytes(32).toString('hex'),
+      organizationId: 'sweep-test',
+      address: '0x000000000000000000000000000000000000dead',
+      expiresAt: past,
+      revokedAt: null,
+      createdAt: past,
+    }));
+    const nonces = Array.from({ length: expired }, () => ({
+      nonce: randomBytes(32).toString('hex'),
+      expiresAt: past,
+      usedAt: past,
+    }));
+    await em().insertMany(Session, sessions);
+    await em().insertMany(SiweNonce, nonces);
+    const count = async () => ({
+      sessions: await em().count(Session, { expiresAt: { $lt: new Date() } }),
+      nonces: await em().count(SiweNonce, { expiresAt: { $lt: new Date() } }),
+    });
+    const before = await count();
+    expect(before.sessions).toBeGreaterThanOrEqual(expired);
+    await signIn(base, newAccount());
+    const after = await count();
+    expect(after).toEqual({ sessions: before.sessions - SWEEP_PER_SIGN_IN, nonces: before.nonces - SWEEP_PER_SIGN_IN });
+  });
+
   test('an expired session is rejected', async () => {
     const cookie = await signIn(base, newAccount());
     const id = /siwe-session=([0-9a-f]{64})/.exec(cookie)![1];
@@ -280,6 +311,12 @@ describe.each(oneDbKind('sqlite'))('SIWE sign-in (%s)', (kind) => {
       const cookies = res.headers.getSetCookie();
       expect(cookies[0]).toMatch(/^siwe-session=[0-9a-f]{64}; path=\/; expires=[^;]+; samesite=lax; secure; httponly$/);
       expect(cookies[1]).toMatch(/; secure; httponly$/);
+      // HSTS on every response of an https app (issue 39, low); the http app sends none.
+      expect(res.headers.get('strict-transport-security')).toBe('max-age=31536000; includeSubDomains');
+      expect((await request('GET', `${https.baseUrl}/v1/supported`)).headers.get('strict-transport-security')).toBe(
+        'max-age=31536000; includeSubDomains',
+      );
+      expect((await request('GET', `${base}/v1/supported`)).headers.get('strict-transport-security')).toBeNull();
     } finally {
       await https.close();
     }
@@ -293,6 +330,7 @@ describe.each(oneDbKind('sqlite'))('organization settings (%s)', (kind) => {
   const owner = newAccount();
   let cookie: string;
   const patch = (json: unknown, c = cookie) => request('PATCH', `${base}/v1/organization`, { json, cookie: c });
+  const em = () => tdb.db.em.fork();
 
   beforeAll(async () => {
     tdb = await openTestDatabase(kind);
@@ -351,6 +389,41 @@ describe.each(oneDbKind('sqlite'))('organization settings (%s)', (kind) => {
     expect(partial.status).toBe(200);
     expect(partial.body).toMatchObject({ name: 'Acme Payments', payoutWalletTest: null, payoutWalletLive: live, platformFeeBps: 10000 });
     expect((await patch({ platformFeeBps: 0 })).body.platformFeeBps).toBe(0);
+  });
+
+  test('a payout-wallet change needs a sign-in under 5 minutes old and leaves an audit-log row (issue 39, low)', async () => {
+    const account = newAccount();
+    const own = await signIn(base, account);
+    const id = /siwe-session=([0-9a-f]{64})/.exec(own)![1];
+    const orgId = (await request('GET', `${base}/v1/organization`, { cookie: own })).body.id;
+    // The same session, signed in six minutes ago: still valid for everything else.
+    await em().nativeUpdate(Session, { id }, { createdAt: new Date(Date.now() - 6 * 60_000) });
+    const attacker = newAccount().address.toLowerCase();
+    const stale = await patch({ payoutWalletLive: attacker }, own);
+    expect(stale.status).toBe(401);
+    expect(stale.body).toEqual(
+      apiError(401, 'changing a payout wallet needs a fresh sign-in: sign in again (a SIWE signature under 5 minutes old)'),
+    );
+    expect((await request('GET', `${base}/v1/organization`, { cookie: own })).body.payoutWalletLive).toBeNull();
+    expect(await em().count(AuditLog, { organizationId: orgId })).toBe(0);
+    expect((await patch({ name: 'Still mine' }, own)).status).toBe(200); // other settings need no fresh signature
+    expect((await patch({ payoutWalletLive: null }, own)).status).toBe(200); // nor an unchanged wallet
+
+    const fresh = await signIn(base, account);
+    const wallet = newAccount().address.toLowerCase();
+    const res = await patch({ payoutWalletLive: wallet, name: 'Renamed' }, fresh);
+    expect(res.status).toBe(200);
+    expect(res.body.payoutWalletLive).toBe(wallet);
+    const rows = await em().find(AuditLog, { organizationId: orgId });
+    expect(rows).toEqual([
+      expect.objectContaining({
+        id: expect.stringMatching(UUID),
+        actor: account.address.toLowerCase(),
+        action: 'payout_wallet_change',
+        createdAt: expect.any(Date),
+      }),
+    ]);
+    expect(JSON.parse(rows[0]!.detail)).toEqual({ payoutWalletLive: { from: null, to: wallet } });
   });
 
   test('invalid settings answer 400 and change nothing', async () => {

@@ -9,7 +9,11 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 import { readStackInfo } from '../support/stack-info';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { request } from '../support/http';
+import { request, startApi, type RunningApi } from '../support/http';
+import { openTestDatabase, type TestDatabase } from '../support/db';
+import { stackEnv } from '../support/services';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { serveSeller, v2Facilitator } from '../support/sdk-seller';
 import { v2Payer } from '../support/x402-v2';
 import { ROUTE_GAS } from '../../src/settle/gas-budget';
@@ -442,5 +446,98 @@ describe("an organization's gas budget (sqlite)", () => {
     });
     expect(Number(second.headers.get('retry-after'))).toBeGreaterThan(0);
     expect(await nonce()).toBe(before + 1);
+  });
+});
+
+describe('rate limits cannot be dodged (sqlite)', () => {
+  let tdb: TestDatabase;
+  let api: RunningApi;
+  beforeAll(async () => {
+    // Behind one proxy hop; three requests per address per window.
+    tdb = await openTestDatabase('sqlite', { TRUST_PROXY: '1', RATE_LIMIT_IP: '3' });
+    api = await startApi({ db: tdb.db, config: tdb.config });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await tdb?.close();
+  });
+  /** A request as our proxy forwards it: the client's own X-Forwarded-For, then the address the proxy saw. */
+  const viaProxy = (clientWrote: string, proxySaw: string, headers: Record<string, string> = {}) =>
+    request('GET', `${api.baseUrl}/v1/supported`, { headers: { 'x-forwarded-for': `${clientWrote}, ${proxySaw}`, ...headers } });
+
+  test('a made-up leftmost X-Forwarded-For gets no fresh budget: the address the proxy appended is counted', async () => {
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) statuses.push((await viaProxy(`198.51.100.${i}`, '203.0.113.7')).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    // Another client behind the same proxy has its own budget.
+    expect((await viaProxy('198.51.100.1', '203.0.113.8')).status).toBe(200);
+  });
+
+  test('an IPv6 attacker rotating through its /64 shares one budget; the next /64 has its own', async () => {
+    const statuses: number[] = [];
+    for (let i = 1; i <= 5; i++) statuses.push((await viaProxy('unknown', `2001:db8:aa:bb:${i.toString(16)}::${i}`)).status);
+    expect(statuses).toEqual([200, 200, 200, 429, 429]);
+    expect((await viaProxy('unknown', '2001:db8:aa:bc::1')).status).toBe(200);
+  });
+
+  test('made-up API keys do not escape the address budget: each unauthenticated request is charged, then refused before its key is looked up', async () => {
+    const bogus = { authorization: 'Bearer pk_test_notakeynotakeynotakeynotakey' };
+    const statuses: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const res = await request('POST', `${api.baseUrl}/v1/settle`, { json: {}, headers: { 'x-forwarded-for': '203.0.113.9', ...bogus } });
+      statuses.push(res.status);
+    }
+    expect(statuses).toEqual([401, 401, 401, 429, 429]);
+    // A public route named with a made-up key is charged too.
+    const pub = await request('GET', `${api.baseUrl}/v1/supported`, { headers: { 'x-forwarded-for': '203.0.113.9', ...bogus } });
+    expect(pub.status).toBe(429);
+  });
+});
+
+describe('/healthz tells the public nothing and cannot be used to flood our dependencies (sqlite)', () => {
+  const token = 'healthz-test-metrics-token';
+  let tdb: TestDatabase;
+  let api: RunningApi;
+  let rpc: Server;
+  let rpcCalls = 0;
+  beforeAll(async () => {
+    // optimism-sepolia's RPC fails every call (and counts them): /healthz is degraded and names it.
+    rpc = createServer((_req, res) => {
+      rpcCalls++;
+      res.writeHead(503).end();
+    });
+    await new Promise<void>((resolve) => rpc.listen(0, '127.0.0.1', resolve));
+    const stack = stackEnv({ taskQueue: 'healthz-no-worker', relayerKey: TEST_ACCOUNTS.relayerKeys[0] });
+    tdb = await openTestDatabase('sqlite', {
+      ...stack,
+      LOG_LEVEL: 'silent',
+      METRICS_TOKEN: token,
+      RPC_URLS_OPTIMISM_SEPOLIA: `http://127.0.0.1:${(rpc.address() as AddressInfo).port}`,
+    });
+    api = await startApi({ db: tdb.db, config: tdb.config });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await tdb?.close();
+    rpc?.closeAllConnections();
+    await new Promise((resolve) => rpc?.close(resolve));
+  });
+
+  test('without the metrics token: the state alone; with it: every check; a burst of 20 costs one round of checks', async () => {
+    const pub = await request('GET', `${api.baseUrl}/healthz`);
+    expect(pub.status).toBe(503);
+    expect(pub.body).toEqual({ status: 'degraded' });
+    const callsAfterOneRound = rpcCalls;
+    expect(callsAfterOneRound).toBeGreaterThan(0);
+    const burst = await Promise.all(Array.from({ length: 20 }, () => request('GET', `${api.baseUrl}/healthz`)));
+    expect(burst.map((r) => r.status)).toEqual(Array(20).fill(503));
+    expect(rpcCalls).toBe(callsAfterOneRound);
+    const wrong = await request('GET', `${api.baseUrl}/healthz`, { headers: { authorization: 'Bearer not-the-token' } });
+    expect(wrong.body).toEqual({ status: 'degraded' });
+    const full = await request('GET', `${api.baseUrl}/healthz`, { headers: { authorization: `Bearer ${token}` } });
+    expect(full.status).toBe(503);
+    expect(full.body.checks.networks['optimism-sepolia']).toMatchObject({ ok: false, error: expect.any(String) });
+    expect(full.body.checks.networks['base-sepolia']).toMatchObject({ ok: true, relayer: { ok: expect.any(Boolean) } });
+    expect(rpcCalls).toBe(callsAfterOneRound);
   });
 });

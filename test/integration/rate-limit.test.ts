@@ -90,3 +90,66 @@ describe('rate limits (Redis store, two API processes)', () => {
     for (const api of apis) await expect429(await request('GET', `${api.baseUrl}/v1/supported`), 'too many requests from this address');
   });
 });
+
+describe("an authenticated seller is limited by its key's budget, not by its address's", () => {
+  let tdb: TestDatabase;
+  let api: RunningApi;
+  let key: string;
+  beforeAll(async () => {
+    tdb = await openTestDatabase('sqlite', { RATE_LIMIT_IP: '5', RATE_LIMIT_AUTH_IP: '100', RATE_LIMIT_KEY: '12' });
+    const minting = await startApi({ db: tdb.db, config: { ...tdb.config, RATE_LIMIT_IP: 100 } });
+    const cookie = await signIn(minting.baseUrl, privateKeyToAccount(generatePrivateKey()));
+    key = (await request('POST', `${minting.baseUrl}/v1/api_keys`, { cookie, json: { name: 'backend', test_net: true } })).body.api_key;
+    await minting.close();
+    api = await startApi({ db: tdb.db, config: tdb.config });
+  });
+  afterAll(async () => {
+    await api?.close();
+    await tdb?.close();
+  });
+
+  test('one address settles past its address budget (5) up to its key budget (12); then the key is refused', async () => {
+    const settle = () => request('POST', `${api.baseUrl}/v1/settle`, { json: {}, headers: { authorization: `Bearer ${key}` } });
+    const statuses: number[] = [];
+    for (let i = 0; i < 12; i++) statuses.push((await settle()).status);
+    expect(statuses).toEqual(Array(12).fill(400)); // authenticated, then refused for its body
+    await expect429(await settle(), 'too many requests for this API key');
+    // None of it was charged to the address: it still has its whole budget for public routes.
+    for (let i = 0; i < 5; i++) expect((await request('GET', `${api.baseUrl}/v1/supported`)).status).toBe(200);
+    await expect429(await request('GET', `${api.baseUrl}/v1/supported`), 'too many requests from this address');
+  });
+});
+
+describe('rate limits (Redis store): authenticated callers and made-up keys', () => {
+  let tdb: TestDatabase;
+  const apis: RunningApi[] = [];
+  let key: string;
+  beforeAll(async () => {
+    tdb = await openTestDatabase('sqlite', {
+      REDIS_URL: 'redis://127.0.0.1:6379',
+      RATE_LIMIT_PREFIX: `test-${randomBytes(6).toString('hex')}`,
+      RATE_LIMIT_IP: '4',
+      RATE_LIMIT_KEY: '10',
+    });
+    const minting = await startApi({ db: tdb.db, config: { ...tdb.config, REDIS_URL: undefined, RATE_LIMIT_IP: 100 } });
+    const cookie = await signIn(minting.baseUrl, privateKeyToAccount(generatePrivateKey()));
+    key = (await request('POST', `${minting.baseUrl}/v1/api_keys`, { cookie, json: { name: 'backend', test_net: true } })).body.api_key;
+    await minting.close();
+    apis.push(await startApi({ db: tdb.db, config: tdb.config }), await startApi({ db: tdb.db, config: tdb.config }));
+    for (const a of apis) await a.deps.rateLimits!.ready();
+  });
+  afterAll(async () => {
+    for (const a of apis) await a.close();
+    await tdb?.close();
+  });
+
+  test("a key's requests on both processes pass the address budget; made-up keys spend it, shared", async () => {
+    const settle = (api: RunningApi, k: string) =>
+      request('POST', `${api.baseUrl}/v1/settle`, { json: {}, headers: { authorization: `Bearer ${k}` } });
+    for (const api of apis) for (let i = 0; i < 3; i++) expect((await settle(api, key)).status).toBe(400);
+    const bogus = 'pk_test_notakeynotakeynotakeynotakey';
+    expect([(await settle(apis[0]!, bogus)).status, (await settle(apis[1]!, bogus)).status]).toEqual([401, 401]);
+    expect([(await settle(apis[0]!, bogus)).status, (await settle(apis[1]!, bogus)).status]).toEqual([401, 401]);
+    for (const api of apis) await expect429(await settle(api, bogus), 'too many requests from this address');
+  });
+});

@@ -112,11 +112,12 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
       (l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === bridgeNonce,
     );
   };
-  const poll = (id: string, state: string, timeoutMs = 60_000) =>
+  /** Polls the record as its payer `as` (the whole record). */
+  const poll = (id: string, state: string, as: LocalAccount, timeoutMs = 60_000) =>
     waitUntil(
       `top-up ${state}`,
       async () => {
-        const res = await h.get(`/v1/demo-merchant/topups/${id}`);
+        const res = await h.get(`/v1/demo-merchant/topups/${id}`, { as });
         return res.body.state === state ? res : undefined;
       },
       { timeoutMs, intervalMs: 250 },
@@ -191,7 +192,7 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
     const topupId: string = first.body.topupId;
     expect(topupId).toMatch(/^topup:demo-merchant:/);
     // GET answers the record in any state (200); the paid POST answers 503 while it is not final.
-    const bridging = await poll(topupId, 'bridging');
+    const bridging = await poll(topupId, 'bridging', payer);
     expect(bridging.status).toBe(200);
     expect(bridging.body).toMatchObject({
       success: false,
@@ -250,7 +251,7 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
       network: 'optimism',
       payer: payer.address,
     });
-    expect((await h.get(`/v1/demo-merchant/topups/${topupId}`)).body).toEqual(done.body);
+    expect((await h.get(`/v1/demo-merchant/topups/${topupId}`, { as: payer })).body).toEqual(done.body);
 
     // Exact amounts: merchant credit = net, the relayer keeps nothing, the fee recipient got the fee.
     expect(await h.depositedEvents(payer.address)).toEqual([net]);
@@ -330,7 +331,7 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
         error: 'bridge transfer needs review: no attestation within the time budget',
       });
       const id: string = final.body.topupId;
-      expect(await h.get(`/v1/demo-merchant/topups/${id}`)).toMatchObject({
+      expect(await h.get(`/v1/demo-merchant/topups/${id}`, { as: payer })).toMatchObject({
         status: 200,
         body: { state: 'needs_review', errorReason: 'needs_review' },
       });
@@ -505,9 +506,9 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
     expect(crossChain.headers.get('retry-after')).toBe('2');
     const pending = (await crossChain.json()) as any;
     expect(pending).toMatchObject({ success: false, network: 'optimism', payer: account.address });
-    await poll(pending.topupId, 'bridging');
+    await poll(pending.topupId, 'bridging', account);
     attester.release();
-    const final = await poll(pending.topupId, 'deposited');
+    const final = await poll(pending.topupId, 'deposited', account);
     const net = 3_000_000n - fee(3_000_000n) - bridgeFee(3_000_000n);
     expect(final.body).toMatchObject({
       success: true,

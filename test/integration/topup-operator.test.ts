@@ -240,7 +240,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
     });
 
     expect(await update.result()).toMatchObject({ state: 'refunded', errorReason: 'deposit_failed' });
-    const record = await h.get(`/v1/demo-merchant/topups/${t.id}`);
+    const record = await h.get(`/v1/demo-merchant/topups/${t.id}`, { as: t.payer });
     expect(record.body).toMatchObject({
       state: 'refunded',
       errorReason: 'deposit_failed',

@@ -34,6 +34,7 @@ import { refundOwed } from '../../activities/topup-refund';
 import { Relayer } from '../../src/chains/evm/relayer';
 import type { TopUpInput } from '../../src/topup/types';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
+import { buyerAuthHeaders } from '../../src/media/buyer-auth-client';
 
 /** Fees of the harness: 0.01 USDC + 0.30 %. Hand-computed expectations below use them. */
 const net = (gross: bigint) => gross - 10_000n - (gross * 30n) / 10_000n;
@@ -316,8 +317,31 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     // The deposit key was allowed exactly this deposit, which spent it: no unlimited approval.
     expect(await merchantAllowance()).toBe(before.allowance);
 
-    const status = await h.get(`/v1/demo-merchant/topups/${topupId}`);
+    const status = await h.get(`/v1/demo-merchant/topups/${topupId}`, { as: payer });
     expect(status).toMatchObject({ status: 200, body: res.body });
+    // Anyone else who knows the id (payer and nonce) reads only what the spec requires (issue 39, low):
+    // no payer, buyer, gross amount, refund or error; a wallet that signs is no one special either.
+    const publicFields = {
+      success: true,
+      topupId,
+      state: 'deposited',
+      netAmount: res.body.netAmount,
+      settlementTx: res.body.settlementTx,
+      fillTx: null,
+      depositTx: res.body.depositTx,
+    };
+    expect(await h.get(`/v1/demo-merchant/topups/${topupId}`)).toMatchObject({ status: 200, body: publicFields });
+    expect((await h.get(`/v1/demo-merchant/topups/${topupId}`)).body).toEqual(publicFields);
+    const stranger = privateKeyToAccount(generatePrivateKey());
+    expect((await h.get(`/v1/demo-merchant/topups/${topupId}`, { as: stranger })).body).toEqual(publicFields);
+    const forged = await request('GET', `${h.url}/v1/demo-merchant/topups/${topupId}`, {
+      headers: {
+        ...(await buyerAuthHeaders(stranger, { method: 'GET', url: `${h.url}/v1/demo-merchant/topups/${topupId}` })),
+        'X-Buyer-Address': payer.address.toLowerCase(),
+      },
+    });
+    expect(forged.status).toBe(401);
+    expect(forged.body).toMatchObject({ success: false, errorReason: expect.any(String) });
     // Operators find it in Temporal by kind and state; the settlement ran as its child, keyed by (payer, nonce).
     const described = await h.temporal.workflow.getHandle(topupId).describe();
     expect(described.typedSearchAttributes.get(X402Kind)).toBe('topup');
@@ -612,7 +636,7 @@ describe.each(oneDbKind('postgres'))('top-up gateway (%s)', (kind) => {
     expect(answers[0].body).toMatchObject({ state: 'deposited', grossAmount: '4000000', netAmount: net(4_000_000n).toString() });
     // A late repeat and the status endpoint give the same top-up.
     expect((await h.post({}, pay.header)).body).toEqual(answers[0].body);
-    expect((await h.get(`/v1/demo-merchant/topups/${answers[0].body.topupId}`)).body).toEqual(answers[0].body);
+    expect((await h.get(`/v1/demo-merchant/topups/${answers[0].body.topupId}`, { as: payer })).body).toEqual(answers[0].body);
 
     expect(await h.usdcOf(payer.address)).toBe(before - 4_000_000n);
     expect(await h.depositedEvents(payer.address)).toEqual([net(4_000_000n)]);

@@ -28,6 +28,7 @@ import { openTestDatabase, type DbKind, type TestDatabase } from './db';
 import { waitForReceipt } from './evm';
 import { request, type JsonResponse } from './http';
 import { exactPayment, type ExactPaymentOptions } from './payments';
+import { buyerAuthHeaders } from '../../src/media/buyer-auth-client';
 import { connectTestTemporal, dbEnv, stackEnv, startWorker } from './services';
 import { readStackInfo, type StackInfo } from './stack-info';
 
@@ -52,7 +53,8 @@ export interface TopupHarness {
   /** An EIP-3009 payment on base to the facilitator, as an x402 buyer signs it; returns the X-PAYMENT value. */
   xPayment(payer: LocalAccount, o?: Partial<ExactPaymentOptions>): Promise<{ header: string; nonce: Hex; payload: any }>;
   post(body: unknown, xPayment?: string, merchant?: string): Promise<JsonResponse>;
-  get(path: string): Promise<JsonResponse>;
+  /** GET on the gateway; with `as`, signed by that wallet (the buyer-signature headers): a payer reads its whole top-up record. */
+  get(path: string, opts?: { as?: LocalAccount }): Promise<JsonResponse>;
   usdcOf(who: Address): Promise<bigint>;
   merchantBalance(buyer: Address): Promise<bigint>;
   setCreditLimit(buyer: Address, limit: bigint): Promise<void>;
@@ -156,7 +158,8 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     },
     post: (body, xPayment, merchant = 'demo-merchant') =>
       request('POST', `${url}/v1/${merchant}/topups`, { json: body, headers: xPayment ? { 'x-payment': xPayment } : {} }),
-    get: (path) => request('GET', `${url}${path}`),
+    get: async (path, o = {}) =>
+      request('GET', `${url}${path}`, { headers: o.as ? await buyerAuthHeaders(o.as, { method: 'GET', url: `${url}${path}` }) : {} }),
     usdcOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),
     merchantBalance: (buyer) =>
       chain.readContract({ address: DEVNET_MERCHANT_ADDRESS, abi: merchantAbi, functionName: 'balanceOf', args: [buyer] }),

@@ -34,7 +34,7 @@ describe('loadConfig defaults', () => {
       GAS_BUDGET_PER_ORG: 1_000_000_000,
       GAS_BUDGET_WINDOW_SECONDS: 3600,
       RATE_LIMIT_PREFIX: 'x402rl',
-      TRUST_PROXY: false,
+      TRUST_PROXY: 0,
       BODY_LIMIT: '64kb',
       TEMPORAL_ADDRESS: '127.0.0.1:7233',
       TEMPORAL_NAMESPACE: 'default',

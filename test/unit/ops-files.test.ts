@@ -140,7 +140,10 @@ describe('docker-compose.yml keeps the security properties docs/security.md stat
         'METRICS_TOKEN',
         'PAYLOAD_CODEC_KEYS',
         'TOPUP_DEPOSITOR_CONTRACT',
+        'TOPUP_FEE_FIXED',
+        'TOPUP_FEE_RECIPIENT',
         'TOPUP_MERCHANT_CONTRACT',
+        'TOPUP_MIN_AMOUNT',
         'TOPUP_RELAYER_ADDRESS',
       ].sort(),
     );

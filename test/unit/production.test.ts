@@ -1,6 +1,8 @@
 import { getAddress, type Address } from 'viem';
 import { generatePrivateKey, privateKeyToAddress } from 'viem/accounts';
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { anvilAccount } from '../../devnet/demo-accounts';
 import { ConfigError, DEVNET_RELAYER_ADDRESS, DEVNET_RELAYER_KEY, loadConfig } from '../../src/config';
@@ -48,6 +50,9 @@ const topupEnv = () =>
     TOPUP_MERCHANT_CONTRACT: randomAddress(),
     TOPUP_DEPOSITOR_CONTRACT: depositor,
     TOPUP_RELAYER_ADDRESS: privateKeyToAddress(topupKey),
+    TOPUP_FEE_FIXED: '20000',
+    TOPUP_FEE_RECIPIENT: randomAddress(),
+    TOPUP_MIN_AMOUNT: '100000',
   });
 
 /** Variables named in the ConfigError that `fn` throws. */
@@ -182,7 +187,9 @@ describe('production mode: no devnet default applies', () => {
   test('topup: the devnet merchant contract, deposit key and relayer defaults are refused with the variables named', () => {
     expect(refused(() => loadStartup('topup', productionEnv())).sort()).toEqual([
       'TOPUP_DEPOSITOR_CONTRACT',
+      'TOPUP_FEE_FIXED',
       'TOPUP_MERCHANT_CONTRACT',
+      'TOPUP_MIN_AMOUNT',
       'TOPUP_RELAYER_ADDRESS',
     ]);
     expect(refused(() => loadStartup('worker', { ...workerEnv(), TOPUP_DEPOSITOR_CONTRACT: undefined }))).toEqual([
@@ -195,6 +202,26 @@ describe('production mode: no devnet default applies', () => {
       'TOPUP_MERCHANT_CONTRACT',
     ]);
     expect(loadStartup('topup', topupEnv()).topup!.TOPUP_RELAYER_ADDRESS).toBe(privateKeyToAddress(topupKey));
+  });
+
+  test('topup: a free top-up, or one of a few base units, is refused in production (issue 39: each costs us 3-4 transactions)', () => {
+    const recipient = { TOPUP_FEE_RECIPIENT: randomAddress() };
+    // No fixed fee (a fee in basis points alone is nothing on one base unit), and the devnet minimum of 1.
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_FEE_FIXED: undefined, TOPUP_MIN_AMOUNT: undefined })).sort()).toEqual([
+      'TOPUP_FEE_FIXED',
+      'TOPUP_MIN_AMOUNT',
+    ]);
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), ...recipient, TOPUP_FEE_FIXED: '0', TOPUP_FEE_BPS: '50' }))).toEqual([
+      'TOPUP_FEE_FIXED',
+    ]);
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_MIN_AMOUNT: '99999' }))).toEqual(['TOPUP_MIN_AMOUNT']);
+    // The minimum must leave the buyer something after the fixed fee.
+    expect(refused(() => loadStartup('topup', { ...topupEnv(), TOPUP_FEE_FIXED: '200000', TOPUP_MIN_AMOUNT: '200000' }))).toEqual([
+      'TOPUP_MIN_AMOUNT',
+    ]);
+    expect(loadStartup('topup', topupEnv()).topup).toMatchObject({ TOPUP_FEE_FIXED: 20_000n, TOPUP_MIN_AMOUNT: 100_000n });
+    // The devnet keeps its defaults: free top-ups from one base unit.
+    expect(loadStartup('topup', {}).topup).toMatchObject({ TOPUP_FEE_FIXED: 0n, TOPUP_MIN_AMOUNT: 1n });
   });
 
   test('topup: a devnet TOPUP_FEE_RECIPIENT is refused by name; an own one starts', () => {
@@ -361,3 +388,102 @@ describe('start-up contract code check (a real anvil)', () => {
     ).resolves.toMatchObject({ role: 'topup' });
   });
 });
+
+describe('production mode is inferred from the chain (issue 39)', () => {
+  let anvil: Anvil;
+  let geth: Server;
+  let gethUrl: string;
+  beforeAll(async () => {
+    anvil = await startAnvil({ chainId: 8453, log: () => undefined }); // a devnet `base`, as `npm start` runs
+    // A node that is not anvil: it answers as Geth does (the only call start-up makes before refusing).
+    geth = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c) => (body += c));
+      req.on('end', () => {
+        const { id } = JSON.parse(body);
+        res
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ jsonrpc: '2.0', id, result: 'Geth/v1.14.12-stable/linux-amd64/go1.23.4' }));
+      });
+    });
+    await new Promise<void>((resolve) => geth.listen(0, '127.0.0.1', resolve));
+    gethUrl = `http://127.0.0.1:${(geth.address() as AddressInfo).port}`;
+  });
+  afterAll(async () => {
+    await anvil?.stop();
+    await new Promise((resolve) => geth?.close(resolve));
+  });
+  /** A Base mainnet RPC and facilitator, and nothing else: no NODE_ENV, every other value a devnet default. */
+  const baseMainnet = (rpcUrl: string) => ({
+    SESSION_SECRET: 'x'.repeat(40),
+    RPC_URLS_BASE: rpcUrl,
+    FACILITATOR_ADDRESS_MAINNET: randomAddress(),
+  });
+
+  test('a Base mainnet RPC without NODE_ENV: the top-up gateway and the worker refuse every devnet key and default, naming them', async () => {
+    for (const rpcUrl of ['https://mainnet.base.org', gethUrl]) {
+      const topup = startUp('topup', baseMainnet(rpcUrl), 3000);
+      await expect(topup).rejects.toThrow(/^Invalid configuration \(production mode: base \(chain 8453\) is not (proven )?a devnet chain/);
+      const names = refusedNames(await topup.catch((e: Error) => e));
+      expect(names).toEqual(
+        expect.arrayContaining([
+          'TOPUP_MERCHANT_CONTRACT',
+          'TOPUP_DEPOSITOR_CONTRACT',
+          'TOPUP_RELAYER_ADDRESS',
+          'PAYLOAD_CODEC_KEYS',
+          'METRICS_TOKEN',
+        ]),
+      );
+      const worker = await startUp('worker', { ...baseMainnet(rpcUrl), INFERENCE_REVENUE_WALLET: randomAddress() }, 3000).catch(
+        (e: Error) => e,
+      );
+      expect(refusedNames(worker)).toEqual(
+        expect.arrayContaining(['RELAYER_PRIVATE_KEY', 'REVENUE_WALLET_PRIVATE_KEY', 'TOPUP_RELAYER_PRIVATE_KEY']),
+      );
+      const api = await startUp('api', baseMainnet(rpcUrl), 3000).catch((e: Error) => e);
+      expect(refusedNames(api)).toEqual(['INFERENCE_REVENUE_WALLET']); // devnet: the relayer's address
+    }
+  });
+
+  test('a mainnet chain id given to a testnet entry counts as a mainnet', async () => {
+    const env = { SESSION_SECRET: 'x'.repeat(40), RPC_URLS_BASE_SEPOLIA: gethUrl, CHAIN_ID_BASE_SEPOLIA: '8453' };
+    await expect(startUp('worker', env, 3000)).rejects.toThrow(/production mode: base-sepolia \(chain 8453\) is not a devnet chain/);
+  });
+
+  test('the devnet `base` (anvil, chain 8453) stays a devnet: its defaults apply', async () => {
+    const s = await startUp(
+      'topup',
+      { RPC_URLS_BASE: anvil.rpcUrl, FACILITATOR_ADDRESS_MAINNET: randomAddress(), USDC_ADDRESS_BASE: randomAddress() },
+      3000,
+    );
+    expect(s.config.production).toBe(false);
+    expect(s.networks.get('base')!.enabled).toBe(true);
+    expect(s.topup!.TOPUP_RELAYER_ADDRESS).toBe(DEVNET_RELAYER_ADDRESS);
+  });
+
+  test('BRIDGE_ATTESTATION_URL has no default in production: the worker of a bridged network needs it', () => {
+    expect(loadConfig({}).BRIDGE_ATTESTATION_URL).toBe('http://127.0.0.1:4023');
+    expect(loadConfig(productionEnv()).BRIDGE_ATTESTATION_URL).toBeUndefined();
+    const bridged = { ...workerEnv(), BRIDGE_MESSENGER_ADDRESS: randomAddress(), BRIDGE_TRANSMITTER_ADDRESS: randomAddress() };
+    const enabled = {
+      RPC_URLS_BASE_SEPOLIA: anvil.rpcUrl,
+      FACILITATOR_ADDRESS_TESTNET: randomAddress(),
+      USDC_ADDRESS_BASE_SEPOLIA: randomAddress(),
+      GATEWAY_WALLET_TESTNET: randomAddress(),
+    };
+    expect(refused(() => loadStartup('worker', { ...bridged, ...enabled }))).toEqual(['BRIDGE_ATTESTATION_URL']);
+    expect(
+      loadStartup('worker', { ...bridged, ...enabled, BRIDGE_ATTESTATION_URL: 'https://iris-api.circle.com' }).config
+        .BRIDGE_ATTESTATION_URL,
+    ).toBe('https://iris-api.circle.com');
+  });
+});
+
+/** Variables named in a ConfigError. */
+function refusedNames(err: unknown): string[] {
+  expect(err).toBeInstanceOf(ConfigError);
+  return (err as Error).message
+    .split('\n')
+    .slice(1)
+    .map((l) => l.trim().split(':')[0]!);
+}
