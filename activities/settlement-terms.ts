@@ -8,6 +8,7 @@ import { settlementTerms, type SettlementTerms } from '../src/settle/evm-request
 import { ZERO_ADDRESS } from '../src/settle/payout';
 import type { SettlementInput } from '../src/settle/types';
 import { uptoSettleAmount } from '../src/schemes/permit2/verify';
+import { loadTopupConfig } from '../src/topup/config';
 import type { CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 
 /**
@@ -17,7 +18,7 @@ import type { CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/ty
  * that says otherwise.
  */
 export interface TermsDeps {
-  config: Pick<Config, 'PLATFORM_FEE_RECIPIENT'>;
+  config: Pick<Config, 'PLATFORM_FEE_RECIPIENT'> & Partial<Pick<Config, 'env'>>;
   db: MikroORM;
   networks: NetworkTable;
   /** The revenue wallet (the address of REVENUE_WALLET_PRIVATE_KEY): the payout of our own paid services. */
@@ -44,9 +45,10 @@ const payerOf = (input: PaidByUs) =>
 
 /**
  * The terms a settlement must carry: our own paid services (INFERENCE_ORGANIZATION_ID) pay the
- * revenue wallet, a top-up's settlement pays the top-up relayer (both our own keys, no fee), and any
- * other organization is paid as its record and our configuration say, exactly as the API built it
- * (`settlementTerms`). Undefined when the organization does not exist or has no wallet.
+ * revenue wallet with no fee, a top-up's settlement pays the top-up relayer and any fee to
+ * TOPUP_FEE_RECIPIENT (all our own wallets), and any other organization is paid as its record and our
+ * configuration say, exactly as the API built it (`settlementTerms`); refused when the organization
+ * does not exist or has no wallet.
  */
 async function termsOf(deps: TermsDeps, input: PaidByUs): Promise<SettlementTerms | { refused: string; message?: string }> {
   const ours = { fee: '0', feeRecipient: ZERO_ADDRESS };
@@ -54,8 +56,13 @@ async function termsOf(deps: TermsDeps, input: PaidByUs): Promise<SettlementTerm
     if (!deps.revenueWallet) return { refused: 'payout_wallet_not_configured', message: 'this worker holds no revenue wallet' };
     return { payout: deps.revenueWallet, ...ours };
   }
-  // A top-up's leg pays the top-up relayer, whose key this worker holds (src/chains/mainnet-gate.ts).
-  if (deps.topUpRelayer && same(input.payout, deps.topUpRelayer)) return { payout: deps.topUpRelayer, ...ours };
+  // A top-up's leg pays the top-up relayer, whose key this worker holds (src/chains/mainnet-gate.ts),
+  // and the gateway's fee (its quote of the gross amount) to TOPUP_FEE_RECIPIENT, our own wallet.
+  if (deps.topUpRelayer && same(input.payout, deps.topUpRelayer)) {
+    const feeRecipient = loadTopupConfig(deps.config.env ?? {}).TOPUP_FEE_RECIPIENT;
+    if (amountOf(input.fee) === '0' || !feeRecipient) return { payout: deps.topUpRelayer, ...ours };
+    return { payout: deps.topUpRelayer, fee: input.fee, feeRecipient };
+  }
   const network = deps.networks.get(input.network);
   if (!network) return { refused: 'invalid_network' };
   const org = await findRow(deps.db.em.fork(), Organization, { id: input.organizationId });

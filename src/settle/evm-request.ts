@@ -1,6 +1,6 @@
 import type { AuthContext } from '../auth/key-mode';
 import { assertKeyModeAllows } from '../auth/key-mode';
-import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import { isEvmNetworkId, type EvmNetwork, type NetworkTable } from '../chains/networks';
 import type { ServiceDeps } from '../deps';
 import type { Refusal } from '../schemes/scheme';
 import { feeOnAmount, organizationFeeBps, platformFee, ZERO_ADDRESS, type FeeDeps } from './payout';
@@ -66,6 +66,26 @@ export async function evmSettlementBase(
   };
 }
 
+/** The zero address, or a contract of ours on any network (facilitator, USDC, Permit2 and its proxies, bridge, gateway wallet). */
+export function undeliverable(networks: NetworkTable, address: string): boolean {
+  const a = address.toLowerCase();
+  if (a === ZERO_ADDRESS) return true;
+  for (const n of networks.values()) {
+    const ours = [
+      n.facilitator,
+      n.usdc,
+      n.permit2,
+      n.exactPermit2Proxy,
+      n.uptoPermit2Proxy,
+      n.bridgeMessenger,
+      n.bridgeTransmitter,
+      n.gatewayWallet,
+    ];
+    if (ours.some((c) => c?.toLowerCase() === a)) return true;
+  }
+  return false;
+}
+
 /** Who a settlement pays and how much each gets of the amount (the settlement input's own fields). */
 export type SettlementTerms = Pick<SettlementBase, 'payout' | 'fee' | 'feeRecipient' | 'platform' | 'platformFee'>;
 
@@ -79,7 +99,7 @@ export type SettlementTerms = Pick<SettlementBase, 'payout' | 'fee' | 'feeRecipi
  * workflow input alone.
  */
 export function settlementTerms(
-  deps: FeeDeps,
+  deps: FeeDeps & Pick<ServiceDeps, 'networks'>,
   org: Organization | null | undefined,
   network: Pick<EvmNetwork, 'testnet' | 'facilitator'>,
   p: { payer: string; amount: bigint; extra: PaymentRequirements['extra']; marketplaceFee?: false },
@@ -87,6 +107,8 @@ export function settlementTerms(
   const payout = p.extra?.creditedRecipient ?? (network.testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
   if (!org || !payout) return { refused: 'payout_wallet_not_configured' };
   const refuse = (message: string) => ({ refused: 'invalid_payment_requirements', message });
+  // Nobody could take out what such a payout receives, and a cross-chain leg's mint to it reverts.
+  if (undeliverable(deps.networks, payout)) return refuse('the payout is the zero address or one of our contracts: nobody could use it');
   // A payment to oneself moves nothing but our gas, at no cost to whoever repeats it (issue 39).
   if (payout.toLowerCase() === p.payer.toLowerCase()) return refuse('the payer is the payout wallet: a self-payment is refused');
   const { fee, feeRecipient } = platformFee(p.amount, org, deps);

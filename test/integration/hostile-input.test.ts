@@ -499,6 +499,32 @@ describe('one payment, two paid services (sqlite)', () => {
     await h?.close();
   });
 
+  test('a payout nobody can use (the zero address, our own contracts), on one chain or across chains: refused before anything is signed', async () => {
+    const buyer = TEST_ACCOUNTS.buyers[2]!;
+    const relayer = TEST_ACCOUNTS.relayers[1]!.address;
+    const nonce = () => h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' });
+    const before = { nonce: await nonce(), buyer: await h.balanceOf(buyer.address) };
+    const destinationChainId = h.stack.chains['optimism-sepolia'].chainId;
+    const unusable = ['0x0000000000000000000000000000000000000000', h.stack.facilitator, h.stack.usdc];
+    for (const creditedRecipient of unusable) {
+      for (const extra of [{ creditedRecipient }, { creditedRecipient, destinationChainId }]) {
+        const res = await h.settle(await h.pay(buyer, { extra: { name: 'USDC', version: '2', ...extra } }));
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 400,
+          body: {
+            success: false,
+            errorReason: 'invalid_payment_requirements',
+            errorMessage: 'the payout is the zero address or one of our contracts: nobody could use it',
+            transaction: '',
+            network: 'base-sepolia',
+            payer: buyer.address,
+          },
+        });
+      }
+    }
+    expect({ nonce: await nonce(), buyer: await h.balanceOf(buyer.address) }).toEqual(before);
+  });
+
   test("a media job's X-PAYMENT sent again to the chat: refused, no reply, one charge for the one settlement", async () => {
     const buyer = TEST_ACCOUNTS.buyers[2]!;
     const payment = await h.xPayment(buyer, IMAGE_PRICE);
