@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { ApplicationFailure } from '@temporalio/activity';
-import type { MikroORM } from '@mikro-orm/core';
+import { UniqueConstraintViolationException, type MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import { InferenceCharge } from '../src/db/entities';
 import { MediaAsset, MediaJob } from '../src/db/media';
@@ -151,7 +151,7 @@ export function createMediaActivities(deps: MediaActivityDeps) {
           );
         return { claimed: true };
       }
-      await em.upsert(
+      const inserted = em.upsert(
         InferenceCharge,
         {
           id: input.chargeId,
@@ -168,6 +168,13 @@ export function createMediaActivities(deps: MediaActivityDeps) {
         },
         { onConflictFields: ['id'], onConflictAction: 'ignore' },
       );
+      try {
+        await inserted;
+      } catch (err) {
+        // The settlement already backs another charge (a chat paid with the same authorization): one payment, one charge.
+        if (err instanceof UniqueConstraintViolationException) return { claimed: false };
+        throw err;
+      }
       const row = await em.fork().findOne(InferenceCharge, { id: input.chargeId });
       return { claimed: row?.requestId === `media:${input.jobId}` };
     },

@@ -3,7 +3,7 @@ import type { Address, Hex } from 'viem';
 import { InferenceCharge, Settlement } from '../src/db/entities';
 import { MediaJob } from '../src/db/media';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../src/inference/types';
+import { CHARGE_ALIVE_MS, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../src/inference/types';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { SettlementActivityDeps } from './settlement';
@@ -67,16 +67,24 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
       await setCharge(input.chargeId, { state: 'refund_pending', error: input.reason.slice(0, 2000) }, ['settling', 'charged']);
     },
 
-    /** The guard's claim: only a charge no API process finished becomes refund_pending (true). */
+    /**
+     * The guard's claim: only a charge no API process finished becomes refund_pending (true). A
+     * `charged` row its API process touched within CHARGE_ALIVE_MS is a stream still being read: the
+     * claim is retried (with back-off) until the stream ends or its process stops touching it.
+     */
     async claimStaleCharge(input: RefundInput): Promise<boolean> {
-      const n = await deps.db.em
-        .fork()
-        .nativeUpdate(
-          InferenceCharge,
-          { id: input.chargeId, state: { $in: ['settling', 'charged'] } },
-          { state: 'refund_pending', error: input.reason, updatedAt: new Date() },
-        );
-      return n === 1;
+      const em = deps.db.em.fork();
+      const alive = new Date(Date.now() - CHARGE_ALIVE_MS);
+      const n = await em.nativeUpdate(
+        InferenceCharge,
+        { id: input.chargeId, $or: [{ state: 'settling' }, { state: 'charged', updatedAt: { $lt: alive } }] },
+        { state: 'refund_pending', error: input.reason, updatedAt: new Date() },
+      );
+      if (n === 1) return true;
+      const charge = await em.findOne(InferenceCharge, { id: input.chargeId });
+      if (charge?.state === 'charged')
+        throw ApplicationFailure.retryable(`charge ${input.chargeId} is still streaming`, 'ChargeStreamAlive');
+      return false;
     },
 
     /**

@@ -4,15 +4,19 @@ import { SKELETON_SCHEMES } from '../src/schemes/registry';
 import { settlementRecords } from '../src/settle/records';
 import { VERIFY_ATTEMPTS, type SettlementInput } from '../src/settle/types';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
+import { termsRefusal, type TermsDeps } from './settlement-terms';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { OperatorDecision } from '../workflows/operator-actions';
 import { heartbeatWhile } from './heartbeat';
 
-/** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (mainnet-gate.ts). */
-export type SettlementActivityDeps = WorkerDeps & { topUpRelayer?: string };
+/**
+ * `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (mainnet-gate.ts);
+ * `revenueWallet`: the payout of our own paid services (settlement-terms.ts).
+ */
+export type SettlementActivityDeps = WorkerDeps & TermsDeps & { config: WorkerDeps['config'] & TermsDeps['config'] };
 
 export type VerifyOutcome = { isValid: true } | { isValid: false; response: SettleResponse };
 export type SubmitOutcome = { submitted: true; transaction: string } | { submitted: false; response: SettleResponse; detail?: string };
@@ -83,7 +87,7 @@ export function settlementStepActivities(steps: SettlementSteps, receiptWaitMs: 
  * Activities of the settlement skeleton. Each one records the state it ends in (one round trip) and
  * hands the scheme-specific part to the input's scheme. Each is idempotent: safe to retry after any crash.
  */
-export function createSettlementActivities(deps: WorkerDeps) {
+export function createSettlementActivities(deps: SettlementActivityDeps) {
   const records = settlementRecords(deps.db);
   const schemeOf = (input: SettlementInput) => SKELETON_SCHEMES[input.route] as unknown as Scheme<SettlementInput, SettlementInput>;
 
@@ -110,7 +114,15 @@ export function createSettlementActivities(deps: WorkerDeps) {
       simulated?.catch(() => undefined); // awaited by the reads, unless a rule without the chain failed first
       const verified = Promise.resolve().then(() => scheme.verify(input, deps, simulated));
       verified.catch(() => undefined); // awaited below unless the payment was signed already
+      // Who is paid comes from our records and configuration, never from the input alone (settlement-terms.ts).
+      const terms = input.route === 'solana' ? Promise.resolve(undefined) : termsRefusal(deps, input);
+      terms.catch(() => undefined); // awaited below unless the payment was signed already
       if (await sent) return { isValid: true };
+      const refused = await terms;
+      if (refused) {
+        log.warn('settlement refused: its terms are not ours', { workflowId: input.workflowId, refused });
+        return { isValid: false, response: await records.rejected(input, 'invalid_payment_requirements') };
+      }
       // No row yet: the first one is the rejection, or `submitted` in the write-ahead transaction.
       const v = await verified;
       if (v.isValid) return { isValid: true };

@@ -122,6 +122,7 @@ async function main() {
       relayerFor,
       signerFor,
       topUpRelayer: roleAddress.topupRelayer,
+      revenueWallet: roleAddress.revenue,
       temporal,
     }),
     // The tracing interceptors outermost: activity spans record errors already redacted.

@@ -329,6 +329,9 @@ export const InferenceChargeSchema = new EntitySchema<InferenceCharge>({
   class: InferenceCharge,
   tableName: 'inference_charges',
   indexes: [{ properties: ['payer'] }, { properties: ['state'] }],
+  // One settlement backs at most one charge: a chat and a media job (or two of either) cannot both be
+  // served, or refunded, for one payment (docs/security.md "One settlement, one charge").
+  uniques: [{ properties: ['settlementId'] }],
   properties: {
     id: { type: 'string', primary: true, length: 200 },
     settlementId: { type: 'string', length: 200 },

@@ -1,5 +1,6 @@
 import { MikroORM as LibSqlORM } from '@mikro-orm/libsql';
 import { MikroORM as PostgresORM } from '@mikro-orm/postgresql';
+import { createHash } from 'node:crypto';
 import type { EntityManager, MikroORM } from '@mikro-orm/core';
 import type { SqlEntityManager } from '@mikro-orm/postgresql';
 import type { Config } from '../config';
@@ -33,7 +34,34 @@ export async function openDatabase(
   }
   if (opts.migrate) {
     await orm.schema.ensureDatabase();
+    await oneChargePerSettlement(orm, Boolean(config.DATABASE_URL));
     await orm.schema.updateSchema({ safe: true });
   }
   return orm;
+}
+
+/**
+ * Before `inference_charges.settlement_id` became unique, one settlement could back a chat and a media
+ * charge (docs/security.md "One settlement, one charge"). The unique index cannot be built over such
+ * pairs: every charge after a settlement's first (by creation) is pointed at an id of its own
+ * (`<settlement id>#<hash of the charge id>`), which no settlement has, so its refund finds no payment
+ * to return and an operator sees the charge that was never backed.
+ */
+export async function oneChargePerSettlement(orm: MikroORM, postgres: boolean): Promise<number> {
+  const conn = orm.em.getConnection();
+  const table = postgres
+    ? await conn.execute<{ t: string | null }[]>("select to_regclass('inference_charges')::text as t")
+    : await conn.execute<{ t: string | null }[]>("select name as t from sqlite_master where type = 'table' and name = 'inference_charges'");
+  if (!table[0]?.t) return 0; // a new database: nothing to repair
+  const rows = await conn.execute<{ id: string; settlement_id: string }[]>(
+    `select c.id, c.settlement_id from inference_charges c
+      where exists (select 1 from inference_charges d
+                     where d.settlement_id = c.settlement_id
+                       and (d.created_at < c.created_at or (d.created_at = c.created_at and d.id < c.id)))`,
+  );
+  for (const r of rows) {
+    const own = `${r.settlement_id}#${createHash('sha256').update(r.id).digest('hex').slice(0, 16)}`;
+    await conn.execute('update inference_charges set settlement_id = ? where id = ?', [own, r.id]);
+  }
+  return rows.length;
 }

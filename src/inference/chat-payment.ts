@@ -135,6 +135,7 @@ export async function payForChat(
     amount: requirements.maxAmountRequired,
     requestId: req.requestId,
   }).catch((err) => deps.logger.warn({ err: String(err), chargeId }, 'could not start the charge guard'));
+  let attached = false;
   const handle = await startOrAttach(deps.temporal, fastSettlementWorkflow, {
     workflowId: settlementId,
     taskQueue: deps.config.TEMPORAL_TASK_QUEUE,
@@ -147,10 +148,19 @@ export async function payForChat(
       organization: INFERENCE_ORGANIZATION_ID,
     }),
     memo: { requestId: req.requestId },
-    onStart: observeWorkflowStart(deps, fastSettlementWorkflow.name, req.requestId, settlementId),
+    onStart: (result) => {
+      attached = result === 'attached';
+      observeWorkflowStart(deps, fastSettlementWorkflow.name, req.requestId, settlementId)(result);
+    },
   });
 
   await guard;
+  if (attached) {
+    // A settlement this chat did not start (a seller's /v1/settle, a media job, an earlier run that
+    // ended) pays for something else, or for nothing we serve: it never backs this chat.
+    await setCharge({ state: 'rejected', error: 'authorization settled by another request' });
+    return { ok: false, status: 402, error: 'authorization already used' };
+  }
   let result;
   try {
     result = await resultBefore<SettleOutcome>(deps.temporal, handle, Date.now() + deps.config.SETTLE_WAIT_MS);

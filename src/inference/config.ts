@@ -86,12 +86,17 @@ const schema = z.object({
     .optional(),
   /** Bound on the provider's first byte (and on probes: a fifth of it, at most 2 s). */
   INFERENCE_FIRST_BYTE_TIMEOUT_MS: int(100, 600_000).default(30_000),
-  /** A reply streaming longer than this is cut and counted as a provider failure (refunded). */
+  /**
+   * A reply streaming longer than this is cut; refunded only when the provider held it longer than
+   * the client (src/inference/chat-stream.ts relay), else `client_closed`.
+   */
   INFERENCE_MAX_STREAM_MS: int(1000, 3_600_000).default(600_000),
+  /** How long one write waits for the client to read: past it the client stalled the stream (`client_closed`, not refunded). */
+  INFERENCE_WRITE_TIMEOUT_MS: int(100, 600_000).default(30_000),
   /**
    * When the charge guard looks at a charge: a charge still settling or charged by then was left
    * behind by an API process that died, and is refunded. Default: SETTLE_WAIT_MS + first-byte
-   * timeout + max stream + 1 minute.
+   * timeout + max stream + write timeout + 1 minute.
    */
   INFERENCE_GUARD_DELAY_MS: int(1000, 86_400_000).optional(),
 });
@@ -114,6 +119,7 @@ export interface InferenceConfig {
   revenueWallet: `0x${string}`;
   firstByteTimeoutMs: number;
   maxStreamMs: number;
+  writeTimeoutMs: number;
   guardDelayMs: number;
 }
 
@@ -151,9 +157,14 @@ export function inferenceConfig(
     revenueWallet: revenueWallet as `0x${string}`,
     firstByteTimeoutMs: c.INFERENCE_FIRST_BYTE_TIMEOUT_MS,
     maxStreamMs: c.INFERENCE_MAX_STREAM_MS,
+    writeTimeoutMs: c.INFERENCE_WRITE_TIMEOUT_MS,
     guardDelayMs:
       c.INFERENCE_GUARD_DELAY_MS ??
-      (config.SETTLE_WAIT_MS ?? 20_000) + c.INFERENCE_FIRST_BYTE_TIMEOUT_MS + c.INFERENCE_MAX_STREAM_MS + 60_000,
+      (config.SETTLE_WAIT_MS ?? 20_000) +
+        c.INFERENCE_FIRST_BYTE_TIMEOUT_MS +
+        c.INFERENCE_MAX_STREAM_MS +
+        c.INFERENCE_WRITE_TIMEOUT_MS +
+        60_000,
   };
   cache.set(config, out);
   return out;

@@ -44,6 +44,14 @@ export interface RefundInput {
   onlyIfStale?: boolean;
 }
 
+/**
+ * While a paid chat streams, its API process touches the charge row every CHARGE_HEARTBEAT_MS; the
+ * charge guard takes a `charged` row touched within CHARGE_ALIVE_MS for a live stream and waits for it
+ * (activities/refund.ts claimStaleCharge), so a reply being read is never refunded by the guard.
+ */
+export const CHARGE_HEARTBEAT_MS = 5_000;
+export const CHARGE_ALIVE_MS = 20_000;
+
 export interface RefundOutcome {
   state: 'refunded' | 'not_charged' | 'refund_failed' | 'not_owed';
   refundTx: string;

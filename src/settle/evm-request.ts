@@ -1,9 +1,11 @@
 import type { AuthContext } from '../auth/key-mode';
 import { assertKeyModeAllows } from '../auth/key-mode';
-import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
+import { isEvmNetworkId, type EvmNetwork, type NetworkTable } from '../chains/networks';
 import type { ServiceDeps } from '../deps';
 import type { Refusal } from '../schemes/scheme';
-import { feeOnAmount, organizationFeeBps, payoutFor, platformFee, ZERO_ADDRESS } from './payout';
+import { feeOnAmount, organizationFeeBps, platformFee, ZERO_ADDRESS, type FeeDeps } from './payout';
+import { callerOrganization } from '../auth/organizations';
+import type { Organization } from '../db/entities';
 import { marketplaceFeeOf } from './marketplace-fee';
 import type { PaymentRequirements } from '../x402/schemas';
 import type { SettleRequest } from './run';
@@ -34,9 +36,8 @@ export function settlementNetwork(
 }
 
 /**
- * The base of an EVM settlement input: the organization's payout (or `creditedRecipient`; never the
- * payer itself), its fee on `amount`, and the marketplace fee `extra` asks for (refused with `invalid_payment_requirements` out of
- * bounds, or where the route cannot pay it: `marketplaceFee: false`).
+ * The base of an EVM settlement input: the caller's organization and the terms of its records
+ * (`settlementTerms`), refused as `settlementTerms` says.
  */
 export async function evmSettlementBase(
   deps: ServiceDeps,
@@ -50,28 +51,75 @@ export async function evmSettlementBase(
     marketplaceFee?: false;
   },
 ): Promise<Omit<SettlementBase, 'network'> | Refusal> {
-  const network = deps.networks.get(p.network)!;
-  const resolved = await payoutFor(req, network.testnet, p.extra?.creditedRecipient);
-  if (!resolved) return { refused: 'payout_wallet_not_configured', network: p.network, payer: p.payer };
-  const refuse = (message: string): Refusal => ({ refused: 'invalid_payment_requirements', network: p.network, payer: p.payer, message });
-  // A payment to oneself moves nothing but our gas, at no cost to whoever repeats it (issue 39).
-  if (resolved.payout.toLowerCase() === p.payer.toLowerCase()) return refuse('the payer is the payout wallet: a self-payment is refused');
-  const { fee, feeRecipient } = platformFee(p.amount, resolved.org, deps);
-  const marketplace = marketplaceFeeOf(p.extra, {
-    facilitator: network.facilitator ?? ZERO_ADDRESS,
-    organizationFeeBps: organizationFeeBps(resolved.org, deps),
-  });
-  if (marketplace && 'refused' in marketplace) return refuse(marketplace.refused);
-  if (marketplace && p.marketplaceFee === false) return refuse('extra.platformFeeBps is not applied on this route; settle on one chain');
+  const org = await callerOrganization(req.em, req.auth);
+  const terms = settlementTerms(deps, org, deps.networks.get(p.network)!, p);
+  if ('refused' in terms) return { ...terms, network: p.network, payer: p.payer };
   return {
     workflowId: p.workflowId,
     requestId: req.requestId,
-    organizationId: resolved.org.id,
+    organizationId: org!.id,
     apiKeyId: req.auth.apiKeyId ?? '',
     parkAfterMs: deps.config.SETTLE_PARK_AFTER_MS,
     payer: p.payer,
     amount: p.amount.toString(),
-    payout: resolved.payout,
+    ...terms,
+  };
+}
+
+/** The zero address, or a contract of ours on any network (facilitator, USDC, Permit2 and its proxies, bridge, gateway wallet). */
+export function undeliverable(networks: NetworkTable, address: string): boolean {
+  const a = address.toLowerCase();
+  if (a === ZERO_ADDRESS) return true;
+  for (const n of networks.values()) {
+    const ours = [
+      n.facilitator,
+      n.usdc,
+      n.permit2,
+      n.exactPermit2Proxy,
+      n.uptoPermit2Proxy,
+      n.bridgeMessenger,
+      n.bridgeTransmitter,
+      n.gatewayWallet,
+    ];
+    if (ours.some((c) => c?.toLowerCase() === a)) return true;
+  }
+  return false;
+}
+
+/** Who a settlement pays and how much each gets of the amount (the settlement input's own fields). */
+export type SettlementTerms = Pick<SettlementBase, 'payout' | 'fee' | 'feeRecipient' | 'platform' | 'platformFee'>;
+
+/**
+ * The terms of a payment of `amount` from `payer` for an organization, from its records and our
+ * configuration: the payout (`creditedRecipient`, else the organization's wallet for the network's
+ * mode; never the payer itself), the organization's fee to PLATFORM_FEE_RECIPIENT, and the
+ * marketplace fee `extra` asks for (refused out of bounds, or where the route cannot pay it:
+ * `marketplaceFee: false`). The API builds a settlement input with them and the worker refuses an
+ * input that says otherwise (activities/settlement-terms.ts), so the payees never come from
+ * workflow input alone.
+ */
+export function settlementTerms(
+  deps: FeeDeps & Pick<ServiceDeps, 'networks'>,
+  org: Organization | null | undefined,
+  network: Pick<EvmNetwork, 'testnet' | 'facilitator'>,
+  p: { payer: string; amount: bigint; extra: PaymentRequirements['extra']; marketplaceFee?: false },
+): SettlementTerms | { refused: string; message?: string } {
+  const payout = p.extra?.creditedRecipient ?? (network.testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
+  if (!org || !payout) return { refused: 'payout_wallet_not_configured' };
+  const refuse = (message: string) => ({ refused: 'invalid_payment_requirements', message });
+  // Nobody could take out what such a payout receives, and a cross-chain leg's mint to it reverts.
+  if (undeliverable(deps.networks, payout)) return refuse('the payout is the zero address or one of our contracts: nobody could use it');
+  // A payment to oneself moves nothing but our gas, at no cost to whoever repeats it (issue 39).
+  if (payout.toLowerCase() === p.payer.toLowerCase()) return refuse('the payer is the payout wallet: a self-payment is refused');
+  const { fee, feeRecipient } = platformFee(p.amount, org, deps);
+  const marketplace = marketplaceFeeOf(p.extra, {
+    facilitator: network.facilitator ?? ZERO_ADDRESS,
+    organizationFeeBps: organizationFeeBps(org, deps),
+  });
+  if (marketplace && 'refused' in marketplace) return refuse(marketplace.refused);
+  if (marketplace && p.marketplaceFee === false) return refuse('extra.platformFeeBps is not applied on this route; settle on one chain');
+  return {
+    payout,
     fee: fee.toString(),
     feeRecipient,
     ...(marketplace ? { platform: marketplace.platform, platformFee: feeOnAmount(p.amount, marketplace.bps).toString() } : {}),

@@ -11,6 +11,8 @@ export const ROUTE_GAS: Readonly<Record<string, bigint>> = {
   eip3009: GAS_CEILINGS.settleSplit,
   permit2: GAS_CEILINGS.settlePermit2Exact,
   permit: GAS_CEILINGS.transferWithPermit,
+  // The burn on the source chain and the mint with its payout on the destination, both ours to pay.
+  'eip3009-crosschain': GAS_CEILINGS.settleAndBurn + GAS_CEILINGS.receiveAndPayout,
 };
 
 /**

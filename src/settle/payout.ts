@@ -1,22 +1,12 @@
-import { callerOrganization } from '../auth/organizations';
 import type { Organization } from '../db/entities';
-import type { ServiceDeps } from '../deps';
-import type { SettleRequest } from './run';
+import type { Config } from '../config';
 import type { SettlementBase } from './types';
 import type { Address } from 'viem';
 
 export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';
 
-/** The caller's organization and the wallet paid: `extra.creditedRecipient`, else the org's wallet for the mode. */
-export async function payoutFor(
-  req: Pick<SettleRequest, 'em' | 'auth'>,
-  testnet: boolean,
-  creditedRecipient: string | undefined,
-): Promise<{ org: Organization; payout: string } | undefined> {
-  const org = await callerOrganization(req.em, req.auth);
-  const payout = creditedRecipient ?? (testnet ? org?.payoutWalletTest : org?.payoutWalletLive);
-  return org && payout ? { org, payout } : undefined;
-}
+/** What the organization's fee needs of our configuration. */
+export type FeeDeps = { config: Pick<Config, 'PLATFORM_FEE_RECIPIENT'> };
 
 /** The whole amount in basis points: the organization's and the marketplace's fees together stay within it. */
 export const MAX_FEE_BPS = 10_000;
@@ -25,11 +15,11 @@ export const MAX_FEE_BPS = 10_000;
 export const feeOnAmount = (amount: bigint, bps: number): bigint => (amount * BigInt(bps)) / BigInt(MAX_FEE_BPS);
 
 /** The organization's fee rate as applied: zero while `PLATFORM_FEE_RECIPIENT` is unset. */
-export const organizationFeeBps = (org: Organization, deps: Pick<ServiceDeps, 'config'>): number =>
+export const organizationFeeBps = (org: Organization, deps: FeeDeps): number =>
   deps.config.PLATFORM_FEE_RECIPIENT ? org.platformFeeBps : 0;
 
 /** The organization's platform fee on the amount that moves; zero (to the zero address) when unset. */
-export function platformFee(amount: bigint, org: Organization, deps: Pick<ServiceDeps, 'config'>): { fee: bigint; feeRecipient: string } {
+export function platformFee(amount: bigint, org: Organization, deps: FeeDeps): { fee: bigint; feeRecipient: string } {
   const bps = organizationFeeBps(org, deps);
   if (!bps) return { fee: 0n, feeRecipient: ZERO_ADDRESS };
   return { fee: feeOnAmount(amount, bps), feeRecipient: deps.config.PLATFORM_FEE_RECIPIENT! };

@@ -5,7 +5,8 @@ import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../../src/db/bridge-transfer';
-import { Settlement } from '../../src/db/entities';
+import { Organization, Settlement } from '../../src/db/entities';
+import { settlementRejection } from '../../src/settle/types';
 import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
 import { abandonBridgeLegUpdate } from '../../workflows/operator-actions';
 import { fundUsdc } from '../support/evm';
@@ -125,6 +126,66 @@ describe.each(oneDbKind('sqlite'))('forged money workflows (%s)', (kind) => {
       expect(await h.tdb.db.em.fork().findOne(InferenceCharge, { id: input.chargeId })).toBeNull();
     }
     expect(await snapshot()).toEqual(before);
+  });
+
+  test('settlement: a fast settlement started by hand that names a foreign payout, fee recipient or marketplace: refused before signing, nothing moves', async () => {
+    const org = await h.tdb.db.em.fork().findOneOrFail(Organization, { payoutWalletTest: h.payout.toLowerCase() });
+    expect(org.platformFeeBps).toBe(0); // so any fee in the input is a forgery
+    const VALUE = 500_000n;
+    /** The input the API builds for `value` signed by the attacker to the organization, then forged by `forge`. */
+    const settleInput = async (forge: (i: Eip3009SettleInput) => Eip3009SettleInput) => {
+      const { paymentPayload, paymentRequirements } = await h.pay(attacker, { value: VALUE });
+      const a = paymentPayload.payload.authorization;
+      const input: Eip3009SettleInput = {
+        workflowId: settleWorkflowId('base-sepolia', a.from, a.nonce),
+        organizationId: org.id,
+        apiKeyId: '',
+        route: 'eip3009',
+        network: 'base-sepolia',
+        payer: a.from,
+        amount: a.value,
+        paymentPayload: paymentPayload as Eip3009SettleInput['paymentPayload'],
+        paymentRequirements: paymentRequirements as Eip3009SettleInput['paymentRequirements'],
+        payout: h.payout,
+        fee: '0',
+        feeRecipient: '0x0000000000000000000000000000000000000000',
+      };
+      return { input: forge(input), nonce: a.nonce as Hex };
+    };
+    const settle = (input: Eip3009SettleInput) =>
+      h.temporal.workflow.execute('fastSettlementWorkflow', { workflowId: input.workflowId, taskQueue, args: [input] });
+    const before = { ...(await snapshot()), payout: await h.balanceOf(h.payout) };
+    const forgeries = [
+      await settleInput((i) => ({ ...i, payout: thief })),
+      await settleInput((i) => ({ ...i, fee: (VALUE - 1n).toString(), feeRecipient: thief })),
+      await settleInput((i) => ({ ...i, platform: thief, platformFee: (VALUE - 1n).toString() })),
+      // Our own paid services' organization, paying the thief instead of our revenue wallet.
+      await settleInput((i) => ({ ...i, organizationId: INFERENCE_ORGANIZATION_ID, payout: thief })),
+      // An organization that does not exist.
+      await settleInput((i) => ({ ...i, organizationId: randomUUID(), payout: thief })),
+    ];
+    for (const { input, nonce } of forgeries) {
+      const err = await settle(input).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(settlementRejection(err)?.response).toEqual({
+        success: false,
+        errorReason: 'invalid_payment_requirements',
+        transaction: '',
+        network: 'base-sepolia',
+        payer: attacker.address,
+      });
+      expect(await authorizationUsed(attacker.address, nonce)).toBe(false);
+    }
+    expect({ ...(await snapshot()), payout: await h.balanceOf(h.payout) }).toEqual(before);
+
+    // The same authorization with the organization's own terms settles: the worker refuses forgeries, not payments.
+    const real = forgeries[0]!;
+    const outcome = await settle({ ...real.input, payout: h.payout });
+    expect(outcome.response).toMatchObject({ success: true, payer: attacker.address });
+    expect(await h.balanceOf(h.payout)).toBe(before.payout + VALUE);
+    expect(await h.balanceOf(thief)).toBe(0n);
   });
 
   test('chat refund: a refund started by hand for a delivered charge or a charge that does not exist, inflated and to a foreign payee: refused', async () => {

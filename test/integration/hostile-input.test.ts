@@ -17,6 +17,12 @@ import type { AddressInfo } from 'node:net';
 import { serveSeller, v2Facilitator } from '../support/sdk-seller';
 import { v2Payer } from '../support/x402-v2';
 import { ROUTE_GAS } from '../../src/settle/gas-budget';
+import { GAS_CEILINGS } from '../../src/chains/evm/gas-ceilings';
+import { randomUUID } from 'node:crypto';
+import { waitUntil } from '../../devnet/process';
+import { mediaChargeId } from '../../src/media/types';
+import { settleWorkflowId } from '../../src/temporal/workflow-ids';
+import { IMAGE_PRICE, MEDIA, startMediaHarness, type MediaHarness } from '../support/media-harness';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
@@ -539,5 +545,112 @@ describe('/healthz tells the public nothing and cannot be used to flood our depe
     expect(full.body.checks.networks['optimism-sepolia']).toMatchObject({ ok: false, error: expect.any(String) });
     expect(full.body.checks.networks['base-sepolia']).toMatchObject({ ok: true, relayer: { ok: expect.any(Boolean) } });
     expect(rpcCalls).toBe(callsAfterOneRound);
+  });
+});
+
+describe("an organization's gas budget, cross-chain (sqlite)", () => {
+  let h: SettleHarness;
+  beforeAll(async () => {
+    // Room for exactly one cross-chain settlement: its burn and its mint at their gas ceilings.
+    h = await startSettleHarness('sqlite', {
+      relayerIndex: 3,
+      env: { GAS_BUDGET_PER_ORG: String(GAS_CEILINGS.settleAndBurn + GAS_CEILINGS.receiveAndPayout) },
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test('cross-chain settlements are charged like the others: past the budget 429, repeats of the first not charged', async () => {
+    const buyer = TEST_ACCOUNTS.buyers[4];
+    const crossChain = () =>
+      h.pay(buyer, { extra: { name: 'USDC', version: '2', destinationChainId: h.stack.chains['optimism-sepolia'].chainId } });
+    const first = await crossChain();
+    expect((await h.settleUntilFinal(first)).body).toMatchObject({ success: true });
+    expect((await h.settle(first)).body).toMatchObject({ success: true }); // a repeat: answered, not charged
+    const second = await h.settle(await crossChain());
+    expect(second.status).toBe(429);
+    expect(second.body).toEqual({
+      type: 'api_error',
+      code: 429,
+      message: expect.stringMatching(/gas budget for the window; retry in \d+ s$/),
+    });
+  });
+});
+
+describe('one payment, two paid services (sqlite)', () => {
+  let h: MediaHarness;
+  const stack = readStackInfo();
+  beforeAll(async () => {
+    // Chat priced as an image, so one authorization fits both challenges.
+    h = await startMediaHarness('sqlite', {
+      relayerIndex: 1,
+      env: {
+        INFERENCE_PROVIDERS: stack.inference.providers,
+        INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl,
+        INFERENCE_CHAT_PRICE: IMAGE_PRICE.toString(),
+      },
+    });
+  });
+  afterAll(async () => {
+    await h?.close();
+  });
+
+  test('a payout nobody can use (the zero address, our own contracts), on one chain or across chains: refused before anything is signed', async () => {
+    const buyer = TEST_ACCOUNTS.buyers[2]!;
+    const relayer = TEST_ACCOUNTS.relayers[1]!.address;
+    const nonce = () => h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' });
+    const before = { nonce: await nonce(), buyer: await h.balanceOf(buyer.address) };
+    const destinationChainId = h.stack.chains['optimism-sepolia'].chainId;
+    const unusable = ['0x0000000000000000000000000000000000000000', h.stack.facilitator, h.stack.usdc];
+    for (const creditedRecipient of unusable) {
+      for (const extra of [{ creditedRecipient }, { creditedRecipient, destinationChainId }]) {
+        const res = await h.settle(await h.pay(buyer, { extra: { name: 'USDC', version: '2', ...extra } }));
+        expect({ status: res.status, body: res.body }).toEqual({
+          status: 400,
+          body: {
+            success: false,
+            errorReason: 'invalid_payment_requirements',
+            errorMessage: 'the payout is the zero address or one of our contracts: nobody could use it',
+            transaction: '',
+            network: 'base-sepolia',
+            payer: buyer.address,
+          },
+        });
+      }
+    }
+    expect({ nonce: await nonce(), buyer: await h.balanceOf(buyer.address) }).toEqual(before);
+  });
+
+  test("a media job's X-PAYMENT sent again to the chat: refused, no reply, one charge for the one settlement", async () => {
+    const buyer = TEST_ACCOUNTS.buyers[2]!;
+    const payment = await h.xPayment(buyer, IMAGE_PRICE);
+    const image = await request('POST', `${h.api.baseUrl}${MEDIA}/images`, {
+      json: { prompt: 'a lighthouse' },
+      headers: { 'Idempotency-Key': `one-payment-${randomUUID()}`, 'X-PAYMENT': payment },
+    });
+    expect([200, 202]).toContain(image.status);
+    const a = JSON.parse(Buffer.from(payment, 'base64').toString('utf8')).payload.authorization;
+    const settlementId = settleWorkflowId('base-sepolia', a.from, a.nonce);
+    await waitUntil(
+      'the image to be delivered',
+      async () => (await h.tdb.db.em.fork().findOne(InferenceCharge, { settlementId }))?.state === 'delivered' || undefined,
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const before = await h.balanceOf(buyer.address);
+
+    const chat = await fetch(`${h.api.baseUrl}/v1/inference/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-PAYMENT': payment },
+      body: JSON.stringify({ messages: [{ role: 'user', content: 'one payment, two services?' }] }),
+    });
+    expect(chat.status).toBe(402);
+    expect(await chat.json()).toMatchObject({ x402Version: 1, error: 'authorization already used' });
+    const charges = await h.tdb.db.em.fork().find(InferenceCharge, { settlementId });
+    expect(charges.map((c) => ({ id: c.id, state: c.state }))).toEqual([
+      { id: mediaChargeId('base-sepolia', a.from, a.nonce), state: 'delivered' },
+    ]);
+    expect(await h.balanceOf(buyer.address)).toBe(before);
+    expect(await h.settledEvents(buyer.address, a.nonce)).toBe(1);
   });
 });

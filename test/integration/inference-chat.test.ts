@@ -479,6 +479,40 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
   });
 
+  test('a reply still streaming when its charge guard looks: the guard waits for it, the chat is delivered and not refunded', async () => {
+    // An API process whose guard looks at its charges 3 s after claiming them, while the reply takes ~8 s.
+    const port = await findFreePort();
+    const url = `http://127.0.0.1:${port}`;
+    const api = spawnManaged('api', process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'api', 'main.ts')], {
+      env: {
+        ...process.env,
+        ...h.env,
+        HOST: '127.0.0.1',
+        PORT: String(port),
+        PUBLIC_URL: url,
+        LOG_LEVEL: 'warn',
+        INFERENCE_GUARD_DELAY_MS: '3000',
+      },
+      cwd: join(__dirname, '..', '..'),
+      log: () => undefined,
+    });
+    try {
+      await waitForHttp(`${url}/healthz`, { timeoutMs: 60_000, intervalMs: 100, process: api });
+      const buyerBefore = await h.balanceOf(buyer.address);
+      const question = `#token-delay=200 a live stream on ${kind} ${Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')}`;
+      const res = await payingFetch(`${url}/v1/inference/chat`, chatInit(question));
+      expect(res.status).toBe(200);
+      const id = chargeOf(sentPayments.at(-1)!);
+      const text = await res.text(); // read to the end, past the guard's delay
+      expect(parseSse(text).data.at(-1)).toBe('[DONE]');
+      expect(await h.temporal.workflow.getHandle(chargeGuardWorkflowId(id)).result()).toEqual({ state: 'not_owed', refundTx: '' });
+      expect(await charge(id)).toMatchObject({ state: 'delivered', refundTx: null });
+      expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - PRICE);
+    } finally {
+      await api.stop({ signal: 'SIGKILL' });
+    }
+  });
+
   test('API process killed mid-stream: the charge guard refunds the charge it left behind', async () => {
     // A separate API process (so it can really die), on the same database, Temporal and worker,
     // whose guard looks at its charges 6 s after claiming them.

@@ -49,7 +49,7 @@ describe('inference config', () => {
     });
     // The guard looks only after every bound of a request has passed.
     expect(inferenceConfig({ env: {}, RELAYER_ADDRESS: RELAYER_ADDRESS, SETTLE_WAIT_MS: 20_000 }).guardDelayMs).toBe(
-      20_000 + 30_000 + 600_000 + 60_000,
+      20_000 + 30_000 + 600_000 + 30_000 + 60_000,
     );
   });
 
@@ -242,5 +242,94 @@ describe('SSE relay backpressure', () => {
     await expect(ended).resolves.toEqual({ kind: 'delivered' });
     expect(pulled).toBe(1000);
     expect(received.split('\n\n').filter(Boolean)).toHaveLength(1002); // first + 1000 + [DONE]
+  });
+});
+
+/**
+ * docs/security.md "Chat refunds after reading": a buyer who slows or stalls the stream gets no
+ * refund; only a failure on the provider's side is refunded.
+ */
+describe('who cut the stream', () => {
+  const chunk = { id: 'c', choices: [{ index: 0, delta: { content: 'x'.repeat(1000) }, finish_reason: null }] };
+  const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+  /** An upstream of `n` chunks `everyMs` apart that fails as an abort does once `cut()` says so. */
+  const upstreamOf = (n: number, everyMs: number, cut: () => boolean) => {
+    let pulled = 0;
+    return {
+      pulled: () => pulled,
+      stream: {
+        first: chunk,
+        async *rest() {
+          for (let i = 0; i < n; i++) {
+            if (everyMs) await sleep(everyMs);
+            if (cut()) throw new ProviderFailure('the reply took longer than the bound', false);
+            pulled++;
+            yield chunk;
+          }
+        },
+      },
+    };
+  };
+  /** A reader taking one event every `everyMs` (none when undefined). */
+  const reader = (out: PassThrough, everyMs: number) => {
+    const timer = setInterval(() => out.read(1000), everyMs);
+    return () => clearInterval(timer);
+  };
+
+  test('a slow reader cut by the time bound: client_closed, nothing refunded', async () => {
+    const out = new PassThrough({ highWaterMark: 2 * 1024 });
+    let cut = false;
+    const up = upstreamOf(10_000, 0, () => cut);
+    const stop = reader(out, 20);
+    const onFailure = jest.fn(async () => undefined);
+    const ended = relay(up.stream, out, 'm', () => false, onFailure, { writeTimeoutMs: 5_000, cutByDeadline: () => cut });
+    await sleep(400);
+    cut = true; // the bound, while the provider had everything ready and the reader held the stream
+    await expect(ended).resolves.toEqual({ kind: 'client_closed' });
+    stop();
+    expect(up.pulled()).toBeGreaterThan(3);
+    expect(onFailure).not.toHaveBeenCalled();
+  });
+
+  test('a client that reads nothing: the write times out, client_closed, the provider is no longer pulled', async () => {
+    const out = new PassThrough({ highWaterMark: 2 * 1024 });
+    const up = upstreamOf(10_000, 0, () => false);
+    const onFailure = jest.fn(async () => undefined);
+    const started = Date.now();
+    await expect(relay(up.stream, out, 'm', () => false, onFailure, { writeTimeoutMs: 300 })).resolves.toEqual({ kind: 'client_closed' });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(290);
+    expect(up.pulled()).toBeLessThan(10);
+    expect(out.destroyed).toBe(true);
+    expect(onFailure).not.toHaveBeenCalled();
+  });
+
+  test('a slow provider cut by the time bound while the reader keeps up: provider_failed, refunded', async () => {
+    const out = new PassThrough({ highWaterMark: 2 * 1024 });
+    let cut = false;
+    const up = upstreamOf(10_000, 50, () => cut);
+    let received = '';
+    out.on('data', (b: Buffer) => (received += b.toString()));
+    const onFailure = jest.fn(async (message: string) => ({ error: 'provider_failed', message }));
+    const ended = relay(up.stream, out, 'm', () => false, onFailure, { writeTimeoutMs: 5_000, cutByDeadline: () => cut });
+    await sleep(300);
+    cut = true;
+    await expect(ended).resolves.toEqual({ kind: 'provider_failed', message: 'the reply took longer than the bound' });
+    expect(onFailure).toHaveBeenCalledTimes(1);
+    expect(received).toContain('event: error\n');
+  });
+
+  test('a provider failing mid-stream: provider_failed, refunded', async () => {
+    const out = new PassThrough();
+    out.resume();
+    let n = 0;
+    const up = upstreamOf(10, 0, () => ++n > 3);
+    const onFailure = jest.fn(async () => undefined);
+    await expect(
+      relay(up.stream, out, 'm', () => false, onFailure, { writeTimeoutMs: 5_000, cutByDeadline: () => false }),
+    ).resolves.toEqual({
+      kind: 'provider_failed',
+      message: 'the reply took longer than the bound',
+    });
+    expect(onFailure).toHaveBeenCalledTimes(1);
   });
 });

@@ -5,6 +5,7 @@ import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { InferenceCharge } from '../../db/entities';
+import { CHARGE_HEARTBEAT_MS } from '../../inference/types';
 import { inferenceConfig } from '../../inference/config';
 import { registryFor, ProvidersUnavailable } from '../../inference/providers';
 import { chatRequirements, challengeBody, paymentResponseHeader } from '../../inference/challenge';
@@ -183,10 +184,30 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
       ctx.set('X-Accel-Buffering', 'no');
       const out = new PassThrough();
       ctx.body = out;
-      // A reply may not stream for ever: past the bound it is cut and refunded (the guard relies on it).
-      const maxStream = setTimeout(() => upstreamAbort.abort(new Error(`the reply took longer than ${c.maxStreamMs} ms`)), c.maxStreamMs);
-      void relay(upstream, out, model.id, () => clientGone, refund)
-        .finally(() => clearTimeout(maxStream))
+      // A reply may not stream for ever: past the bound it is cut (the guard relies on it), and refunded
+      // only if the provider, not a slow reader, held it that long (relay); a write waits for the
+      // client at most writeTimeoutMs, so the stream ends within maxStreamMs + writeTimeoutMs.
+      let cutByDeadline = false;
+      const maxStream = setTimeout(() => {
+        cutByDeadline = true;
+        upstreamAbort.abort(new Error(`the reply took longer than ${c.maxStreamMs} ms`));
+      }, c.maxStreamMs);
+      // The charge guard waits while this stream is alive (CHARGE_ALIVE_MS): the row is touched meanwhile.
+      const heartbeat = setInterval(() => {
+        deps.db.em
+          .fork()
+          .nativeUpdate(InferenceCharge, { id: charge.chargeId, state: 'charged' }, { updatedAt: new Date() })
+          .catch((err) => ctx.state.log.warn({ err, chargeId: charge.chargeId }, 'could not touch the streaming charge'));
+      }, CHARGE_HEARTBEAT_MS);
+      void relay(upstream, out, model.id, () => clientGone, refund, {
+        writeTimeoutMs: c.writeTimeoutMs,
+        cutByDeadline: () => cutByDeadline,
+      })
+        .finally(() => {
+          clearTimeout(maxStream);
+          clearInterval(heartbeat);
+          upstreamAbort.abort(new Error('the relay ended')); // a stalled client's stream stops pulling from the provider
+        })
         .then(async (end) => {
           ctx.state.log.info(
             { chargeId: charge.chargeId, end: end.kind, ...(end.kind === 'provider_failed' ? { detail: end.message } : {}) },

@@ -1,9 +1,15 @@
-import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  isGrpcServiceError,
+} from '@temporalio/client';
 import type { AuthContext } from '../../auth/key-mode';
 import type { ServiceDeps } from '../../deps';
 import { bpsOf } from '../../chains/evm/bridge';
 import { Settlement } from '../../db/entities';
 import { evmSettlementBase } from '../../settle/evm-request';
+import { underGasBudget } from '../../settle/gas-budget';
 import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
 import { x402SearchAttributes } from '../../temporal/search-attributes';
 import type { SettleResponse } from '../../x402/schemas';
@@ -102,11 +108,38 @@ async function settleCrossChain(
   });
   const deadline = Date.now() + req.waitMs;
   try {
-    const outcome = await deps.temporal.withDeadline(deadline, () =>
-      deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, {
-        startWorkflowOperation: start,
-      }),
-    );
+    // Charged to the organization's gas budget like every settlement. Update-with-start does not say
+    // whether it started the run, so a settlement already running (a repeat of a pending request) or
+    // completed is looked up first and not charged again; a failed run may run again and is charged.
+    const running = await deps.temporal.workflow
+      .getHandle(workflowId)
+      .describe()
+      .then(
+        (d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED',
+        (err: unknown) => {
+          if (err instanceof WorkflowNotFoundError) return false;
+          throw err;
+        },
+      );
+    const outcome = await underGasBudget(deps, base.organizationId, input.route, async (budgeted) => {
+      const update = deps.temporal.withDeadline(deadline, () =>
+        deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, { startWorkflowOperation: start }),
+      );
+      // Whatever the update answers, the run exists once the start was accepted (its handle resolves
+      // before the update's answer): the charge stands then.
+      const accepted = await Promise.race([
+        start.workflowHandle().then(
+          () => true,
+          () => false,
+        ),
+        update.then(
+          () => false,
+          () => false,
+        ),
+      ]);
+      if (accepted) budgeted(running ? 'attached' : 'started');
+      return update;
+    });
     deps.logger.info({ requestId: req.requestId, workflowId }, 'cross-chain settlement answered');
     return replyFor(outcome.response, outcome.organizationId, req.auth, network.id);
   } catch (err) {
