@@ -55,6 +55,9 @@ const OPERATOR_ENV: Record<string, string> = {
   UPTO_PERMIT2_PROXY_ADDRESS: address(),
   TOPUP_MERCHANT_CONTRACT: address(),
   TOPUP_DEPOSITOR_CONTRACT: address(),
+  TOPUP_FEE_FIXED: '20000',
+  TOPUP_MIN_AMOUNT: '100000',
+  TOPUP_FEE_RECIPIENT: address(),
   // One network switched on, with its contracts passed through (the variables without a value in the file).
   RPC_URLS_BASE_SEPOLIA: 'https://base-sepolia.example.org/rpc',
   FACILITATOR_ADDRESS_TESTNET: address(),
