@@ -1,7 +1,10 @@
+import { encodeAbiParameters, keccak256, numberToHex, type Address } from 'viem';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
+import { DEVNET_DEPOSITOR_ADDRESS } from '../../src/chains/devnet-addresses';
+import { tokenAbi } from '../../src/chains/evm/abi';
 import { RelayerTransaction } from '../../src/db/entities';
-import { relayerTxId } from '../../src/temporal/workflow-ids';
+import { relayerTxId, settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
 import { DB_KINDS } from '../support/db';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
@@ -9,7 +12,8 @@ import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
  * The TopUpWorkflow under crashes: the chain is held so the request answers 503 + Retry-After
  * (outcome unknown), the worker is SIGKILLed after the settlement landed and the deposit was signed,
  * and a new worker finishes it: exactly one settlement and one deposit, the same top-up for every
- * repeat.
+ * repeat. And under concurrent top-ups, whose deposits spend the relayer's shared allowance of the
+ * deposit key back to zero while another top-up's approval waits to be mined.
  */
 describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
   let h: TopupHarness;
@@ -99,5 +103,88 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     expect(await h.usdcOf(payer.address)).toBe(before - 5_000_000n);
     const deposits = await em().find(RelayerTransaction, { id: depositTxId });
     expect(deposits.map((d) => ({ hash: d.hash, status: d.status }))).toEqual([{ hash: final.body.depositTx, status: 'mined' }]);
+  });
+
+  test('an approval estimated while another was outstanding and mined after a deposit spent the allowance to zero still succeeds: exactly one deposit', async () => {
+    const usdc = h.stack.usdc;
+    const relayer = h.relayer.address;
+    // FiatToken's allowed[owner][spender] (the mapping at slot 10 of FiatTokenV1's layout), written
+    // directly to stand for other top-ups: their approvals outstanding, then spent by their deposits.
+    const slot = keccak256(
+      encodeAbiParameters(
+        [{ type: 'address' }, { type: 'bytes32' }],
+        [DEVNET_DEPOSITOR_ADDRESS, keccak256(encodeAbiParameters([{ type: 'address' }, { type: 'uint256' }], [relayer, 10n]))],
+      ),
+    );
+    const allowance = () =>
+      h.chain.readContract({
+        address: usdc,
+        abi: tokenAbi,
+        functionName: 'allowance',
+        args: [relayer, DEVNET_DEPOSITOR_ADDRESS as Address],
+      });
+    const setAllowance = async (value: bigint) => {
+      await rpc(rpcUrl, 'anvil_setStorageAt', [usdc, slot, numberToHex(value, { size: 32 })]);
+      expect(await allowance()).toBe(value);
+    };
+    const payer = await h.freshPayer(10_000_000n);
+    const pay = await h.xPayment(payer, { value: 5_000_000n });
+    const topupId = topupWorkflowId('demo-merchant', payer.address, pay.nonce);
+    const settleTxId = relayerTxId(settleWorkflowId('base', payer.address, pay.nonce), 'settle');
+    const approveTxId = relayerTxId(topupId, 'approve');
+    const recorded = (id: string) => h.tdb.db.em.fork().findOne(RelayerTransaction, { id });
+    const receiptOf = (hash: string) => rpc<{ status: string } | null>(rpcUrl, 'eth_getTransactionReceipt', [hash]);
+
+    // Another top-up's approval is outstanding (its deposit has not spent it yet).
+    await setAllowance(3_000_000n);
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    expect((await h.post({}, pay.header)).status).toBe(503);
+    // Mine until the settlement is mined, and not one block more: this top-up's approval is estimated
+    // and signed only after that receipt, so it waits in the pool, estimated at the outstanding allowance.
+    await waitUntil(
+      'the settlement to be mined',
+      async () => {
+        const settle = await recorded(settleTxId);
+        if (settle && (await receiptOf(settle.hash))) return true;
+        await rpc(rpcUrl, 'evm_mine', []);
+        return false;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const approval = await waitUntil('the approval to be signed', async () => (await recorded(approveTxId)) ?? undefined, {
+      timeoutMs: 60_000,
+      intervalMs: 100,
+    });
+    // Precondition: the approval waits in the pool, signed from an estimate on the outstanding allowance.
+    expect(await receiptOf(approval.hash)).toBeNull();
+    expect(await allowance()).toBe(3_000_000n);
+    expect(await h.depositedEvents(payer.address)).toEqual([]);
+    // The other top-up's deposit spends its approval before ours is mined: ours runs on a zero allowance.
+    await setAllowance(0n);
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    await rpc(rpcUrl, 'evm_mine', []);
+
+    const mined = await waitUntil(
+      'the approval to be mined',
+      async () => (await receiptOf((await recorded(approveTxId))!.hash)) ?? undefined,
+      {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+      },
+    );
+    expect(mined.status).toBe('0x1');
+    const final = await waitUntil(
+      'the top-up to be deposited',
+      async () => {
+        const res = await h.post({}, pay.header);
+        return res.status === 200 ? res : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
+    expect(final.body).toMatchObject({ topupId, state: 'deposited', netAmount: '4975000', refundTx: null });
+    expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
+    expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
+    // Its own net approved and spent by its deposit: nothing left over, nothing missing.
+    expect(await allowance()).toBe(0n);
   });
 });

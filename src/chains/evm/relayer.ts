@@ -14,7 +14,7 @@ import { RelayerTransaction } from '../../db/entities';
 import { findRow, inTransaction, insertRow, updateRows } from '../../db/rows';
 import type { EvmNetwork } from '../networks';
 import { publicClientFor } from './clients';
-import { checkGas } from './gas-ceilings';
+import { checkGas, gasToSign } from './gas-ceilings';
 import { oneAtATime } from './one-at-a-time';
 import { Broadcasts } from './relayer-broadcasts';
 import { UsedOnce } from './used-once';
@@ -176,7 +176,7 @@ export class Relayer {
           to: call.to,
           data: call.data,
           nonce,
-          gas: min((gas * 12n) / 10n, ceiling),
+          gas: gasToSign(gas, ceiling),
           maxFeePerGas: fees.maxFeePerGas,
           maxPriorityFeePerGas: fees.maxPriorityFeePerGas,
         });
@@ -630,7 +630,6 @@ const HEAD_POLL_MS = 100;
 const firstPollMs = (recentWaitMs: number) => Math.max(1, Math.min(MAX_POLL_MS, Math.round(recentWaitMs / 2)));
 
 const max = (...values: bigint[]) => values.reduce((a, b) => (a > b ? a : b));
-const min = (a: bigint, b: bigint) => (a < b ? a : b);
 
 /** `send` was asked for a call other than the one recorded under its id: another caller's effect, never adopted. */
 export class RecordedCallMismatch extends Error {
