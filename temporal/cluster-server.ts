@@ -14,7 +14,7 @@ import { promisify } from 'node:util';
 import { prefixedStderr, spawnManaged, waitUntil, type LogFn } from '../devnet/process';
 import { registerSearchAttributes } from '../src/temporal/search-attributes';
 import { TEMPORAL_SERVER, cachedGoToolPath, ensureGoTool } from '../tools/go-tools';
-import type { DevServer } from './dev-server';
+import { connectWhenServing, type DevServer } from './dev-server';
 import { LOW_LATENCY_DYNAMIC_CONFIG } from './dynamic-config';
 
 const run = promisify(execFile);
@@ -194,19 +194,11 @@ export async function startTemporalClusterServer(opts: ClusterServerOptions): Pr
     proc = spawnManaged('temporal', server, ['--root', opts.dir, '--config', 'config', '--env', 'cluster', '--allow-no-auth', 'start'], {
       log: (line) => stopping || log(line),
     });
-    const connection = await waitUntil(
+    const connection = await connectWhenServing(
       `the Temporal server at ${address} to serve`,
-      async () => {
-        const connection = await Connection.connect({ address, connectTimeout: '2s' });
-        try {
-          await connection.workflowService.getSystemInfo({});
-          return connection;
-        } catch (err) {
-          await connection.close();
-          throw err;
-        }
-      },
-      { timeoutMs: opts.readyTimeoutMs ?? 120_000, intervalMs: 250, process: proc },
+      address,
+      (c) => c.workflowService.getSystemInfo({}),
+      { timeoutMs: opts.readyTimeoutMs ?? 120_000, process: proc },
     );
     try {
       await registerNamespace(connection, namespace);

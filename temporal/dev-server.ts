@@ -5,7 +5,15 @@
 import { Connection } from '@temporalio/client';
 import { promises as fs } from 'node:fs';
 import path from 'node:path';
-import { findFreePort, prefixedStderr, retryOnPortClash, spawnManaged, waitUntil, type LogFn } from '../devnet/process';
+import {
+  findFreePort,
+  prefixedStderr,
+  retryOnPortClash,
+  spawnManaged,
+  waitUntil,
+  type LogFn,
+  type ManagedProcess,
+} from '../devnet/process';
 import { ensureTemporalCli } from './cli';
 import { registerSearchAttributes, searchAttributeCliFlags } from '../src/temporal/search-attributes';
 import { LOW_LATENCY_DYNAMIC_CONFIG } from './dynamic-config';
@@ -98,19 +106,11 @@ async function startOnce(cli: string, opts: DevServerOptions, log: LogFn): Promi
   };
 
   try {
-    const connection = await waitUntil(
+    const connection = await connectWhenServing(
       `Temporal at ${address} to serve namespace ${namespace}`,
-      async () => {
-        const connection = await Connection.connect({ address, connectTimeout: '2s' });
-        try {
-          await connection.workflowService.describeNamespace({ namespace });
-          return connection;
-        } catch (err) {
-          await connection.close();
-          throw err;
-        }
-      },
-      { timeoutMs: opts.readyTimeoutMs ?? 60_000, intervalMs: 250, process: proc },
+      address,
+      (c) => c.workflowService.describeNamespace({ namespace }),
+      { timeoutMs: opts.readyTimeoutMs ?? 60_000, process: proc },
     );
     try {
       // start-dev registers --search-attribute only when it creates the namespace, so a SQLite file
@@ -131,4 +131,27 @@ async function startOnce(cli: string, opts: DevServerOptions, log: LogFn): Promi
     pid: proc.child.pid!,
     stop,
   };
+}
+
+/** A connection to the Temporal server at `address` once `probe` answers on it (tried every 250 ms). */
+export function connectWhenServing(
+  what: string,
+  address: string,
+  probe: (connection: Connection) => Promise<unknown>,
+  opts: { timeoutMs: number; process: ManagedProcess },
+): Promise<Connection> {
+  return waitUntil(
+    what,
+    async () => {
+      const connection = await Connection.connect({ address, connectTimeout: '2s' });
+      try {
+        await probe(connection);
+        return connection;
+      } catch (err) {
+        await connection.close();
+        throw err;
+      }
+    },
+    { timeoutMs: opts.timeoutMs, intervalMs: 250, process: opts.process },
+  );
 }

@@ -479,11 +479,11 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
   });
 
-  test('a reply still streaming when its charge guard looks: the guard waits for it, the chat is delivered and not refunded', async () => {
-    // An API process whose guard looks at its charges 3 s after claiming them, while the reply takes ~8 s.
+  /** An API process of its own (so it can really die) on the same database, Temporal and worker, whose charge guard looks `guardDelayMs` after a claim. */
+  const guardedApi = async (guardDelayMs: number) => {
     const port = await findFreePort();
     const url = `http://127.0.0.1:${port}`;
-    const api = spawnManaged('api', process.execPath, ['--import', 'tsx', join(__dirname, '..', '..', 'src', 'api', 'main.ts')], {
+    const api = spawnManaged('api', process.execPath, entryArgs(join(__dirname, '..', '..', 'src', 'api', 'main.ts')), {
       env: {
         ...process.env,
         ...h.env,
@@ -491,13 +491,24 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
         PORT: String(port),
         PUBLIC_URL: url,
         LOG_LEVEL: 'warn',
-        INFERENCE_GUARD_DELAY_MS: '3000',
+        INFERENCE_GUARD_DELAY_MS: String(guardDelayMs),
       },
       cwd: join(__dirname, '..', '..'),
       log: () => undefined,
     });
     try {
       await waitForHttp(`${url}/healthz`, { timeoutMs: 60_000, intervalMs: 100, process: api });
+    } catch (err) {
+      await api.stop({ signal: 'SIGKILL' });
+      throw err;
+    }
+    return { url, api };
+  };
+
+  test('a reply still streaming when its charge guard looks: the guard waits for it, the chat is delivered and not refunded', async () => {
+    // An API process whose guard looks at its charges 3 s after claiming them, while the reply takes ~8 s.
+    const { url, api } = await guardedApi(3000);
+    try {
       const buyerBefore = await h.balanceOf(buyer.address);
       const question = `#token-delay=200 a live stream on ${kind} ${Array.from({ length: 40 }, (_, i) => `w${i}`).join(' ')}`;
       const res = await payingFetch(`${url}/v1/inference/chat`, chatInit(question));
@@ -516,23 +527,8 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
   test('API process killed mid-stream: the charge guard refunds the charge it left behind', async () => {
     // A separate API process (so it can really die), on the same database, Temporal and worker,
     // whose guard looks at its charges 6 s after claiming them.
-    const port = await findFreePort();
-    const url = `http://127.0.0.1:${port}`;
-    const api = spawnManaged('api', process.execPath, entryArgs(join(__dirname, '..', '..', 'src', 'api', 'main.ts')), {
-      env: {
-        ...process.env,
-        ...h.env,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        PUBLIC_URL: url,
-        LOG_LEVEL: 'warn',
-        INFERENCE_GUARD_DELAY_MS: '6000',
-      },
-      cwd: join(__dirname, '..', '..'),
-      log: () => undefined,
-    });
+    const { url, api } = await guardedApi(6000);
     try {
-      await waitForHttp(`${url}/healthz`, { timeoutMs: 60_000, intervalMs: 100, process: api });
       const buyerBefore = await h.balanceOf(buyer.address);
       // A chat this API finishes: its guard finds it delivered and leaves it alone.
       const served = await payingFetch(`${url}/v1/inference/chat`, chatInit(`served by the guarded API on ${kind}`));
