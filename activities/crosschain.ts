@@ -1,4 +1,4 @@
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
@@ -20,6 +20,7 @@ import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/
 import type { SettleResponse } from '../src/x402/schemas';
 import { readBoundedText } from '../src/http/bounded-body';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
+import { undeliverableLeg } from '../src/settle/evm-request';
 
 export interface CrossChainActivityDeps extends WorkerDeps {
   /** The top-up gateway's relayer wallet: its settlements are top-up legs (src/chains/mainnet-gate.ts). */
@@ -130,7 +131,18 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       }
       await records.verifying(asRecord(input));
       network(input.network);
-      network(input.destinationNetwork);
+      const destination = network(input.destinationNetwork);
+      // A payout the destination could not credit: its mint would revert after the burn (as the API
+      // asks; a read without an answer throws, retried).
+      const leg = await undeliverableLeg(deps.networks, destination, input.payout);
+      if (leg) {
+        log.warn('cross-chain settlement refused: the destination could not credit its payout', {
+          workflowId: input.workflowId,
+          message: leg.message,
+        });
+        await records.rejected(asRecord(input), leg.refused);
+        return { isValid: false, invalidReason: leg.refused, payer };
+      }
       const v = await eip3009.verify(input, deps);
       if (!v.isValid) await records.rejected(asRecord(input), v.invalidReason);
       return v;

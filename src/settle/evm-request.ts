@@ -11,6 +11,9 @@ import type { PaymentRequirements } from '../x402/schemas';
 import type { SettleRequest } from './run';
 import type { SettlementBase } from './types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
+import { publicClientFor } from '../chains/evm/clients';
+import { tokenAbi } from '../chains/evm/abi';
+import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, getAddress } from 'viem';
 
 /**
  * What the EVM schemes share at request time, written once: which networks settle for this caller,
@@ -86,6 +89,48 @@ export function undeliverable(networks: NetworkTable, address: string): boolean 
   return false;
 }
 
+type PayoutRefusal = { refused: 'invalid_payment_requirements'; message: string };
+
+/** A payout nobody could use (`undeliverable`), refused as such: the rule `settlementTerms` and a cross-chain leg's check share. */
+function undeliverablePayout(networks: NetworkTable, payout: string): PayoutRefusal | undefined {
+  if (!undeliverable(networks, payout)) return undefined;
+  return {
+    refused: 'invalid_payment_requirements',
+    message: 'the payout is the zero address or one of our contracts: nobody could use it',
+  };
+}
+
+/**
+ * Why a cross-chain leg could not deliver to `payout` on `destination`, asked before the burn (by the
+ * API and again by the worker): a payout nobody could use (`undeliverable`), or one that the
+ * destination's USDC blacklists (Circle's FiatToken), whose mint after the burn would revert and
+ * leave the burned USDC in the bridge. A read without an answer throws (an unknown, retried by
+ * whoever asks), never a refusal; a token that keeps no blacklist (the call reverts or returns
+ * nothing) credits anyone.
+ */
+export async function undeliverableLeg(
+  networks: NetworkTable,
+  destination: EvmNetwork,
+  payout: string,
+): Promise<PayoutRefusal | undefined> {
+  const unusable = undeliverablePayout(networks, payout);
+  if (unusable || !destination.usdc) return unusable;
+  const blacklisted = await publicClientFor(destination)
+    .readContract({ address: destination.usdc, abi: tokenAbi, functionName: 'isBlacklisted', args: [getAddress(payout.toLowerCase())] })
+    .catch((err: unknown) => {
+      const answered =
+        err instanceof BaseError &&
+        err.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null;
+      if (answered) return false;
+      throw err;
+    });
+  if (!blacklisted) return undefined;
+  return {
+    refused: 'invalid_payment_requirements',
+    message: `the payout is blacklisted by USDC on ${destination.id}: the mint to it would revert after the burn`,
+  };
+}
+
 /** Who a settlement pays and how much each gets of the amount (the settlement input's own fields). */
 export type SettlementTerms = Pick<SettlementBase, 'payout' | 'fee' | 'feeRecipient' | 'platform' | 'platformFee'>;
 
@@ -108,7 +153,8 @@ export function settlementTerms(
   if (!org || !payout) return { refused: 'payout_wallet_not_configured' };
   const refuse = (message: string) => ({ refused: 'invalid_payment_requirements', message });
   // Nobody could take out what such a payout receives, and a cross-chain leg's mint to it reverts.
-  if (undeliverable(deps.networks, payout)) return refuse('the payout is the zero address or one of our contracts: nobody could use it');
+  const unusable = undeliverablePayout(deps.networks, payout);
+  if (unusable) return unusable;
   // A payment to oneself moves nothing but our gas, at no cost to whoever repeats it (issue 39).
   if (payout.toLowerCase() === p.payer.toLowerCase()) return refuse('the payer is the payout wallet: a self-payment is refused');
   const { fee, feeRecipient } = platformFee(p.amount, org, deps);

@@ -1,8 +1,14 @@
-import { createWalletClient, http, numberToHex, type Address, type Hex } from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, numberToHex, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { compileContracts } from '../../devnet/contracts';
-import { PERMIT2_CANONICAL_ADDRESS } from '../../src/chains/devnet-addresses';
-import { Settlement, InferenceCharge, TopUp } from '../../src/db/entities';
+import { DEVNET_USDC_ISSUER_KEY, PERMIT2_CANONICAL_ADDRESS } from '../../src/chains/devnet-addresses';
+import { Settlement, InferenceCharge, Organization, RelayerTransaction, TopUp } from '../../src/db/entities';
+import { fiatTokenAbi } from '../../devnet/usdc';
+import { tokenAbi } from '../../src/chains/evm/abi';
+import { buildNetworkTable } from '../../src/chains/networks';
+import { settlementRejection } from '../../src/settle/types';
+import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
+import { waitForReceipt } from '../support/evm';
 import { MediaJob } from '../../src/db/media';
 import { listRoutes } from '../../src/api/app';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
@@ -620,6 +626,131 @@ describe('one payment, two paid services (sqlite)', () => {
       }
     }
     expect({ nonce: await nonce(), buyer: await h.balanceOf(buyer.address) }).toEqual(before);
+  });
+
+  test('a payout blacklisted on the destination chain: refused before the burn by the API and by the worker, nothing moves, nothing signed', async () => {
+    const buyer = TEST_ACCOUNTS.buyers[2]!;
+    const relayer = TEST_ACCOUNTS.relayers[1]!.address;
+    const blocked = privateKeyToAccount(generatePrivateKey()).address;
+    const op = stack.chains['optimism-sepolia'];
+    const destination = createPublicClient({ transport: http(op.rpcUrl) });
+    const issuer = createWalletClient({
+      account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY),
+      chain: defineChain({
+        id: op.chainId,
+        name: 'optimism-sepolia (devnet)',
+        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+        rpcUrls: { default: { http: [op.rpcUrl] } },
+      }),
+      transport: http(op.rpcUrl),
+    });
+    /** The destination's USDC blacklister (the devnet issuer holds the role). */
+    const asBlacklister = async (functionName: 'blacklist' | 'unBlacklist') => {
+      const hash = await issuer.writeContract({ address: stack.usdc, abi: fiatTokenAbi(), functionName, args: [blocked] });
+      expect((await waitForReceipt(destination, hash)).status).toBe('success');
+    };
+    const isBlacklisted = { address: stack.usdc, abi: tokenAbi, functionName: 'isBlacklisted', args: [blocked] } as const;
+    const snapshot = async () => ({
+      nonce: await h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' }),
+      buyer: await h.balanceOf(buyer.address),
+      facilitator: await h.balanceOf(stack.facilitator),
+      payoutOnDestination: await destination.readContract({
+        address: stack.usdc,
+        abi: tokenAbi,
+        functionName: 'balanceOf',
+        args: [blocked],
+      }),
+    });
+    /** No relayer transaction recorded for the settlement `id`, and its authorization still unused. */
+    const nothingSigned = async (id: string, nonce: string) => {
+      expect(await h.tdb.db.em.fork().findOne(RelayerTransaction, { id: { $like: `${id}%` } })).toBeNull();
+      const args = [buyer.address, nonce as Hex] as const;
+      expect(await h.chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'authorizationState', args })).toBe(false);
+    };
+    const crossChain = () =>
+      h.pay(buyer, { extra: { name: 'USDC', version: '2', creditedRecipient: blocked, destinationChainId: op.chainId } });
+
+    await asBlacklister('blacklist');
+    try {
+      // Blacklisted on the destination only: the source's simulation of the burn could not see it.
+      expect({ destination: await destination.readContract(isBlacklisted), source: await h.chain.readContract(isBlacklisted) }).toEqual({
+        destination: true,
+        source: false,
+      });
+      const before = await snapshot();
+      expect(before.buyer).toBeGreaterThanOrEqual(1_000_000n); // the payment is good but for its payout
+
+      // The API refuses it before any workflow.
+      const body = await crossChain();
+      const a = body.paymentPayload.payload.authorization;
+      const res = await h.settle(body);
+      expect({ status: res.status, body: res.body }).toEqual({
+        status: 400,
+        body: {
+          success: false,
+          errorReason: 'invalid_payment_requirements',
+          errorMessage: 'the payout is blacklisted by USDC on optimism-sepolia: the mint to it would revert after the burn',
+          transaction: '',
+          network: 'base-sepolia',
+          payer: buyer.address,
+        },
+      });
+      const apiId = settleWorkflowId('base-sepolia', a.from, a.nonce);
+      expect(await h.tdb.db.em.fork().findOne(Settlement, { id: apiId })).toBeNull();
+      await nothingSigned(apiId, a.nonce);
+
+      // The worker asks again before the burn: the same settlement started by hand is refused too.
+      const forged = await crossChain();
+      const f = forged.paymentPayload.payload.authorization;
+      const org = await h.tdb.db.em.fork().findOneOrFail(Organization, { payoutWalletTest: h.payout.toLowerCase() });
+      const networks = buildNetworkTable(h.tdb.config.env);
+      const input: CrossChainSettleInput = {
+        workflowId: settleWorkflowId('base-sepolia', f.from, f.nonce),
+        organizationId: org.id,
+        apiKeyId: '',
+        route: 'eip3009-crosschain',
+        network: 'base-sepolia',
+        destinationNetwork: 'optimism-sepolia',
+        sourceDomain: networks.get('base-sepolia')!.cctpDomain!,
+        destinationDomain: networks.get('optimism-sepolia')!.cctpDomain!,
+        paymentPayload: forged.paymentPayload as CrossChainSettleInput['paymentPayload'],
+        paymentRequirements: forged.paymentRequirements as CrossChainSettleInput['paymentRequirements'],
+        payout: blocked,
+        fee: '0',
+        feeRecipient: '0x0000000000000000000000000000000000000000',
+        maxBridgeFee: (BigInt(f.value) / 100n).toString(),
+      };
+      const run = await h.temporal.workflow.start('crossChainSettlementWorkflow', {
+        workflowId: input.workflowId,
+        taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
+        args: [input],
+      });
+      // Bounded: a leg that was burned would wait for its mint (and then for review), never end here.
+      const err = await Promise.race([
+        run.result().then(
+          () => 'completed',
+          (e: unknown) => e,
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('still running after 60 s'), 60_000).unref()),
+      ]);
+      expect(settlementRejection(err)?.response).toEqual({
+        success: false,
+        errorReason: 'invalid_payment_requirements',
+        transaction: '',
+        network: 'base-sepolia',
+        payer: buyer.address,
+      });
+      expect(await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: input.workflowId })).toMatchObject({
+        state: 'rejected',
+        errorReason: 'invalid_payment_requirements',
+        transaction: null,
+      });
+      await nothingSigned(input.workflowId, f.nonce);
+      expect(await snapshot()).toEqual(before);
+    } finally {
+      await asBlacklister('unBlacklist');
+    }
+    expect(await destination.readContract(isBlacklisted)).toBe(false);
   });
 
   test("a media job's X-PAYMENT sent again to the chat: refused, no reply, one charge for the one settlement", async () => {

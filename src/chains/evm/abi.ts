@@ -114,6 +114,13 @@ export const tokenAbi = [
   },
   {
     type: 'function',
+    name: 'isBlacklisted', // FiatToken: a blacklisted account can neither send nor receive
+    stateMutability: 'view',
+    inputs: [{ name: '_account', type: 'address' }],
+    outputs: [{ name: '', type: 'bool' }],
+  },
+  {
+    type: 'function',
     name: 'transfer',
     stateMutability: 'nonpayable',
     inputs: [

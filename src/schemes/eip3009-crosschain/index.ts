@@ -8,7 +8,7 @@ import type { AuthContext } from '../../auth/key-mode';
 import type { ServiceDeps } from '../../deps';
 import { bpsOf } from '../../chains/evm/bridge';
 import { Settlement } from '../../db/entities';
-import { evmSettlementBase } from '../../settle/evm-request';
+import { evmSettlementBase, undeliverableLeg } from '../../settle/evm-request';
 import { underGasBudget } from '../../settle/gas-budget';
 import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
 import { x402SearchAttributes } from '../../temporal/search-attributes';
@@ -79,6 +79,17 @@ async function settleCrossChain(
   const { workflowId, payer } = base;
   const recorded = await answerFromRecord(req, workflowId, req.auth, network.id);
   if (recorded) return recorded;
+  // A payout the destination could not credit (a mint to it would revert after the burn), judged
+  // only before this settlement has a record: a repeat of one under way attaches to it, whose burn
+  // may be out. Without an answer from the destination's RPC the payment goes on: the worker's
+  // verification asks again before the burn, retried.
+  if (!(await req.em.findOne(Settlement, { id: workflowId }))) {
+    const leg = await undeliverableLeg(deps.networks, destination, base.payout).catch((err: unknown) => {
+      deps.logger.warn({ requestId: req.requestId, network: destination.id, err: String(err) }, 'could not read the USDC blacklist');
+      return undefined;
+    });
+    if (leg) return settleFailure(leg.refused, network.id, payer, leg.message);
+  }
 
   const input: CrossChainSettleInput = {
     ...base,
