@@ -543,14 +543,17 @@ describe('/healthz tells the public nothing and cannot be used to flood our depe
     expect(callsAfterOneRound).toBeGreaterThan(0);
     const burst = await Promise.all(Array.from({ length: 20 }, () => request('GET', `${api.baseUrl}/healthz`)));
     expect(burst.map((r) => r.status)).toEqual(Array(20).fill(503));
-    expect(rpcCalls).toBe(callsAfterOneRound);
+    // Fewer calls than one more round (a round's own calls the check stopped waiting for may still
+    // arrive, retried by viem); twenty rounds would be twenty times as many.
+    const noNewRound = () => expect(rpcCalls - callsAfterOneRound).toBeLessThan(callsAfterOneRound);
+    noNewRound();
     const wrong = await request('GET', `${api.baseUrl}/healthz`, { headers: { authorization: 'Bearer not-the-token' } });
     expect(wrong.body).toEqual({ status: 'degraded' });
     const full = await request('GET', `${api.baseUrl}/healthz`, { headers: { authorization: `Bearer ${token}` } });
     expect(full.status).toBe(503);
     expect(full.body.checks.networks['optimism-sepolia']).toMatchObject({ ok: false, error: expect.any(String) });
     expect(full.body.checks.networks['base-sepolia']).toMatchObject({ ok: true, relayer: { ok: expect.any(Boolean) } });
-    expect(rpcCalls).toBe(callsAfterOneRound);
+    noNewRound();
   });
 });
 
