@@ -5,7 +5,7 @@
  *
  * Why: with the server's defaults every hop of a settlement (workflow task → activity → workflow
  * task) waits 40-50 ms in the server, not in our code. Measured with `npm run bench:settle -- --trace`
- * (bench/README.md): about 40 ms between an activity's scheduled and started events, and about
+ * (the server's defaults: `--dynamic-config`, bench/README.md): about 40 ms between an activity's scheduled and started events, and about
  * 160 ms of workflow tasks per settlement; with these values, 0 ms and about 65 ms.
  */
 export const LOW_LATENCY_DYNAMIC_CONFIG: Readonly<Record<string, unknown>> = {
