@@ -6,6 +6,7 @@ import {
   CCTP_FINALITY_FINALIZED,
   decodeBurnMessage,
   facilitatorBridgeAbi,
+  isAttestationForm,
   isAttestedFormOf,
   messageTransmitterV2Abi,
 } from '../src/chains/evm/bridge';
@@ -222,8 +223,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     /**
      * One look at the attestation service (Iris v2: `{messages: [{message, attestation, status}]}`)
      * for the burn. Only a complete attestation of our message counts (the service fills in the
-     * nonce, executed finality and fee; every other field must be what we burned); 404 (not
-     * indexed yet) is pending; other failures retry.
+     * nonce, executed finality and fee; every other field must be what we burned). An attestation is
+     * one or more 65-byte signatures (as many as the destination transmitter's threshold, which it
+     * checks); anything else is pending. 404 (not indexed yet) is pending; other failures retry.
      */
     async fetchBridgeAttestation(input: BridgeTransferInput): Promise<AttestationPoll> {
       const service = deps.config.BRIDGE_ATTESTATION_URL;
@@ -239,7 +241,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const ours = body.messages?.find(
         (m) =>
           m.status === 'complete' &&
-          /^0x[0-9a-fA-F]{130}$/.test(m.attestation ?? '') &&
+          isAttestationForm(m.attestation ?? '') &&
           /^0x([0-9a-fA-F]{2})+$/.test(m.message ?? '') &&
           isAttestedFormOf(input.message as Hex, m.message as Hex),
       );

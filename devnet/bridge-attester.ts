@@ -1,9 +1,26 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { createPublicClient, encodeAbiParameters, http, keccak256, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
-import { sign, serializeSignature } from 'viem/accounts';
-import { DEVNET_BRIDGE_ATTESTER_KEY, DEVNET_BRIDGE_FEE_BPS } from '../src/chains/devnet-addresses';
-import { bridgeFeeFor, decodeBurnMessage, encodeBurnMessage, messageTransmitterV2Abi } from '../src/chains/evm/bridge';
+import {
+  concat,
+  createPublicClient,
+  encodeAbiParameters,
+  http,
+  keccak256,
+  parseEventLogs,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { privateKeyToAddress, sign, serializeSignature } from 'viem/accounts';
+import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_FEE_BPS, DEVNET_BRIDGE_SIGNATURE_THRESHOLD } from '../src/chains/devnet-addresses';
+import {
+  CCTP_FINALITY_FAST,
+  CCTP_FINALITY_FINALIZED,
+  bridgeFeeFor,
+  decodeBurnMessage,
+  encodeBurnMessage,
+  messageTransmitterV2Abi,
+} from '../src/chains/evm/bridge';
 import { buildNetworkTable } from '../src/chains/networks';
 import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
 
@@ -15,15 +32,23 @@ import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
  *         status `pending_confirmations` (attestation "PENDING", the message as emitted) until the
  *         burn is `delayMs` old, then `complete`: the message as the service completes it (nonce
  *         assigned, executed finality = the requested one, `feeExecuted` = `feeBps` of the amount
- *         capped at `maxFee`) with the attester's signature over keccak256 of that message
+ *         capped at `maxFee`) with its attestation: one 65-byte signature over keccak256 of that
+ *         message per attester key, concatenated in increasing signer-address order (as Circle's
+ *         MessageTransmitterV2 requires; by default DEVNET_BRIDGE_SIGNATURE_THRESHOLD of the devnet keys)
  *     404 {error} when the transaction is not (yet) known or emitted no burn message
  *     400 {error} for an unknown domain or a malformed hash
  *
+ *   GET /v2/burn/USDC/fees/{sourceDomainId}/{destinationDomainId}
+ *     200 [{finalityThreshold: 1000, minimumFee}, {finalityThreshold: 2000, minimumFee}]: the fee in
+ *         basis points it executes at each finality (fast, standard), what a burn's maxFee must cover
+ *     400 {error} for an unknown or equal pair of domains
+ *
  * It keeps real state: burns are read from the source chain's receipts (the MessageTransmitterV2's
  * MessageSent logs); the nonce it assigns is derived from (domain, transaction, log index), so every
- * answer for one burn carries the same nonce. Devnet controls (not part of the real API): `hold()` / `release()` withhold
- * every attestation, so a test can stop a worker between burn and mint; `attestWith(key)` signs with
- * another key (an inconsistent attestation).
+ * answer for one burn carries the same nonce. Devnet controls (not part of the real API): `hold()` /
+ * `release()` withhold every attestation, so a test can stop a worker between burn and mint;
+ * `attestWith(keys)` signs with other keys (an attestation the transmitter refuses: an unknown
+ * signer, or fewer signatures than its threshold).
  */
 export interface AttesterChain {
   rpcUrl: string;
@@ -38,7 +63,8 @@ export interface BridgeAttesterOptions {
    * on each until one has the burn.
    */
   chains: Record<number, AttesterChain | AttesterChain[]>;
-  attesterKey?: Hex;
+  /** The keys that sign each attestation (default: the first DEVNET_BRIDGE_SIGNATURE_THRESHOLD devnet attester keys). */
+  attesterKeys?: readonly Hex[];
   /** How long after the attester first sees a burn it stays `pending_confirmations`. */
   delayMs?: number;
   /** The bridge fee it executes (default DEVNET_BRIDGE_FEE_BPS), capped at each message's maxFee. */
@@ -52,15 +78,16 @@ export interface BridgeAttester {
   url: string;
   hold(): void;
   release(): void;
-  /** Signs from now on with another key (an attestation the transmitter rejects); no key: the configured one again. */
-  attestWith(key?: Hex): void;
+  /** Signs from now on with these keys (e.g. an attestation the transmitter rejects); none: the configured ones again. */
+  attestWith(keys?: Hex | readonly Hex[]): void;
   /** Number of `complete` answers served so far (a test can see the worker polled). */
   readonly served: number;
   stop(): Promise<void>;
 }
 
 export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<BridgeAttester> {
-  let key = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
+  const configured = opts.attesterKeys ?? DEVNET_BRIDGE_ATTESTER_KEYS.slice(0, DEVNET_BRIDGE_SIGNATURE_THRESHOLD);
+  let keys: readonly Hex[] = configured;
   const delayMs = opts.delayMs ?? 0;
   const feeBps = opts.feeBps ?? DEVNET_BRIDGE_FEE_BPS;
   let held = opts.held ?? false;
@@ -114,13 +141,14 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
             }
           : emitted;
         const message = complete ? encodeBurnMessage(decoded) : l.args.message;
-        const attestation = complete ? serializeSignature(await sign({ hash: keccak256(message), privateKey: key })) : 'PENDING';
+        const attestation = complete ? await attest(message, keys) : 'PENDING';
         return {
           message,
           eventNonce: decoded.nonce,
           attestation,
           cctpVersion: 2,
           status: complete ? 'complete' : 'pending_confirmations',
+          delayReason: null,
           decodedMessage: {
             sourceDomain: String(decoded.sourceDomain),
             destinationDomain: String(decoded.destinationDomain),
@@ -156,6 +184,15 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
+    const fees = /^\/v2\/burn\/USDC\/fees\/(\d+)\/(\d+)$/.exec(url.pathname);
+    if (req.method === 'GET' && fees) {
+      const [src, dst] = [Number(fees[1]), Number(fees[2])];
+      if (!clients.has(src) || !clients.has(dst) || src === dst) return send(400, { error: `unsupported domain pair ${src} -> ${dst}` });
+      return send(200, [
+        { finalityThreshold: CCTP_FINALITY_FAST, minimumFee: feeBps },
+        { finalityThreshold: CCTP_FINALITY_FINALIZED, minimumFee: feeBps },
+      ]);
+    }
     if (req.method !== 'GET' || !match) return send(404, { error: 'not found' });
     answer(Number(match[1]), url.searchParams.get('transactionHash') ?? '').then(
       (r) => send(r.status, r.body),
@@ -171,12 +208,21 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     url: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     hold: () => void (held = true),
     release: () => void (held = false),
-    attestWith: (other?: Hex) => void (key = other ?? opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY),
+    attestWith: (other?: Hex | readonly Hex[]) =>
+      void (keys = other === undefined ? configured : typeof other === 'string' ? [other] : other),
     get served() {
       return served;
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
+}
+
+/** Each key's signature over keccak256(message), concatenated in increasing signer-address order. */
+async function attest(message: Hex, keys: readonly Hex[]): Promise<Hex> {
+  const signer = (k: Hex) => BigInt(privateKeyToAddress(k));
+  const sorted = [...keys].sort((a, b) => (signer(a) < signer(b) ? -1 : signer(a) > signer(b) ? 1 : 0));
+  const hash = keccak256(message);
+  return concat(await Promise.all(sorted.map(async (privateKey) => serializeSignature(await sign({ hash, privateKey })))));
 }
 
 /**

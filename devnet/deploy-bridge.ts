@@ -1,10 +1,11 @@
 import { createPublicClient, createWalletClient, defineChain, http, numberToHex, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import {
-  DEVNET_BRIDGE_ATTESTER_ADDRESS,
+  DEVNET_BRIDGE_ATTESTER_ADDRESSES,
   DEVNET_BRIDGE_DEPLOYER_KEY,
   DEVNET_BRIDGE_FEE_COLLECTOR,
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
+  DEVNET_BRIDGE_SIGNATURE_THRESHOLD,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
   DEVNET_USDC_ADDRESS,
   DEVNET_USDC_ISSUER_KEY,
@@ -18,7 +19,8 @@ import { ensureUsdcMinter } from './usdc';
  * the facilitator there), idempotently:
  *   - BridgeTokenMessenger at the bridge deployer's nonce 0, BridgeMessageTransmitter at nonce 1
  *     (its own key, so the main deployer's nonces stay untouched), domain = the chain's CCTP domain
- *     from the network table;
+ *     from the network table; the transmitter enables the three devnet attesters and requires
+ *     `signatureThreshold` of them per message (default DEVNET_BRIDGE_SIGNATURE_THRESHOLD, 2);
  *   - both made USDC minters by the USDC's master minter (the issuer, devnet/usdc.ts), as CCTP's token
  *     minter is on real chains: the transmitter mints without limit, the messenger only burns (which
  *     FiatToken allows minters alone);
@@ -27,8 +29,15 @@ import { ensureUsdcMinter } from './usdc';
 const bridgeDeployer = privateKeyToAccount(DEVNET_BRIDGE_DEPLOYER_KEY);
 const issuer = privateKeyToAccount(DEVNET_USDC_ISSUER_KEY);
 const ETH = 10n ** 21n;
+const signatureThresholdAbi = [
+  { type: 'function', name: 'signatureThreshold', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint256' }] },
+] as const;
 
-export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ messenger: Address; transmitter: Address }> {
+export async function deployBridge(
+  rpcUrl: string,
+  chainId: number,
+  { signatureThreshold = DEVNET_BRIDGE_SIGNATURE_THRESHOLD }: { signatureThreshold?: number } = {},
+): Promise<{ messenger: Address; transmitter: Address }> {
   const network = [...buildNetworkTable({}).values()].find((n) => n.chainId === chainId);
   const domain = network?.cctpDomain;
   if (domain === undefined) throw new Error(`devnet bridge: chain ${chainId} has no CCTP domain in the network table`);
@@ -62,7 +71,14 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
       nonce: 1,
       address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
       // The fee is the attestation's `feeExecuted` (the attester double applies DEVNET_BRIDGE_FEE_BPS).
-      args: [domain, DEVNET_USDC_ADDRESS, DEVNET_BRIDGE_MESSENGER_ADDRESS, DEVNET_BRIDGE_ATTESTER_ADDRESS, DEVNET_BRIDGE_FEE_COLLECTOR],
+      args: [
+        domain,
+        DEVNET_USDC_ADDRESS,
+        DEVNET_BRIDGE_MESSENGER_ADDRESS,
+        DEVNET_BRIDGE_ATTESTER_ADDRESSES,
+        BigInt(signatureThreshold),
+        DEVNET_BRIDGE_FEE_COLLECTOR,
+      ],
     },
   ] as const;
   for (const c of contracts) {
@@ -83,6 +99,15 @@ export async function deployBridge(rpcUrl: string, chainId: number): Promise<{ m
     if (receipt.contractAddress?.toLowerCase() !== c.address.toLowerCase())
       throw new Error(`devnet bridge: ${c.name} landed at ${receipt.contractAddress}`);
   }
+
+  // A chain resumed from `.data` whose transmitter predates m-of-n attestations cannot take them.
+  const threshold = await client
+    .readContract({ address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS, abi: signatureThresholdAbi, functionName: 'signatureThreshold' })
+    .catch(() => undefined);
+  if (threshold === undefined)
+    throw new Error(
+      `devnet bridge: the transmitter on chain ${chainId} predates m-of-n attestations: remove .data/anvil-*.json to start fresh`,
+    );
 
   if ((await client.getBalance({ address: issuer.address })) < ETH) await anvil('anvil_setBalance', [issuer.address, numberToHex(ETH)]);
   const issuerWallet = createWalletClient({ chain, transport, account: issuer });

@@ -34,7 +34,7 @@ function devnetValues(): { keys: Set<string>; addresses: Set<string> } {
       devnet.DEVNET_DEPLOYER_KEY,
       devnet.DEVNET_USDC_ISSUER_KEY,
       devnet.DEVNET_BRIDGE_DEPLOYER_KEY,
-      devnet.DEVNET_BRIDGE_ATTESTER_KEY,
+      ...devnet.DEVNET_BRIDGE_ATTESTER_KEYS,
       devnet.DEVNET_TOPUP_DEPLOYER_KEY,
       devnet.DEVNET_DEPOSITOR_DEPLOYER_KEY,
       devnet.DEVNET_GATEWAY_DEPLOYER_KEY,

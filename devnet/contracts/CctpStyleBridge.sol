@@ -121,9 +121,12 @@ contract BridgeTokenMessenger {
 
 /// @title BridgeMessageTransmitter (MessageTransmitterV2's interface)
 /// @notice Source side: emits the messages of the local messenger. Destination side: mints for a
-///         burn message signed by the configured attester, at most once per nonce. The bridge fee is
-///         the message's `feeExecuted` (set by the attestation service, at most `maxFee`): the
-///         recipient gets `amount - feeExecuted`, the fee recipient `feeExecuted`.
+///         burn message attested by `signatureThreshold` of the enabled attesters, at most once per
+///         nonce. The bridge fee is the message's `feeExecuted` (set by the attestation service, at
+///         most `maxFee`): the recipient gets `amount - feeExecuted`, the fee recipient `feeExecuted`.
+/// @dev Attestation rules as Circle's Attestable (CCTP V1 and V2): the attestation is exactly
+///      65 * signatureThreshold bytes of concatenated (r, s, v) signatures over keccak256(message),
+///      their signers strictly increasing (so no signer counts twice), each an enabled attester.
 contract BridgeMessageTransmitter {
     error NotOwner(address caller);
     error NotMessenger(address caller);
@@ -134,6 +137,11 @@ contract BridgeMessageTransmitter {
     error UnknownSender(bytes32 sender);
     error UnknownRecipient(bytes32 recipient);
     error InvalidAttestation();
+    error InvalidAttestationLength(uint256 length, uint256 expected);
+    error SignerOutOfOrder(address signer);
+    error NotEnabledAttester(address signer);
+    error BadThreshold(uint256 threshold, uint256 enabled);
+    error AttesterState(address attester);
     error NonceUsed(bytes32 nonce);
     error WrongCaller(address caller, bytes32 expected);
     error UnsupportedToken(bytes32 token);
@@ -149,9 +157,13 @@ contract BridgeMessageTransmitter {
         bytes messageBody
     );
     event MintAndWithdraw(address indexed mintRecipient, uint256 amount, address indexed mintToken, uint256 feeCollected);
+    event AttesterEnabled(address attester);
+    event AttesterDisabled(address attester);
+    event SignatureThresholdUpdated(uint256 oldSignatureThreshold, uint256 newSignatureThreshold);
 
     /// @dev secp256k1 group order divided by two; larger `s` values are malleable twins.
     uint256 private constant SECP256K1N_HALF = 0x7FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF5D576E7357A4501DDFE92F46681B20A0;
+    uint256 private constant SIGNATURE_LENGTH = 65;
     uint256 private constant NONCE_USED = 1;
 
     uint32 public immutable localDomain;
@@ -160,28 +172,68 @@ contract BridgeMessageTransmitter {
     ///         (the devnet deploys it at one address on every chain).
     address public immutable messenger;
     address public owner;
-    address public attester;
     address public feeRecipient;
+    /// @notice How many distinct enabled attesters must sign a message (m of m-of-n).
+    uint256 public signatureThreshold;
+    /// @notice How many attesters are enabled (n of m-of-n).
+    uint256 public numEnabledAttesters;
+    mapping(address => bool) public isEnabledAttester;
 
     /// @notice 1 once the message with this nonce was received here (CCTP V2's `usedNonces`).
     mapping(bytes32 => uint256) public usedNonces;
 
-    constructor(uint32 localDomain_, address token_, address messenger_, address attester_, address feeRecipient_) {
-        if (token_ == address(0) || messenger_ == address(0) || attester_ == address(0) || feeRecipient_ == address(0)) {
-            revert ZeroAddress();
-        }
+    constructor(
+        uint32 localDomain_,
+        address token_,
+        address messenger_,
+        address[] memory attesters_,
+        uint256 signatureThreshold_,
+        address feeRecipient_
+    ) {
+        if (token_ == address(0) || messenger_ == address(0) || feeRecipient_ == address(0)) revert ZeroAddress();
         localDomain = localDomain_;
         token = token_;
         messenger = messenger_;
-        attester = attester_;
         feeRecipient = feeRecipient_;
         owner = msg.sender;
+        for (uint256 i = 0; i < attesters_.length; i++) _enable(attesters_[i]);
+        _setThreshold(signatureThreshold_);
     }
 
-    function setAttester(address attester_) external {
+    modifier onlyOwner() {
         if (msg.sender != owner) revert NotOwner(msg.sender);
-        if (attester_ == address(0)) revert ZeroAddress();
-        attester = attester_;
+        _;
+    }
+
+    function enableAttester(address attester) external onlyOwner {
+        _enable(attester);
+    }
+
+    /// @notice Disables an attester; never below the threshold.
+    function disableAttester(address attester) external onlyOwner {
+        if (!isEnabledAttester[attester]) revert AttesterState(attester);
+        if (numEnabledAttesters <= signatureThreshold) revert BadThreshold(signatureThreshold, numEnabledAttesters - 1);
+        isEnabledAttester[attester] = false;
+        numEnabledAttesters--;
+        emit AttesterDisabled(attester);
+    }
+
+    function setSignatureThreshold(uint256 threshold) external onlyOwner {
+        _setThreshold(threshold);
+    }
+
+    function _enable(address attester) private {
+        if (attester == address(0)) revert ZeroAddress();
+        if (isEnabledAttester[attester]) revert AttesterState(attester);
+        isEnabledAttester[attester] = true;
+        numEnabledAttesters++;
+        emit AttesterEnabled(attester);
+    }
+
+    function _setThreshold(uint256 threshold) private {
+        if (threshold == 0 || threshold > numEnabledAttesters) revert BadThreshold(threshold, numEnabledAttesters);
+        emit SignatureThresholdUpdated(signatureThreshold, threshold);
+        signatureThreshold = threshold;
     }
 
     /// @notice Emits a message of the local messenger with an empty nonce and executed finality.
@@ -209,11 +261,11 @@ contract BridgeMessageTransmitter {
         );
     }
 
-    /// @notice Verifies the attester's signature over keccak256(message), marks the nonce used and
-    ///         mints `amount - feeExecuted` to the message's recipient and the fee to `feeRecipient`.
+    /// @notice Verifies the attestation over keccak256(message), marks the nonce used and mints
+    ///         `amount - feeExecuted` to the message's recipient and the fee to `feeRecipient`.
     function receiveMessage(bytes calldata message, bytes calldata attestation) external returns (bool) {
         bytes32 nonce = _checkHeader(message);
-        if (_recover(keccak256(message), attestation) != attester) revert InvalidAttestation();
+        _verifyAttestation(keccak256(message), attestation);
         if (nonce == bytes32(0) || usedNonces[nonce] == NONCE_USED) revert NonceUsed(nonce);
         usedNonces[nonce] = NONCE_USED;
         bytes calldata body = message[CctpMessageV2.HEADER_LENGTH:];
@@ -250,8 +302,22 @@ contract BridgeMessageTransmitter {
         emit MintAndWithdraw(recipient, amount - fee, token, fee);
     }
 
+    /// @dev `signatureThreshold` signatures of distinct enabled attesters, in increasing signer order.
+    function _verifyAttestation(bytes32 digest, bytes calldata attestation) private view {
+        uint256 threshold = signatureThreshold;
+        if (attestation.length != SIGNATURE_LENGTH * threshold) {
+            revert InvalidAttestationLength(attestation.length, SIGNATURE_LENGTH * threshold);
+        }
+        address latest = address(0);
+        for (uint256 i = 0; i < threshold; i++) {
+            address signer = _recover(digest, attestation[i * SIGNATURE_LENGTH:(i + 1) * SIGNATURE_LENGTH]);
+            if (signer <= latest) revert SignerOutOfOrder(signer);
+            if (!isEnabledAttester[signer]) revert NotEnabledAttester(signer);
+            latest = signer;
+        }
+    }
+
     function _recover(bytes32 digest, bytes calldata sig) private pure returns (address) {
-        if (sig.length != 65) revert InvalidAttestation();
         bytes32 r = bytes32(sig[0:32]);
         bytes32 s = bytes32(sig[32:64]);
         uint8 v = uint8(sig[64]);

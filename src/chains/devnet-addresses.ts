@@ -39,15 +39,22 @@ export const X402_UPTO_PERMIT2_PROXY_ADDRESS: Address = '0x4020A4f3b7b90ccA423B9
 // ------------------------------------------------------------------------------------------------
 // Cross-chain bridge (CCTP-style pair, devnet/contracts/CctpStyleBridge.sol): its own devnet-only
 // deployer, so its nonces never collide with the deployer above. Nonce 0 the token messenger,
-// nonce 1 the message transmitter, on every devnet chain. The attester key signs burn messages in
-// the attester double (devnet/bridge-attester.ts); the transmitters trust its address.
+// nonce 1 the message transmitter, on every devnet chain. The attester keys sign burn messages in
+// the attester double (devnet/bridge-attester.ts); the transmitters enable all three addresses and
+// require DEVNET_BRIDGE_SIGNATURE_THRESHOLD of them per message (m of n, as Circle's attesters).
 // ------------------------------------------------------------------------------------------------
 export const DEVNET_BRIDGE_DEPLOYER_KEY = '0x7df3ae73573a784dabf795acb3852aadbdab6a7d5717a0c777ed6bf9a36f5602' as const;
 export const DEVNET_BRIDGE_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_BRIDGE_DEPLOYER_KEY);
 export const DEVNET_BRIDGE_MESSENGER_ADDRESS = getContractAddress({ from: DEVNET_BRIDGE_DEPLOYER_ADDRESS, nonce: 0n });
 export const DEVNET_BRIDGE_TRANSMITTER_ADDRESS = getContractAddress({ from: DEVNET_BRIDGE_DEPLOYER_ADDRESS, nonce: 1n });
-export const DEVNET_BRIDGE_ATTESTER_KEY = '0x4b5f7d672f51286ec5d52f63882321c38856b12b764aa440335287bce540a90c' as const;
-export const DEVNET_BRIDGE_ATTESTER_ADDRESS: Address = privateKeyToAddress(DEVNET_BRIDGE_ATTESTER_KEY);
+export const DEVNET_BRIDGE_ATTESTER_KEYS = [
+  '0x4b5f7d672f51286ec5d52f63882321c38856b12b764aa440335287bce540a90c',
+  '0xd404ae6ef3d6258b194cb59dcc4be2a01f8db67aefe3d8175d5c99dedbc3cebf',
+  '0x3eb55d48dfb55e1b6eb9b2cf45b8af66d395167bf2620d097869c753b05019e9',
+] as const;
+export const DEVNET_BRIDGE_ATTESTER_ADDRESSES: readonly Address[] = DEVNET_BRIDGE_ATTESTER_KEYS.map((k) => privateKeyToAddress(k));
+/** Signatures a devnet transmitter requires per message (Circle's `signatureThreshold`). */
+export const DEVNET_BRIDGE_SIGNATURE_THRESHOLD = 2;
 /** Where the devnet transmitters send the bridge fee they keep (an address nobody holds a key for). */
 export const DEVNET_BRIDGE_FEE_COLLECTOR: Address = '0x000000000000000000000000000000000000b71d';
 /** Bridge fee of the devnet transmitters: 10 bps of the burned amount, capped at the message's maxFee. */

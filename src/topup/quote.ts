@@ -37,7 +37,7 @@ export const destinationOf = (deps: Pick<TopupDeps, 'networks'>): EvmNetwork => 
 /**
  * Fee schedule of a source: the facilitator fee everywhere; cross-chain sources also deduct the
  * bridge fee, quoted with a safety buffer from the configured fallback (the spec allows a static
- * fallback; the devnet attestation double has no fee endpoint). The buffered quote is also the burn's
+ * fallback; Circle's fee endpoint is not read yet). The buffered quote is also the burn's
  * `maxFee`, so the bridge can never keep more than the quote.
  */
 export function feesFor(source: TopupSourceId, c: TopupConfig): FeeSchedule {

@@ -1,10 +1,23 @@
 import { WorkflowUpdateStage } from '@temporalio/client';
-import { createPublicClient, http, numberToHex, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  createPublicClient,
+  http,
+  numberToHex,
+  parseEventLogs,
+  size,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
+import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
@@ -95,11 +108,15 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
       intervalMs: 200,
     });
 
-  /** A fresh payer's cross-chain payment, answered 200 with the source transaction, whose leg ends in needs_review. */
-  const needsReview = async () => {
+  /**
+   * A fresh payer's cross-chain payment, answered 200 with the source transaction, whose leg ends in
+   * needs_review: the attester signs with `keys` (default an unknown key), an attestation the
+   * transmitter refuses, so the mint would revert.
+   */
+  const needsReview = async (keys: Hex | Hex[] = generatePrivateKey()) => {
     const payer = privateKeyToAccount(generatePrivateKey());
     await fund(payer.address, VALUE);
-    attester.attestWith(generatePrivateKey()); // an attestation the transmitter refuses: the mint would revert
+    attester.attestWith(keys);
     const body = await h.pay(payer, { value: VALUE, extra: { name: 'USDC', version: '2', destinationChainId: OPTIMISM_SEPOLIA } });
     const res = await h.settle(body);
     expect(res.status).toBe(200);
@@ -157,6 +174,37 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     expect(again.code).toBe(2);
     expect(again.out).toContain(`refused: ${t.id} is completed (state settled): it waits for no action`);
     expect(await payouts(leg.bridgeNonce)).toHaveLength(1);
+  });
+
+  test('an attestation with fewer signatures than the transmitter requires: the leg parks in needs_review, nothing minted; the full one pays once', async () => {
+    // One signature of an enabled attester: 65 bytes where the devnet transmitters require 2 x 65.
+    const t = await needsReview([DEVNET_BRIDGE_ATTESTER_KEYS[0]]);
+    expect(t.leg.error).toMatch(/^mint would revert/);
+    // Why: the destination transmitter refuses that attestation by its length (as the facilitator calls it).
+    const r = await fetch(`${attester.url}/v2/messages/6?transactionHash=${t.source.transaction}`);
+    const [m] = ((await r.json()) as { messages: { message: Hex; attestation: Hex }[] }).messages;
+    expect(size(m!.attestation)).toBe(65);
+    const refused = await dest
+      .simulateContract({
+        address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+        abi: getContract('BridgeMessageTransmitter').abi,
+        functionName: 'receiveMessage',
+        args: [m!.message, m!.attestation],
+        account: h.stack.facilitator,
+      })
+      .catch((err: BaseError) => err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError);
+    expect(refused).toMatchObject({ data: { errorName: 'InvalidAttestationLength', args: [65n, 130n] } });
+    expect(await payouts(t.leg.bridgeNonce)).toEqual([]);
+    const payoutBefore = await destBalance(h.payout);
+
+    attester.attestWith(); // two of the three attesters again
+    const outcome = await h.temporal.workflow
+      .getHandle(t.id)
+      .executeUpdate(retryMintUpdate, { args: [{ operator: 'carol', reason: 'attestation complete now' }] });
+    expect(outcome.bridge).toMatchObject({ state: 'delivered', payoutAmount: PAYOUT.toString() });
+    const leg = await legOf(t.id);
+    expect((await payouts(leg.bridgeNonce)).map((p) => p.transactionHash)).toEqual([leg.mintTx]);
+    expect(await destBalance(h.payout)).toBe(payoutBefore + PAYOUT);
   });
 
   test('abandon-bridge our records do not owe (the leg was delivered by hand): refused, nothing moves, the settlement waits', async () => {

@@ -1,19 +1,47 @@
-import { createPublicClient, http, keccak256, parseEventLogs, recoverAddress, type Address, type Hex, type PublicClient } from 'viem';
+import {
+  BaseError,
+  ContractFunctionRevertedError,
+  concat,
+  createPublicClient,
+  createWalletClient,
+  http,
+  keccak256,
+  numberToHex,
+  pad,
+  parseEventLogs,
+  recoverAddress,
+  sliceHex,
+  type Address,
+  type Hex,
+  type PublicClient,
+} from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { CCTPV2BridgingProvider } from '@circle-fin/provider-cctp-v2';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import {
-  DEVNET_BRIDGE_ATTESTER_ADDRESS,
+  DEVNET_BRIDGE_ATTESTER_ADDRESSES,
+  DEVNET_BRIDGE_ATTESTER_KEYS,
   DEVNET_BRIDGE_FEE_COLLECTOR,
+  DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
-import { CCTP_FINALITY_FINALIZED, decodeBurnMessage, facilitatorBridgeAbi, messageTransmitterV2Abi } from '../../src/chains/evm/bridge';
+import {
+  CCTP_FINALITY_FINALIZED,
+  decodeBurnMessage,
+  facilitatorBridgeAbi,
+  messageTransmitterV2Abi,
+  tokenMessengerV2Abi,
+} from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
+import { fundUsdc } from '../support/evm';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -208,7 +236,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
     expect(await mints(transfer.bridgeNonce)).toHaveLength(1);
   });
 
-  test("the stack's attester double answers in the Iris v2 shape, signed by the devnet attester", async () => {
+  test("the stack's attester double answers in the Iris v2 shape, signed by two devnet attesters in signer order", async () => {
     const base = h.stack.bridgeAttestationUrl!;
     const body = await pay();
     attester.release(); // this file's double; the stack's one below never withholds
@@ -227,7 +255,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
       eventNonce: expect.stringMatching(NONCE),
       cctpVersion: 2,
       status: 'complete',
-      attestation: expect.stringMatching(/^0x[0-9a-f]{130}$/),
+      attestation: expect.stringMatching(/^0x[0-9a-f]{260}$/), // 2 (the transmitters' threshold) x 65 bytes
     });
     // The message as the service completes it: nonce assigned, finality executed, fee executed.
     expect(decodeBurnMessage(m.message)).toEqual({
@@ -240,7 +268,12 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
       nonce: m.eventNonce,
       decodedMessageBody: { amount: VALUE.toString(), feeExecuted: BRIDGE_FEE.toString() },
     });
-    expect(await recoverAddress({ hash: keccak256(m.message), signature: m.attestation })).toBe(DEVNET_BRIDGE_ATTESTER_ADDRESS);
+    const signers = await Promise.all(
+      [0, 1].map((i) => recoverAddress({ hash: keccak256(m.message), signature: sliceHex(m.attestation, i * 65, (i + 1) * 65) })),
+    );
+    const expected = DEVNET_BRIDGE_ATTESTER_ADDRESSES.slice(0, 2);
+    expect([...signers].sort()).toEqual([...expected].sort()); // the first two devnet attesters
+    expect(BigInt(signers[0]!)).toBeLessThan(BigInt(signers[1]!)); // in increasing address order
     expect(await get(`/v2/messages/6?transactionHash=0x${'00'.repeat(32)}`)).toEqual({
       status: 404,
       body: { error: 'Message hash not found' },
@@ -248,6 +281,180 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
     expect(await get(`/v2/messages/6?transactionHash=0x1234`)).toEqual({ status: 400, body: { error: 'invalid transactionHash' } });
     expect(await get(`/v2/messages/99?transactionHash=${hash}`)).toEqual({ status: 400, body: { error: 'unsupported source domain 99' } });
     await delivered(settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce));
+  });
+
+  test("Circle's CCTP V2 client (@circle-fin/provider-cctp-v2) reads this double: pending, then the 2-of-n attestation, and the fast fee", async () => {
+    const body = await pay(); // this file's double withholds the attestation (beforeEach)
+    const res = await h.settle(body);
+    expect(res.status).toBe(200);
+    const hash = res.body.transaction as Hex;
+    const workflowId = settleWorkflowId('base-sepolia', buyer.address, body.paymentPayload.payload.authorization.nonce);
+    // Circle's chain definitions, with the devnet's contracts (the client reads only domain, testnet flag and USDC here).
+    const chain = (name: string, chainId: number, domain: number) => ({
+      type: 'evm',
+      chain: name.replace(' ', '_'),
+      name,
+      chainId,
+      isTestnet: true,
+      usdcAddress: h.stack.usdc,
+      eurcAddress: null,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      explorerUrl: 'http://127.0.0.1/tx/{hash}',
+      rpcEndpoints: [h.stack.chains['base-sepolia'].rpcUrl],
+      cctp: {
+        domain,
+        contracts: {
+          v2: {
+            type: 'split',
+            tokenMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+            messageTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+            confirmations: 1,
+            fastConfirmations: 1,
+          },
+        },
+      },
+    });
+    // A wallet adapter is required by the client's parameter checks; reading the API signs and sends nothing.
+    const adapter = {
+      prepare: () => Promise.reject(new Error('not used')),
+      waitForTransaction: () => Promise.reject(new Error('not used')),
+      validateChainSupport: () => undefined,
+    };
+    const source = { adapter, address: buyer.address, chain: chain('Base Sepolia', 84532, 6) };
+    const destination = { adapter, address: buyer.address, chain: chain('Optimism Sepolia', 11155420, 2) };
+    const provider = new CCTPV2BridgingProvider();
+    // The client knows only Circle's hosts (testnet chains: the sandbox): its requests go to this file's double instead.
+    const IRIS_SANDBOX = 'https://iris-api-sandbox.circle.com';
+    const realFetch = globalThis.fetch;
+    const asked: string[] = [];
+    globalThis.fetch = (input: string | URL | Request, init?: RequestInit) => {
+      asked.push(String(input));
+      return realFetch(String(input).replace(IRIS_SANDBOX, attester.url), init);
+    };
+    try {
+      await expect(provider.fetchAttestation(source as never, hash, { maxRetries: 2, retryDelay: 10 })).rejects.toThrow(
+        'Failed to fetch attestation: Maximum retry attempts (2) exceeded: Attestation not ready',
+      );
+      attester.release();
+      const m = await provider.fetchAttestation(source as never, hash, { maxRetries: 5, retryDelay: 100 });
+      expect(asked[0]).toBe(`${IRIS_SANDBOX}/v2/messages/6?transactionHash=${hash}`);
+      expect(m).toMatchObject({
+        status: 'complete',
+        cctpVersion: 2,
+        delayReason: null,
+        eventNonce: expect.stringMatching(NONCE),
+        attestation: expect.stringMatching(/^0x[0-9a-f]{260}$/),
+      });
+      expect(decodeBurnMessage(m.message as Hex)).toMatchObject({ nonce: m.eventNonce, sourceDomain: 6, destinationDomain: 2 });
+      expect(m.decodedMessage.decodedMessageBody).toMatchObject({ amount: VALUE.toString(), feeExecuted: BRIDGE_FEE.toString() });
+
+      // A fast transfer's maxFee as Circle's client computes it from the fee endpoint: the fast tier's
+      // 10 bps of 2 USDC (2,000) plus its 10% buffer.
+      const fees = await provider.getMaxFee({
+        source,
+        destination,
+        amount: VALUE.toString(),
+        token: 'USDC',
+        config: { transferSpeed: 'FAST' },
+      } as never);
+      expect(asked.at(-1)).toBe(`${IRIS_SANDBOX}/v2/burn/USDC/fees/6/2`);
+      expect(fees).toEqual({ providerFee: 2_200n, forwarderFee: 0n });
+    } finally {
+      globalThis.fetch = realFetch;
+    }
+    await delivered(workflowId);
+  });
+
+  test('the destination transmitter takes only its threshold (2) of enabled attesters in signer order, and mints once', async () => {
+    // A burn of our own through TokenMessengerV2 (any caller may deliver it), base-sepolia to optimism-sepolia.
+    const [src, dst] = [h.stack.chains['base-sepolia'], h.stack.chains['optimism-sepolia']];
+    const chainOf = (c: { rpcUrl: string; chainId: number }) => ({
+      id: c.chainId,
+      name: `devnet-${c.chainId}`,
+      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+      rpcUrls: { default: { http: [c.rpcUrl] } },
+    });
+    const [burner, caller, recipient] = [0, 1, 2].map(() => privateKeyToAccount(generatePrivateKey()));
+    await rpc(src.rpcUrl, 'anvil_setBalance', [burner!.address, numberToHex(10n ** 18n)]);
+    await rpc(dst.rpcUrl, 'anvil_setBalance', [caller!.address, numberToHex(10n ** 18n)]);
+    const amount = 1_000_000n;
+    await fundUsdc(src, h.stack.usdc, burner!.address, amount);
+    const source = createWalletClient({ account: burner!, chain: chainOf(src), transport: http(src.rpcUrl) });
+    const approve = await source.writeContract({
+      address: h.stack.usdc,
+      abi: tokenAbi,
+      functionName: 'approve',
+      args: [DEVNET_BRIDGE_MESSENGER_ADDRESS, amount],
+    });
+    await h.chain.waitForTransactionReceipt({ hash: approve });
+    const burnTx = await source.writeContract({
+      address: DEVNET_BRIDGE_MESSENGER_ADDRESS,
+      abi: tokenMessengerV2Abi,
+      functionName: 'depositForBurn',
+      args: [amount, 2, pad(recipient!.address), h.stack.usdc, pad('0x'), 5_000n, CCTP_FINALITY_FINALIZED],
+    });
+    expect((await h.chain.waitForTransactionReceipt({ hash: burnTx })).status).toBe('success');
+
+    // The attestation of that burn as this file's double signs it with `keys` (its message is the same each time).
+    attester.release();
+    const attested = async (keys?: Hex[]) => {
+      attester.attestWith(keys);
+      const r = await fetch(`${attester.url}/v2/messages/6?transactionHash=${burnTx}`);
+      const [m] = ((await r.json()) as { messages: { message: Hex; attestation: Hex; status: string }[] }).messages;
+      expect(m!.status).toBe('complete');
+      return m!;
+    };
+    const [k0, k1, k2] = DEVNET_BRIDGE_ATTESTER_KEYS;
+    const { message, attestation: twoOfThree } = await attested([k1, k2]); // not the double's default pair
+    const transmitter = { address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS, abi: getContract('BridgeMessageTransmitter').abi } as const;
+    const revertOf = async (attestation: Hex) => {
+      try {
+        await dest.simulateContract({
+          ...transmitter,
+          account: caller!.address,
+          functionName: 'receiveMessage',
+          args: [message, attestation],
+        });
+        return 'accepted';
+      } catch (err) {
+        const reverted = (err as BaseError).walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+        return { error: reverted?.data?.errorName, args: reverted?.data?.args };
+      }
+    };
+    try {
+      const [first, second] = [sliceHex(twoOfThree, 0, 65), sliceHex(twoOfThree, 65, 130)];
+      const signers = await Promise.all([first, second].map((signature) => recoverAddress({ hash: keccak256(message), signature })));
+      const strangerKey = generatePrivateKey();
+      // One signature of an enabled attester: fewer than the threshold, refused by its length.
+      expect(await revertOf((await attested([k0])).attestation)).toEqual({ error: 'InvalidAttestationLength', args: [65n, 130n] });
+      // All three: the attestation is exactly threshold x 65 bytes, no more.
+      expect(await revertOf((await attested([k0, k1, k2])).attestation)).toEqual({ error: 'InvalidAttestationLength', args: [195n, 130n] });
+      // Out of signer order, and one signer twice: refused (no signer counts twice).
+      expect(await revertOf(concat([second, first]))).toEqual({ error: 'SignerOutOfOrder', args: [signers[0]] });
+      expect(await revertOf(concat([first, first]))).toEqual({ error: 'SignerOutOfOrder', args: [signers[0]] });
+      // Two signers in order, one of them not an enabled attester.
+      expect(await revertOf((await attested([k1, strangerKey])).attestation)).toEqual({
+        error: 'NotEnabledAttester',
+        args: [privateKeyToAccount(strangerKey).address],
+      });
+      expect((await attested()).attestation).not.toBe(twoOfThree); // the default pair signs differently: still 2 of 3
+      expect(await revertOf(twoOfThree)).toBe('accepted');
+
+      // The 2-of-3 attestation mints exactly once: amount less the executed fee to the recipient.
+      const feeBefore = await destBalance(DEVNET_BRIDGE_FEE_COLLECTOR);
+      const target = createWalletClient({ account: caller!, chain: chainOf(dst), transport: http(dst.rpcUrl) });
+      const mint = await target.writeContract({ ...transmitter, functionName: 'receiveMessage', args: [message, twoOfThree] });
+      expect((await dest.waitForTransactionReceipt({ hash: mint })).status).toBe('success');
+      const fee = decodeBurnMessage(message).body.feeExecuted;
+      expect(fee).toBe(1_000n); // the double's 10 bps, under maxFee 5,000
+      expect(await destBalance(recipient!.address)).toBe(amount - fee);
+      expect(await destBalance(DEVNET_BRIDGE_FEE_COLLECTOR)).toBe(feeBefore + fee);
+      expect(await revertOf(twoOfThree)).toEqual({ error: 'NonceUsed', args: [decodeBurnMessage(message).nonce] });
+      expect(await revertOf((await attested()).attestation)).toEqual({ error: 'NonceUsed', args: [decodeBurnMessage(message).nonce] });
+      expect(await destBalance(recipient!.address)).toBe(amount - fee);
+    } finally {
+      attester.attestWith();
+    }
   });
 
   test('a same-chain-only destination is refused', async () => {

@@ -5,6 +5,7 @@ import {
   decodeBurnMessage,
   destinationSplit,
   encodeBurnMessage,
+  isAttestationForm,
   isAttestedFormOf,
   type BurnMessage,
 } from '../../src/chains/evm/bridge';
@@ -122,5 +123,19 @@ describe('crossChainRouteOf', () => {
   test('unknown, disabled or other-mode destinations are unsupported', () => {
     expect(route('base-sepolia', 999_999)).toEqual({ kind: 'reject', reason: 'unsupported_destination_chain' });
     expect(route('base-sepolia', 8453)).toEqual({ kind: 'reject', reason: 'unsupported_destination_chain' }); // base: no RPC, mainnet
+  });
+});
+
+describe('attestation form (CCTP V2: 65 bytes per required signature)', () => {
+  const sig = (b: string) => b.repeat(65);
+  test('one or more whole 65-byte signatures are an attestation', () => {
+    expect(isAttestationForm(`0x${sig('ab')}`)).toBe(true);
+    expect(isAttestationForm(`0x${sig('ab')}${sig('CD')}`)).toBe(true);
+    expect(isAttestationForm(`0x${sig('ab')}${sig('cd')}${sig('ef')}`)).toBe(true);
+  });
+  test('anything else is not: pending, empty, a partial signature, not hex', () => {
+    for (const v of ['PENDING', '0x', '', sig('ab'), `0x${sig('ab')}00`, `0x${sig('ab').slice(2)}`, `0x${sig('ab')}${sig('zz')}`]) {
+      expect(isAttestationForm(v)).toBe(false);
+    }
   });
 });

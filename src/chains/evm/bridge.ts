@@ -10,8 +10,10 @@ import { concat, hexToBigInt, hexToNumber, isAddressEqual, pad, size, slice, sli
 
 /** CCTP V2 message and burn-body version. */
 export const CCTP_V2_VERSION = 1;
-/** `minFinalityThreshold` of a standard (finalized) transfer; 1000 would ask for a fast transfer. */
+/** `minFinalityThreshold` of a standard (finalized) transfer. */
 export const CCTP_FINALITY_FINALIZED = 2000;
+/** `minFinalityThreshold` of a fast transfer (attested before finality, for a fee). */
+export const CCTP_FINALITY_FAST = 1000;
 const HEADER_BYTES = 148;
 const BODY_BYTES = 228;
 
@@ -127,6 +129,15 @@ export function isAttestedFormOf(emitted: Hex, attested: Hex): boolean {
     BigInt(b.nonce) !== 0n
   );
 }
+
+/** One signature of an attestation: (r, s, v). */
+export const ATTESTATION_SIGNATURE_BYTES = 65;
+
+/**
+ * Whether `value` has the form of a CCTP attestation: one or more 65-byte signatures, concatenated
+ * (as many as the destination transmitter's `signatureThreshold`, which only it knows and checks).
+ */
+export const isAttestationForm = (value: string): value is Hex => /^0x(?:[0-9a-fA-F]{130})+$/.test(value);
 
 /** One basis point is 1/10,000; amounts round down (the payer never pays more than the rate). */
 export const bpsOf = (amount: bigint, bps: number | bigint): bigint => (amount * BigInt(bps)) / 10_000n;

@@ -20,7 +20,7 @@ import { depositorAbi } from '../../topup/depositor-abi';
  * blacklist reads. The devnet now runs Circle's FiatToken V2.2 behind its proxy, and the largest
  * estimates measured with it leave every ceiling at least 38% above: settleSplit 209,536 (fresh payout,
  * fee and platform recipients); settlePermit2Exact 225,490 (with a `permit2612`); settlePermit2Upto
- * 169,636; transferWithPermit 145,499; settleAndBurn 207,698; receiveAndPayout 231,302;
+ * 169,636; transferWithPermit 145,499; settleAndBurn 207,721; receiveAndPayout 241,827 (a 2-of-3 attestation);
  * transferWithAuthorization 104,365 (a fresh payee); increaseAllowance 56,103; depositOnce 195,443;
  * initiateWithdrawal 76,714; withdraw 60,713 (deposit was 98,360 with the old token). What is left of
  * the margin covers Arbitrum, which counts its L1 data cost in gas units (docs/decisions.md "Gas
