@@ -1,3 +1,4 @@
+import { onChainSignature } from '../src/chains/evm/buyer-signature';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
@@ -102,7 +103,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         BigInt(a.validAfter),
         BigInt(a.validBefore),
         a.nonce as Hex,
-        input.paymentPayload.payload.signature as Hex,
+        // A smart wallet's signature goes to the token as is (EIP-1271); an EIP-6492 wrapper's inner one
+        // (the wallet must be deployed: this route sends no factory call, so the burn's estimate refuses it).
+        onChainSignature(input.paymentPayload.payload.signature as Hex),
         {
           messenger: src.bridgeMessenger,
           destinationDomain: input.destinationDomain,

@@ -24,6 +24,8 @@ import {
   DEVNET_USDC_ADDRESS,
   DEVNET_USDC_IMPLEMENTATION_ADDRESS,
   DEVNET_USDC_ISSUER_KEY,
+  DEVNET_WALLET_FACTORY_ADDRESS,
+  DEVNET_WALLET_FACTORY_DEPLOYER_KEY,
 } from '../src/chains/devnet-addresses';
 import { facilitatorAbi } from '../src/chains/evm/abi';
 import { compileContracts, getContract } from './contracts';
@@ -248,7 +250,29 @@ export async function deployDevnet(options: DeployDevnetOptions): Promise<Devnet
 
   for (const relayer of relayers) await setEthBalance(client, relayer);
   await deployBridge(rpcUrl, chainId); // cross-chain settlement: bridge pair, own deployer key
+  await deployWalletFactory(client, chain, transport);
   return { ...expected, chainId };
+}
+
+/**
+ * The smart-wallet factory (DevnetSmartWallet.sol) from its own deployer key at nonce 0, so it sits at
+ * DEVNET_WALLET_FACTORY_ADDRESS on every devnet chain. Idempotent: a chain that has it keeps it.
+ */
+async function deployWalletFactory(client: Client, chain: Chain, transport: Transport): Promise<void> {
+  const code = await client.getCode({ address: DEVNET_WALLET_FACTORY_ADDRESS });
+  if (code !== undefined && code !== '0x') return;
+  const factoryDeployer = privateKeyToAccount(DEVNET_WALLET_FACTORY_DEPLOYER_KEY);
+  await setEthBalance(client, factoryDeployer.address);
+  const nonce = await client.getTransactionCount({ address: factoryDeployer.address, blockTag: 'pending' });
+  if (nonce !== 0) throw new Error(`devnet deploy: wallet factory deployer has nonce ${nonce}, expected 0 (use a fresh chain)`);
+  const artifact = getContract('DevnetSmartWalletFactory');
+  const hash = await createWalletClient({ chain, transport, account: factoryDeployer }).deployContract({
+    abi: artifact.abi,
+    bytecode: artifact.bytecode,
+    nonce,
+  });
+  const receipt = await waitForReceipt(client, hash, 'DevnetSmartWalletFactory deployment');
+  checkAddress('DevnetSmartWalletFactory', receipt.contractAddress, DEVNET_WALLET_FACTORY_ADDRESS);
 }
 
 /** A chain kept in `.data` from before the devnet ran Circle's USDC has the old token: refuse it by name. */

@@ -39,6 +39,7 @@ function devnetValues(): { keys: Set<string>; addresses: Set<string> } {
       devnet.DEVNET_DEPOSITOR_DEPLOYER_KEY,
       devnet.DEVNET_GATEWAY_DEPLOYER_KEY,
       devnet.DEVNET_GATEWAY_OPERATOR_KEY,
+      devnet.DEVNET_WALLET_FACTORY_DEPLOYER_KEY,
     ].map((k) => k.toLowerCase()),
   );
   for (let i = 0; i < ANVIL_ACCOUNTS; i++) {

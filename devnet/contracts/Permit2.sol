@@ -13,7 +13,8 @@ interface IERC20TransferFrom {
 ///         x402 buyers sign exactly what they would sign for the canonical Permit2.
 ///         The owner approves this contract on the token once; every transfer then needs a fresh
 ///         signature naming `msg.sender` as spender. Signatures are 65-byte ECDSA with low `s` only
-///         (no EIP-1271 contract wallets, no 64-byte compact form).
+///         (no 64-byte compact form), or, for an owner with code, whatever its EIP-1271
+///         `isValidSignature` accepts.
 /// @dev No constructor and no address-dependent immutables: the domain separator is computed from
 ///      `address(this)` on every call, so the devnet deploy may place this runtime code at the
 ///      configured address with `anvil_setCode`.
@@ -44,6 +45,8 @@ contract Permit2 {
     error InvalidSignatureLength();
     /// @notice Malformed signature: high `s`, bad `v`, or no recoverable signer.
     error InvalidSignature();
+    /// @notice `owner` is a contract and its EIP-1271 `isValidSignature` did not accept the signature.
+    error InvalidContractSignature();
     /// @notice The signature was made by someone other than `owner`.
     error InvalidSigner();
     /// @notice The token's transferFrom reverted, returned false, or the token has no code.
@@ -140,7 +143,15 @@ contract Permit2 {
         nonceBitmap[owner][nonce >> 8] = word | bit;
     }
 
-    function _verify(bytes32 digest, address owner, bytes calldata signature) private pure {
+    /// @dev A contract owner (a smart wallet) is asked with EIP-1271 `isValidSignature`, as Uniswap's
+    ///      SignatureVerification does; an account without code must give a 65-byte low-s ECDSA signature.
+    function _verify(bytes32 digest, address owner, bytes calldata signature) private view {
+        if (owner.code.length > 0) {
+            (bool ok, bytes memory ret) =
+                owner.staticcall(abi.encodeWithSignature("isValidSignature(bytes32,bytes)", digest, signature));
+            if (!ok || ret.length < 32 || abi.decode(ret, (bytes4)) != 0x1626ba7e) revert InvalidContractSignature();
+            return;
+        }
         if (signature.length != 65) revert InvalidSignatureLength();
         bytes32 r = bytes32(signature[0:32]);
         bytes32 s = bytes32(signature[32:64]);

@@ -83,3 +83,12 @@ export const DEVNET_GATEWAY_DEPLOYER_KEY = '0x65bd1a0a9a83c6fd45ba57ac1882060245
 export const DEVNET_GATEWAY_OPERATOR_KEY = '0x48d591673cecf5e18b2f1ff4c4524ad47ae178a0f18b1ce478911d1f8df52904' as const;
 export const DEVNET_GATEWAY_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_GATEWAY_DEPLOYER_KEY);
 export const DEVNET_GATEWAY_WALLET_ADDRESS = getContractAddress({ from: DEVNET_GATEWAY_DEPLOYER_ADDRESS, nonce: 0n });
+/**
+ * Smart-wallet buyers (EIP-1271 / EIP-6492): the devnet's wallet factory
+ * (devnet/contracts/DevnetSmartWallet.sol), deployed on every devnet chain from a deployer key of its
+ * own at nonce 0. It is the devnet default of the factories a counterfactual wallet may be deployed
+ * through (`SMART_WALLET_FACTORIES_<NET>`); production refuses it like every devnet address.
+ */
+export const DEVNET_WALLET_FACTORY_DEPLOYER_KEY = '0xba9cbba1a2b0760a04a1096580f1984994c7c74c6c297e9b9b95ca762afcb346' as const;
+export const DEVNET_WALLET_FACTORY_DEPLOYER_ADDRESS: Address = privateKeyToAddress(DEVNET_WALLET_FACTORY_DEPLOYER_KEY);
+export const DEVNET_WALLET_FACTORY_ADDRESS = getContractAddress({ from: DEVNET_WALLET_FACTORY_DEPLOYER_ADDRESS, nonce: 0n });

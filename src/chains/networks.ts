@@ -11,6 +11,7 @@ import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
+  DEVNET_WALLET_FACTORY_ADDRESS,
 } from './devnet-addresses';
 
 /**
@@ -306,6 +307,12 @@ export interface EvmNetwork {
   maxFeePerGas: bigint;
   /** Blocks that must follow a transaction's block before its receipt counts (`CONFIRMATION_DEPTH_<NET>`). */
   confirmationDepth: number;
+  /**
+   * The only factories a buyer's counterfactual (EIP-6492) wallet may be deployed through before its
+   * settlement, at our relayer's cost (`SMART_WALLET_FACTORIES_<NET>`, comma-separated; devnet default:
+   * the devnet's factory; production: none).
+   */
+  walletFactories: Address[];
   /** Settlement works here: chain id, RPC, facilitator and USDC (not needed on permit-only networks) are all known. */
   enabled: boolean;
 }
@@ -376,7 +383,7 @@ function maxFeePerGas(env: Record<string, string | undefined>, id: EvmNetworkId)
 /**
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`, `MIN_SETTLE_AMOUNT_<NET>`,
- * `MAX_FEE_PER_GAS_<NET>` (wei), `CONFIRMATION_DEPTH_<NET>`,
+ * `MAX_FEE_PER_GAS_<NET>` (wei), `CONFIRMATION_DEPTH_<NET>`, `SMART_WALLET_FACTORIES_<NET>`,
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
  * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
  * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
@@ -445,6 +452,12 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       sameChainOnly: s.sameChainOnly ?? false,
       permitOnly: s.permitOnly ?? false,
       rpcUrls,
+      walletFactories:
+        readEnv(
+          env,
+          `SMART_WALLET_FACTORIES_${sfx}`,
+          (v) => z.array(addressSchema).parse(v.split(',').map((a) => a.trim())) as Address[],
+        ) ?? (devnet ? [DEVNET_WALLET_FACTORY_ADDRESS] : []),
       minSettleAmount: minSettleAmount(env, id, s.testnet),
       maxFeePerGas: maxFeePerGas(env, id),
       confirmationDepth:
@@ -507,6 +520,7 @@ export function contractVariables(n: EvmNetwork): { variable: string; address: A
     { variable: 'UPTO_PERMIT2_PROXY_ADDRESS', address: n.uptoPermit2Proxy },
     { variable: 'BRIDGE_MESSENGER_ADDRESS', address: n.bridgeMessenger },
     { variable: 'BRIDGE_TRANSMITTER_ADDRESS', address: n.bridgeTransmitter },
+    ...n.walletFactories.map((address) => ({ variable: `SMART_WALLET_FACTORIES_${envSuffix(n.id)}`, address })),
     // The gateway wallet exists only where the upstream gateway serves the network.
     {
       variable: n.testnet ? 'GATEWAY_WALLET_TESTNET' : 'GATEWAY_WALLET_MAINNET',

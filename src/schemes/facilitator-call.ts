@@ -6,14 +6,20 @@ import type { SettlementInput } from '../settle/types';
 import type { SettleResponse } from '../x402/schemas';
 import type { Scheme } from './scheme';
 import { relayerTxId } from '../temporal/workflow-ids';
+import { ensureWalletDeployed } from '../chains/evm/wallet-deploy';
+
+/** The buyer's wallet and signature: a counterfactual wallet (EIP-6492) is deployed before the settlement. */
+export type BuyerSignature = { wallet: Address; signature: Hex };
 
 /**
  * The worker side of an EVM scheme whose settlement is one call to our facilitator contract
  * (EIP-3009, Permit2): send it once through the settlement's relayer lane (write-ahead), report a
- * call that would revert, confirm by the recorded hash. The scheme only says how the call is encoded.
+ * call that would revert, confirm by the recorded hash. The scheme only says how the call is encoded
+ * and whose signature it carries: a wallet not deployed yet is deployed first (wallet-deploy.ts).
  */
 export function facilitatorCall<I extends SettlementInput & { network: EvmNetworkId }>(
   callData: (input: I, network: EvmNetwork) => Hex,
+  buyer: (input: I) => BuyerSignature,
   responseExtra: (input: I) => Partial<SettleResponse> = () => ({}),
 ): Pick<Scheme<unknown, I>, 'sent' | 'simulate' | 'submit' | 'confirm'> {
   const callOf = (input: I, network: EvmNetwork) => ({ to: network.facilitator as Address, data: callData(input, network) });
@@ -35,8 +41,12 @@ export function facilitatorCall<I extends SettlementInput & { network: EvmNetwor
     },
 
     async submit(input, deps, record) {
-      const call = callOf(input, evmNetworkOf(deps.networks, input.network));
-      const sent = await sendCall(deps.relayerFor(input.network, input.workflowId), input.workflowId, call, 'settle', record);
+      const network = evmNetworkOf(deps.networks, input.network);
+      const relayer = deps.relayerFor(input.network, input.workflowId);
+      const { wallet, signature } = buyer(input);
+      const ready = await ensureWalletDeployed(relayer, input.workflowId, network, wallet, signature, deps.config.RECEIPT_WAIT_MS);
+      if (!ready.ready) return { submitted: false, reason: 'invalid_transaction_state', detail: ready.detail };
+      const sent = await sendCall(relayer, input.workflowId, callOf(input, network), 'settle', record);
       return sent.sent
         ? { submitted: true, transaction: sent.hash }
         : { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };

@@ -21,6 +21,7 @@ import { amountMessage, challenge, replyFor, topupError, type TopupReply } from 
 import { topupStatusFor } from './reasons';
 import { tokenDomain } from './merchant-reads';
 import { isSignedByPayer } from '../schemes/eip3009/verify';
+import { chainSignatureReads } from '../chains/evm/buyer-signature';
 import { FINAL_TOPUP_STATES, TOPUP_DESTINATION_NETWORK, type TopUpInput } from './types';
 import { WINDOW_ALLOWANCE_SECONDS, windowTooLong } from '../x402/window';
 
@@ -249,5 +250,10 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, _body: TopupBod
 /** The EIP-3009 signature rule itself (src/schemes/eip3009/verify.ts), under the source token's own domain. */
 async function signatureValid(source: EvmNetwork, payload: ExactEvmPayload): Promise<boolean> {
   const domain = await tokenDomain(source);
-  return isSignedByPayer(payload, { ...domain, chainId: source.chainId!, verifyingContract: source.usdc! });
+  return isSignedByPayer(
+    payload,
+    { ...domain, chainId: source.chainId!, verifyingContract: source.usdc! },
+    source,
+    chainSignatureReads(source),
+  );
 }

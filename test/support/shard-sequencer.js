@@ -12,6 +12,7 @@ const SECONDS = {
   'inference-chat': 59,
   'relayer-hygiene': 54,
   'media-durability': 53,
+  'settle-smart-wallet': 45,
   'settle-crosschain-operator': 43,
   'settle-crosschain': 41,
   'settle-operator': 39,

@@ -8,6 +8,7 @@ import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
   DEVNET_USDC_ADDRESS,
+  DEVNET_WALLET_FACTORY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
 import {
   buildNetworkTable,
@@ -40,6 +41,8 @@ const ids = (pred: (n: EvmNetwork) => boolean) =>
     .filter(pred)
     .map((n) => n.id)
     .sort();
+
+const OTHER_FACTORY = '0x00000000000000000000000000000000000fAC70';
 
 describe('buildNetworkTable defaults', () => {
   const table = buildNetworkTable({});
@@ -97,6 +100,7 @@ describe('buildNetworkTable defaults', () => {
       sameChainOnly: false,
       permitOnly: false,
       rpcUrls: ['http://127.0.0.1:8545'],
+      walletFactories: [DEVNET_WALLET_FACTORY_ADDRESS],
       minSettleAmount: 1n,
       maxFeePerGas: 100_000_000_000n,
       confirmationDepth: 0,
@@ -135,11 +139,21 @@ describe('buildNetworkTable defaults', () => {
       sameChainOnly: false,
       permitOnly: false,
       rpcUrls: [],
+      walletFactories: [DEVNET_WALLET_FACTORY_ADDRESS],
       minSettleAmount: 1000n,
       maxFeePerGas: 100_000_000_000n,
       confirmationDepth: 0,
       enabled: false,
     });
+  });
+
+  test('smart-wallet factories: the devnet one by default, SMART_WALLET_FACTORIES_<NET> over it, none in production', () => {
+    expect(table.get('optimism')!.walletFactories).toEqual([DEVNET_WALLET_FACTORY_ADDRESS]);
+    const listed = buildNetworkTable({ SMART_WALLET_FACTORIES_BASE: ` ${OTHER_FACTORY}, ${DEVNET_WALLET_FACTORY_ADDRESS}` });
+    expect(listed.get('base')!.walletFactories).toEqual([OTHER_FACTORY, DEVNET_WALLET_FACTORY_ADDRESS]);
+    expect(listed.get('optimism')!.walletFactories).toEqual([DEVNET_WALLET_FACTORY_ADDRESS]);
+    expect(buildNetworkTable({ NODE_ENV: 'production' }).get('base')!.walletFactories).toEqual([]);
+    expect(() => buildNetworkTable({ SMART_WALLET_FACTORIES_BASE: 'not-an-address' })).toThrow('SMART_WALLET_FACTORIES_BASE');
   });
 
   test('only the two devnet chains are enabled', () => {

@@ -35,6 +35,9 @@ function fakeReads(state: { balance?: bigint; usedNonces?: Hex[] } = {}) {
     markUsed: (token: Address, owner: Address, nonce: Hex) => used.add(key(token, owner, nonce)),
     balanceOf: jest.fn(async (token: Address, owner: Address) => balances.get(key(token, owner)) ?? 0n),
     authorizationState: jest.fn(async (token: Address, owner: Address, nonce: Hex) => used.has(key(token, owner, nonce))),
+    // The payer is an EOA: the chain accepts no signature local recovery refused.
+    verifyHash: jest.fn(async () => false),
+    hasCode: jest.fn(async () => false),
   };
   if (state.balance !== undefined) reads.setBalance(baseSepolia.usdc!, buyer.address, state.balance);
   for (const n of state.usedNonces ?? []) reads.markUsed(baseSepolia.usdc!, buyer.address, n);

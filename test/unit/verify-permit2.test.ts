@@ -45,6 +45,9 @@ function fakeReads(s: ChainState = {}) {
     ),
     nonceBitmap: jest.fn(async () => s.bitmap ?? 0n),
     eip2612: jest.fn(async () => (s.noEip2612 ? undefined : { domainSeparator: USDC_DOMAIN, nonce: s.tokenNonce ?? 0n })),
+    // The owner is an EOA: the chain accepts no signature local recovery refused.
+    verifyHash: jest.fn(async () => false),
+    hasCode: jest.fn(async () => false),
   } satisfies Permit2ChainReads;
 }
 

@@ -558,3 +558,31 @@ export const uptoPermit2ProxyAbi = [
   // Bubbled up from Permit2 (the token's revert strings need no entry).
   ...permit2Errors,
 ] as const;
+
+/**
+ * The smart-wallet factory call a counterfactual buyer's EIP-6492 signature carries, as the devnet's
+ * factory (devnet/contracts/DevnetSmartWallet.sol) takes it: the relayer's `createAccount` call type
+ * (gas-ceilings.ts). A factory of another signature is refused by its selector.
+ */
+export const walletFactoryAbi = [
+  {
+    type: 'function',
+    name: 'createAccount',
+    stateMutability: 'nonpayable',
+    inputs: [
+      { name: 'owner', type: 'address' },
+      { name: 'salt', type: 'uint256' },
+    ],
+    outputs: [{ name: 'account', type: 'address' }],
+  },
+  {
+    type: 'function',
+    name: 'getAddress',
+    stateMutability: 'view',
+    inputs: [
+      { name: 'owner', type: 'address' },
+      { name: 'salt', type: 'uint256' },
+    ],
+    outputs: [{ type: 'address' }],
+  },
+] as const;

@@ -1,6 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { getAbiItem, size, slice, toFunctionSelector, type Abi, type Hex } from 'viem';
-import { facilitatorAbi, tokenAbi } from './abi';
+import { facilitatorAbi, tokenAbi, walletFactoryAbi } from './abi';
 import { facilitatorBridgeAbi } from './bridge';
 import { gatewayWalletAbi } from './gateway-wallet-abi';
 import { facilitatorPermit2Abi } from '../../schemes/permit2/abi';
@@ -52,6 +52,12 @@ export const GAS_CEILINGS = {
   /** Gateway-wallet withdrawal: initiate, then withdraw after the delay. */
   initiateWithdrawal: 170_000n,
   withdraw: 160_000n,
+  /**
+   * A counterfactual buyer wallet's deployment through a listed factory (EIP-6492; wallet-deploy.ts),
+   * before its settlement: the devnet factory's estimate is 364,075 (most of it the wallet's code
+   * deposit); proxy-based factories (an ERC-1967 proxy per wallet) cost less.
+   */
+  createAccount: 450_000n,
 } as const satisfies Record<string, bigint>;
 
 export type CallType = keyof typeof GAS_CEILINGS;
@@ -85,6 +91,7 @@ const ABIS: Record<Exclude<CallType, 'plain'>, Abi> = {
   deposit: merchantAbi,
   initiateWithdrawal: gatewayWalletAbi,
   withdraw: gatewayWalletAbi,
+  createAccount: walletFactoryAbi,
 };
 
 /** Call type by 4-byte selector. */

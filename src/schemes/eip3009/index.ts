@@ -1,5 +1,6 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import { facilitatorAbi } from '../../chains/evm/abi';
+import { onChainSignature } from '../../chains/evm/buyer-signature';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { contractPayout } from '../../settle/payout';
@@ -7,7 +8,7 @@ import { settleWorkflowId } from '../../temporal/workflow-ids';
 import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../../x402/schemas';
 import { facilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme, VerifyDeps } from '../scheme';
-import { NO_CHAIN_READS, readsUnlessSimulated, tokenReads } from './reads';
+import { balanceAndNonceUnread, readsUnlessSimulated, tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
 import { verifyExactEvm } from './verify';
 
@@ -72,23 +73,31 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     });
   },
 
-  ...facilitatorCall<Eip3009SettleInput>(settleCallData),
+  ...facilitatorCall<Eip3009SettleInput>(settleCallData, (input) => ({
+    wallet: input.paymentPayload.payload.authorization.from as Address,
+    signature: input.paymentPayload.payload.signature as Hex,
+  })),
 };
 
 /**
- * The EIP-3009 rules that need no chain: network, scheme, recipients, asset, signature, window,
- * amount. Our own paid routes (chat, media) run them before any row or workflow exists, so an
+ * The EIP-3009 rules that need no chain: network, scheme, recipients, asset, signature (a smart
+ * wallet's is asked of the chain), window, amount. Our own paid routes (chat, media) run them before any row or workflow exists, so an
  * unverified payment costs us nothing; the settlement workflow then runs every rule.
  */
 export function checkWithoutChain(p: Eip3009Payment, deps: Pick<VerifyDeps, 'config' | 'networks'>) {
-  return verifyExactEvm(p.paymentPayload, p.paymentRequirements, evmNetworkOf(deps.networks, p.network), {
+  const network = evmNetworkOf(deps.networks, p.network);
+  return verifyExactEvm(p.paymentPayload, p.paymentRequirements, network, {
     nowSeconds: Math.floor(Date.now() / 1000),
     minValiditySeconds: deps.config.MIN_VALIDITY_SECONDS,
-    reads: NO_CHAIN_READS,
+    reads: balanceAndNonceUnread(network),
   });
 }
 
-/** The facilitator's `settleSplit`: pull the authorization, pay the fees and `payout` the rest. */
+/**
+ * The facilitator's `settleSplit`: pull the authorization, pay the fees and `payout` the rest. It calls
+ * FiatToken's `bytes signature` overload, which asks a wallet with code (EIP-1271); an EIP-6492
+ * wrapper's inner signature goes there, once the wallet is deployed.
+ */
 export function settleCallData(input: Eip3009SettleInput): Hex {
   const a = input.paymentPayload.payload.authorization;
   return encodeFunctionData({
@@ -101,7 +110,7 @@ export function settleCallData(input: Eip3009SettleInput): Hex {
       BigInt(a.validAfter),
       BigInt(a.validBefore),
       a.nonce as Hex,
-      input.paymentPayload.payload.signature as Hex,
+      onChainSignature(input.paymentPayload.payload.signature as Hex),
       contractPayout(input),
     ],
   });

@@ -2,22 +2,28 @@ import type { EvmNetwork } from '../../chains/networks';
 import { tokenAbi } from '../../chains/evm/abi';
 import { publicClientFor } from '../../chains/evm/clients';
 import type { ExactEvmChainReads } from './verify';
+import { chainSignatureReads } from '../../chains/evm/buyer-signature';
 
 /** The token reads EIP-3009 verification needs, over the network's RPC. */
 export function tokenReads(network: EvmNetwork): ExactEvmChainReads {
   const client = publicClientFor(network);
   return {
+    ...chainSignatureReads(network),
     balanceOf: (token, owner) => client.readContract({ address: token, abi: tokenAbi, functionName: 'balanceOf', args: [owner] }),
     authorizationState: (token, authorizer, nonce) =>
       client.readContract({ address: token, abi: tokenAbi, functionName: 'authorizationState', args: [authorizer, nonce] }),
   };
 }
 
-/** Chain reads that assume the best: with them verification checks only what needs no chain. */
-export const NO_CHAIN_READS: ExactEvmChainReads = {
+/**
+ * Chain reads that assume the best of balance and nonce: with them verification checks only what needs
+ * no chain, and a smart wallet's signature, which only the chain can judge (one call; none for an EOA).
+ */
+export const balanceAndNonceUnread = (network: EvmNetwork): ExactEvmChainReads => ({
+  ...chainSignatureReads(network),
   balanceOf: async () => 2n ** 256n - 1n,
   authorizationState: async () => false,
-};
+});
 
 /**
  * The chain reads, answered without a call where the settling transaction's simulation succeeded:
@@ -26,6 +32,7 @@ export const NO_CHAIN_READS: ExactEvmChainReads = {
  * answer (a rejected `simulated`) fails them as their own calls would.
  */
 export const readsUnlessSimulated = (simulated: Promise<boolean>, reads: ExactEvmChainReads): ExactEvmChainReads => ({
-  balanceOf: async (...a) => ((await simulated) ? NO_CHAIN_READS.balanceOf(...a) : reads.balanceOf(...a)),
-  authorizationState: async (...a) => ((await simulated) ? NO_CHAIN_READS.authorizationState(...a) : reads.authorizationState(...a)),
+  ...reads,
+  balanceOf: async (...a) => ((await simulated) ? 2n ** 256n - 1n : reads.balanceOf(...a)),
+  authorizationState: async (...a) => ((await simulated) ? false : reads.authorizationState(...a)),
 });

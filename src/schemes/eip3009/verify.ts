@@ -1,5 +1,5 @@
-import { getAddress, hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
-import { recoverSigner, SECP256K1N_HALF } from '../../chains/evm/recover-signer';
+import { getAddress, hashTypedData, isAddressEqual, type Address, type Hex } from 'viem';
+import { isSignedBy, type SignatureReads } from '../../chains/evm/buyer-signature';
 import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
 import type { SettleReason } from '../../x402/error-reasons';
@@ -7,7 +7,7 @@ import { transferWithAuthorizationTypedData, type TokenDomain } from './typed-da
 import { windowTooLong } from '../../x402/window';
 
 /** Chain reads the verification needs; the activity implements them with viem over RPC. */
-export interface ExactEvmChainReads {
+export interface ExactEvmChainReads extends SignatureReads {
   balanceOf(token: Address, owner: Address): Promise<bigint>;
   authorizationState(token: Address, authorizer: Address, nonce: Hex): Promise<boolean>;
 }
@@ -16,21 +16,22 @@ export type Verification = { isValid: true; payer: string } | { isValid: false; 
 
 /**
  * Whether the payment's EIP-712 `TransferWithAuthorization` signature is the payer's under the token's
- * domain. EIP-2 / USDC reject the high-s twin of a signature; so must we, or settle would revert later.
- * The one signature rule of EIP-3009 (settle, verify, the top-up gateway, chat and media payments).
+ * domain: an EOA's (65 bytes, low s: USDC rejects the high-s twin, so must we), checked without a call,
+ * or a smart wallet's (EIP-1271, or EIP-6492 before it is deployed), asked of the chain
+ * (src/chains/evm/buyer-signature.ts). The one signature rule of EIP-3009 (settle, verify, the top-up
+ * gateway, chat and media payments).
  */
-export function isSignedByPayer(payload: ExactEvmPayload, domain: TokenDomain): boolean {
+export async function isSignedByPayer(
+  payload: ExactEvmPayload,
+  domain: TokenDomain,
+  network: Pick<EvmNetwork, 'walletFactories'>,
+  reads: SignatureReads,
+): Promise<boolean> {
   const a = payload.payload.authorization;
   // Any spelling of an address is accepted; the typed data needs checksummed ones.
   const checksummed = { ...a, from: getAddress(a.from.toLowerCase()), to: getAddress(a.to.toLowerCase()) };
   const typed = transferWithAuthorizationTypedData(domain, checksummed);
-  try {
-    const signature = payload.payload.signature as Hex;
-    const lowS = size(signature) !== 65 || BigInt(parseSignature(signature).s) <= SECP256K1N_HALF;
-    return lowS && isAddressEqual(recoverSigner(hashTypedData(typed), signature), checksummed.from);
-  } catch {
-    return false; // malformed signature bytes
-  }
+  return isSignedBy(network, reads, checksummed.from, hashTypedData(typed), payload.payload.signature as Hex);
 }
 
 /**
@@ -61,7 +62,7 @@ export async function verifyExactEvm(
   if (!name || !version) return fail('invalid_payment_requirements');
 
   const domain = { name, version, chainId: network.chainId as number, verifyingContract: getAddress(req.asset.toLowerCase()) };
-  const signatureOk = isSignedByPayer(payload, domain);
+  const signatureOk = await isSignedByPayer(payload, domain, network, opts.reads);
   if (!signatureOk) return fail('invalid_exact_evm_payload_signature');
 
   if (BigInt(a.validAfter) > BigInt(opts.nowSeconds)) return fail('invalid_exact_evm_payload_authorization_valid_after');

@@ -4,6 +4,7 @@ import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { contractPayout } from '../../settle/payout';
 import { permit2SettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/schemas';
+import { onChainSignature } from '../../chains/evm/buyer-signature';
 import { facilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme } from '../scheme';
 import { facilitatorPermit2Abi } from './abi';
@@ -72,9 +73,11 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
     });
   },
 
-  // An upto settlement says how much it took.
-  ...facilitatorCall<Permit2SettleInput>(settlePermit2CallData, (input) =>
-    input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {},
+  ...facilitatorCall<Permit2SettleInput>(
+    settlePermit2CallData,
+    (input) => ({ wallet: input.paymentPayload.payload.owner as Address, signature: input.paymentPayload.payload.signature as Hex }),
+    // An upto settlement says how much it took.
+    (input) => (input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {}),
   ),
 };
 
@@ -92,7 +95,8 @@ function settlePermit2CallData(input: Permit2SettleInput, network: { exactPermit
     deadline: BigInt(p.permit.deadline),
     owner: p.owner as Address,
     validAfter: BigInt(p.witness.validAfter),
-    signature: p.signature as Hex,
+    // Permit2 asks a wallet with code (EIP-1271); an EIP-6492 wrapper's inner signature goes there once it is deployed.
+    signature: onChainSignature(p.signature as Hex),
   };
   const e = p.permit2612;
   const permit2612 = e

@@ -2,11 +2,13 @@ import type { EvmNetwork } from '../../chains/networks';
 import { permit2Abi, tokenAbi } from '../../chains/evm/abi';
 import { publicClientFor } from '../../chains/evm/clients';
 import type { Permit2ChainReads } from './verify';
+import { chainSignatureReads } from '../../chains/evm/buyer-signature';
 
 /** The reads Permit2 verification needs, over the network's RPC. */
 export function permit2Reads(network: EvmNetwork): Permit2ChainReads {
   const client = publicClientFor(network);
   return {
+    ...chainSignatureReads(network),
     balanceOf: (token, owner) => client.readContract({ address: token, abi: tokenAbi, functionName: 'balanceOf', args: [owner] }),
     allowance: (token, owner, spender) =>
       client.readContract({ address: token, abi: tokenAbi, functionName: 'allowance', args: [owner, spender] }),

@@ -1,5 +1,5 @@
-import { hashTypedData, isAddressEqual, parseSignature, size, type Address, type Hex } from 'viem';
-import { recoverSigner, SECP256K1N_HALF } from '../../chains/evm/recover-signer';
+import { hashTypedData, isAddressEqual, size, type Address, type Hex } from 'viem';
+import { isHighS, isSignedBy, type SignatureReads } from '../../chains/evm/buyer-signature';
 import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
 import type { Permit2PaymentPayload } from './payload';
@@ -8,7 +8,7 @@ import { isPermitSignedByOwner } from '../../permit/signature';
 import { isNonceBitSet, permit2WitnessTypedData, type Permit2Scheme } from './typed-data';
 
 /** Chain reads the Permit2 verification needs; the activity implements them with viem over RPC. */
-export interface Permit2ChainReads {
+export interface Permit2ChainReads extends SignatureReads {
   balanceOf(token: Address, owner: Address): Promise<bigint>;
   allowance(token: Address, owner: Address, spender: Address): Promise<bigint>;
   /** Permit2's `nonceBitmap(owner, wordPos)`. */
@@ -25,8 +25,14 @@ export type Permit2Verification =
 export const uptoSettleAmount = (req: PaymentRequirements): bigint =>
   req.extra?.settleAmount !== undefined ? BigInt(req.extra.settleAmount) : BigInt(req.maxAmountRequired);
 
-/** The signer of the Permit2 signature when it was made for `spender`, or undefined. */
-function signerFor(scheme: Permit2Scheme, network: EvmNetwork, p: Permit2PaymentPayload['payload'], spender: Address) {
+/** Whether the Permit2 signature is the owner's (EOA or smart wallet) for `spender`. */
+function signedFor(
+  scheme: Permit2Scheme,
+  network: EvmNetwork,
+  p: Permit2PaymentPayload['payload'],
+  spender: Address,
+  reads: SignatureReads,
+): Promise<boolean> {
   const typed = permit2WitnessTypedData(scheme, network.chainId!, network.permit2, {
     permitted: { token: p.permit.permitted.token as Address, amount: BigInt(p.permit.permitted.amount) },
     spender,
@@ -38,11 +44,8 @@ function signerFor(scheme: Permit2Scheme, network: EvmNetwork, p: Permit2Payment
       facilitator: p.witness.facilitator as Address | undefined,
     },
   });
-  try {
-    return recoverSigner(hashTypedData(typed as Parameters<typeof hashTypedData>[0]), p.signature as Hex);
-  } catch {
-    return undefined; // malformed signature bytes
-  }
+  const hash = hashTypedData(typed as Parameters<typeof hashTypedData>[0]);
+  return isSignedBy(network, reads, p.owner as Address, hash, p.signature as Hex);
 }
 
 /**
@@ -92,21 +95,13 @@ export async function verifyPermit2(
   // proxy is named as such (the buyer picked the wrong spender), anything else is a bad signature.
   const spender = scheme === 'exact' ? network.exactPermit2Proxy : network.uptoPermit2Proxy;
   const other = scheme === 'exact' ? network.uptoPermit2Proxy : network.exactPermit2Proxy;
+  // Permit2 takes an EOA's 65-byte low-s signature (anything else would revert on-chain), or what a
+  // smart wallet's EIP-1271 `isValidSignature` accepts (EIP-6492 before the wallet is deployed).
   const signature = p.signature as Hex;
-  // Permit2 takes 65-byte low-s signatures only; anything else would revert on-chain.
-  let wellFormed = size(signature) === 65;
-  if (wellFormed) {
-    try {
-      wellFormed = BigInt(parseSignature(signature).s) <= SECP256K1N_HALF;
-    } catch {
-      wellFormed = false;
-    }
-  }
-  if (!wellFormed) return fail('invalid_permit2_signature');
-  const signer = signerFor(scheme, network, p, spender);
-  if (!signer || !isAddressEqual(signer, payer as Address)) {
-    const otherSigner = signerFor(scheme, network, p, other);
-    return fail(otherSigner && isAddressEqual(otherSigner, payer as Address) ? 'invalid_permit2_spender' : 'invalid_permit2_signature');
+  if (size(signature) < 65 || isHighS(signature)) return fail('invalid_permit2_signature');
+  if (!(await signedFor(scheme, network, p, spender, opts.reads))) {
+    const forOther = await signedFor(scheme, network, p, other, opts.reads);
+    return fail(forOther ? 'invalid_permit2_spender' : 'invalid_permit2_signature');
   }
 
   const now = BigInt(opts.nowSeconds);
