@@ -126,6 +126,11 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
       // No row yet: the first one is the rejection, or `submitted` in the write-ahead transaction.
       const v = await verified;
       if (v.isValid) return { isValid: true };
+      // The record was read beside verification, so an attempt of this same settlement running
+      // concurrently (a workflow task timed out and its local activity started again) may have
+      // written it and broadcast since: the chain then shows the nonce used by our own transaction.
+      // Read it again before a verdict that would report a payment that moved as rejected.
+      if (await scheme.sent(input, deps)) return { isValid: true };
       return { isValid: false, response: await records.rejected(input, v.invalidReason) };
     },
 
