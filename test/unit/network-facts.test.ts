@@ -1,8 +1,19 @@
-import * as circleChains from '@circle-fin/bridge-kit/chains';
-import { DEFAULT_ASSETS } from '@x402/evm';
 import { getAddress } from 'viem';
-import * as viemChains from 'viem/chains';
 import { buildNetworkTable, type EvmNetworkId } from '../../src/chains/networks';
+
+// Required, not imported: the bridge kit's subpath export has no types under this tsconfig's module
+// resolution, and the types of viem/chains and @x402/evm pull in ox's browser-only sources.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const viemChains = require('viem/chains') as Record<string, { id: number } | undefined>;
+interface CircleChain {
+  chainId: number;
+  usdcAddress: string;
+  cctp?: { domain: number } | null;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const circleChains = require('@circle-fin/bridge-kit/chains') as Record<string, CircleChain | undefined>;
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { DEFAULT_ASSETS } = require('@x402/evm') as { DEFAULT_ASSETS: Record<string, { asset: string; symbol: string }[] | undefined> };
 
 /**
  * Issue 40: each public fact shipped in src/chains/networks.ts equals the value of every package that
@@ -14,7 +25,7 @@ import { buildNetworkTable, type EvmNetworkId } from '../../src/chains/networks'
 const table = buildNetworkTable({ NODE_ENV: 'production' });
 
 /** Each network's chain in viem/chains and in Circle's definitions (undefined: the package has none). */
-const CHAINS: Record<EvmNetworkId, { viem?: keyof typeof viemChains; circle?: keyof typeof circleChains }> = {
+const CHAINS: Record<EvmNetworkId, { viem?: string; circle?: string }> = {
   base: { viem: 'base', circle: 'Base' },
   'base-sepolia': { viem: 'baseSepolia', circle: 'BaseSepolia' },
   optimism: { viem: 'optimism', circle: 'Optimism' },
@@ -45,14 +56,9 @@ const FROM_PAGES: Partial<Record<EvmNetworkId, string>> = {
   robinhood: 'USDG: docs.robinhood.com/chain/contracts',
 };
 
-interface CircleChain {
-  chainId: number;
-  usdcAddress: string;
-  cctp?: { domain: number };
-}
 const circle = (id: EvmNetworkId) => {
   const name = CHAINS[id].circle;
-  return name === undefined ? undefined : (circleChains[name] as unknown as CircleChain);
+  return name === undefined ? undefined : circleChains[name];
 };
 
 describe('shipped network facts against the packages that ship them', () => {
@@ -60,7 +66,7 @@ describe('shipped network facts against the packages that ship them', () => {
     const n = table.get(id)!;
     const viem = CHAINS[id].viem;
     const c = circle(id);
-    if (viem !== undefined) expect(n.chainId).toBe((viemChains[viem] as { id: number }).id);
+    if (viem !== undefined) expect(n.chainId).toBe(viemChains[viem]!.id);
     if (c !== undefined) {
       expect(n.chainId).toBe(c.chainId);
       expect(n.usdc).toBe(getAddress(c.usdcAddress));
@@ -88,7 +94,7 @@ describe('shipped network facts against the packages that ship them', () => {
   test('Circle lists no USDC for the networks we ship none for', () => {
     const withoutToken = [...table.values()].filter((n) => n.usdc === undefined).map((n) => n.id);
     expect(withoutToken).toEqual(['bsc', 'bot-chain', 'bot-chain-testnet', 'megaeth', 'tempo', 'fluent-testnet']);
-    const circleChainIds = new Set(Object.values(circleChains).map((v) => (v as Partial<CircleChain>)?.chainId));
+    const circleChainIds = new Set(Object.values(circleChains).map((v) => v?.chainId));
     for (const id of withoutToken) {
       const chainId = table.get(id)!.chainId;
       if (chainId !== undefined) expect([id, circleChainIds.has(chainId)]).toEqual([id, false]);
