@@ -4,7 +4,16 @@
  * from /proc apart from the load generator's.
  */
 import { join } from 'node:path';
-import { findFreePort, repoRoot, spawnManaged, entryArgs, waitForHttp, waitUntil, type ManagedProcess } from '../devnet/process';
+import {
+  findFreePort,
+  repoRoot,
+  retryOnPortClash,
+  spawnManaged,
+  entryArgs,
+  waitForHttp,
+  waitUntil,
+  type ManagedProcess,
+} from '../devnet/process';
 import { isAlive, processTree } from './proc';
 
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
@@ -21,13 +30,24 @@ function spawnTs(name: string, script: string, env: Record<string, string>, logs
   });
 }
 
-/** The API (src/api/main.ts) on `port` (default: a free one); ready when GET /v1/supported answers. */
+/**
+ * The API (src/api/main.ts) on `port` (default: a free one, picked again if another process took it
+ * before the API bound it); ready when GET /v1/supported answers.
+ */
 export async function spawnApi(
   env: Record<string, string>,
   logs: boolean,
   port?: number,
 ): Promise<{ proc: ManagedProcess; baseUrl: string }> {
-  port ??= await findFreePort();
+  if (port === undefined)
+    return retryOnPortClash(
+      async () => spawnApiOn(env, logs, await findFreePort()),
+      () => undefined,
+    );
+  return spawnApiOn(env, logs, port);
+}
+
+async function spawnApiOn(env: Record<string, string>, logs: boolean, port: number): Promise<{ proc: ManagedProcess; baseUrl: string }> {
   const baseUrl = `http://127.0.0.1:${port}`;
   // The bench is one client on 127.0.0.1 sending thousands of requests: no budget applies to it.
   const unlimited = { RATE_LIMIT_IP: '100000000', RATE_LIMIT_AUTH_IP: '100000000', RATE_LIMIT_KEY: '100000000' };

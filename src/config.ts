@@ -50,7 +50,7 @@ const schema = z.object({
    * to `<endpoint>/v1/traces`; unset, no tracing SDK runs.
    */
   OTEL_EXPORTER_OTLP_ENDPOINT: z.string().url().optional(),
-  /** `host:port` where the worker serves the Temporal SDK's own Prometheus metrics; unset, none. */
+  /** `host:port` where the worker serves the Temporal SDK's own Prometheus metrics (port 0: a free one, logged); unset, none. */
   WORKER_METRICS_ADDRESS: z
     .string()
     .regex(/^\S+:\d{1,5}$/, 'must look like 0.0.0.0:9464')

@@ -16,6 +16,7 @@ import { redactingActivityInterceptors } from '../src/temporal/redacting-interce
 import { temporalConnectionOptions } from '../src/temporal/connection';
 import { temporalDataConverter } from '../src/temporal/payload-codec';
 import { workerTuning } from '../src/temporal/worker-tuning';
+import { installMetricsRuntime } from '../src/temporal/worker-metrics';
 import { workerWorkflowOptions } from '../src/temporal/workflow-bundle';
 import { solanaNetworks } from '../src/chains/solana/context';
 import { startTracing, tracing, workerTracing } from '../src/observability/tracing';
@@ -34,12 +35,10 @@ async function main() {
   for (const n of notices) log.warn(n);
   // The SDK's own metrics (workflow task latencies, slots, polls) for Prometheus, in seconds with the
   // unit in the name as ours are (temporal_workflow_task_execution_latency_seconds); before any native connection.
+  // Port 0: any free port, named on the 'worker metrics' line (tests read it there).
   if (config.WORKER_METRICS_ADDRESS) {
-    Runtime.install({
-      telemetryOptions: {
-        metrics: { prometheus: { bindAddress: config.WORKER_METRICS_ADDRESS, useSecondsForDurations: true, unitSuffix: true } },
-      },
-    });
+    const metricsAddress = await installMetricsRuntime(config.WORKER_METRICS_ADDRESS);
+    log.info({ metricsAddress }, 'worker metrics');
     // The activities' RPC calls that got no answer, on the same endpoint and under the API's name
     // (custom metrics get no temporal_ prefix), so one alert covers both (docs/decisions.md).
     const rpcErrors = Runtime.instance().metricMeter.createCounter(

@@ -96,179 +96,191 @@ interface StaticNetwork {
 const CONFIRMATION_DEPTH = { rollup: 0, bft: 0, unknown: 2, bsc: 2, ethereum: 3, polygon: 5 } as const;
 
 /*
- * Public facts, each with its source:
+ * Public facts, each with its sources (test/unit/network-facts.test.ts checks every fact against the
+ * packages that ship it, at their pinned versions):
  * - [spec]: the spec's "Batching gateway network table" (CAIP-2 chain id, gateway domain = CCTP domain).
- * - [circle-usdc]: Circle's USDC list, developers.circle.com/stablecoins/usdc-contract-addresses.
- * - [circle-cctp]: Circle's CCTP domains, developers.circle.com/cctp/concepts/supported-chains-and-domains.
- * A fact we could not check against its issuer is absent: the operator supplies it (`CHAIN_ID_<NET>`,
+ * - [viem]: viem/chains, the chain's `id`.
+ * - [circle]: Circle's own chain definitions, @circle-fin/bridge-kit/chains (`chainId`, `usdcAddress`,
+ *   `cctp.domain`): the addresses of Circle's USDC list (developers.circle.com/stablecoins/usdc-contract-addresses)
+ *   and the domains of its CCTP table (developers.circle.com/cctp/concepts/supported-chains-and-domains).
+ * - [x402]: the x402 SDK's default USDC per chain, @x402/evm `DEFAULT_ASSETS`.
+ * A fact no source confirms is absent, never guessed: the operator supplies it (`CHAIN_ID_<NET>`,
  * `USDC_ADDRESS_<NET>`) and start-up names what is missing (`missingFacts`). Absent now: the chain ids
- * of bot-chain and bot-chain-testnet; the dollar token of bot-chain, bot-chain-testnet, bsc, megaeth,
- * tempo (Permit2-only chains: Circle issues no USDC there that we could confirm), fluent-testnet
- * (permit-only: the request names its token), worldchain and monad (not confirmed in Circle's list).
+ * of bot-chain and bot-chain-testnet (no package or issuer page names those chains); the token of
+ * bot-chain, bot-chain-testnet, bsc, megaeth and tempo (Permit2-only chains where Circle issues no USDC;
+ * @x402/evm lists MegaUSD, 18 decimals, on megaeth, not USDC) and of fluent-testnet (permit-only: the
+ * request names its token).
  */
 const TABLE: Record<EvmNetworkId, StaticNetwork> = {
   'base-sepolia': {
-    chainId: 84532, // [spec]
+    chainId: 84532, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 6, // [spec]
-    cctpDomain: 6, // [spec]
-    usdc: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', // [circle-usdc] testnet
+    cctpDomain: 6, // [spec] [circle]
+    usdc: '0x036CbD53842c5426634e7929541eC2318f3dCF7e', // [circle] [x402] (Circle's testnet USDC)
     devnetUsdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8545'],
   },
   'optimism-sepolia': {
-    chainId: 11155420, // [spec]
+    chainId: 11155420, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 2, // [spec]
-    cctpDomain: 2, // [spec]
-    usdc: '0x5fd84259d66Cd46123540766Be93DFE6D43130D7', // [circle-usdc] testnet
+    cctpDomain: 2, // [spec] [circle]
+    usdc: '0x5fd84259d66Cd46123540766Be93DFE6D43130D7', // [circle] (Circle's testnet USDC)
     devnetUsdc: DEVNET_USDC_ADDRESS,
     rpcUrls: ['http://127.0.0.1:8546'],
   },
   'arc-testnet': {
-    chainId: 5042002, // [spec]
+    chainId: 5042002, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: true,
     facilitator: 'testnet',
     gatewayDomain: 26, // [spec]
-    cctpDomain: 26, // [spec]
+    cctpDomain: 26, // [spec] [circle]
     sameChainOnly: true,
-    usdc: '0x3600000000000000000000000000000000000000', // Circle: github.com/circlefin/skills, use-usdc (Arc Testnet USDC)
+    usdc: '0x3600000000000000000000000000000000000000', // [circle] (the ERC-20 interface of Arc's native USDC)
   },
   // No public facts confirmed: chain id and token come from CHAIN_ID_/USDC_ADDRESS_BOT_CHAIN_TESTNET.
   'bot-chain-testnet': { testnet: true, facilitator: 'testnet', permit2Only: true },
-  'fluent-testnet': { chainId: 20994 /* [spec] */, testnet: true, facilitator: 'fluent', permitOnly: true },
+  'fluent-testnet': { chainId: 20994 /* [spec] [viem] */, testnet: true, facilitator: 'fluent', permitOnly: true },
   base: {
-    chainId: 8453, // [spec]
+    chainId: 8453, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 6, // [spec]
-    cctpDomain: 6, // [spec]
-    usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', // [circle-usdc]
+    cctpDomain: 6, // [spec] [circle]
+    usdc: '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913', // [circle] [x402]
   },
   optimism: {
-    chainId: 10, // [spec]
+    chainId: 10, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 2, // [spec]
-    cctpDomain: 2, // [spec]
-    usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', // [circle-usdc]
+    cctpDomain: 2, // [spec] [circle]
+    usdc: '0x0b2C639c533813f4Aa9D7837CAf62653d097Ff85', // [circle]
   },
   arbitrum: {
-    chainId: 42161, // [spec]
+    chainId: 42161, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 3, // [spec]
-    cctpDomain: 3, // [spec]
-    usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', // [circle-usdc]
+    cctpDomain: 3, // [spec] [circle]
+    usdc: '0xaf88d065e77c8cC2239327C5EDb3A432268e5831', // [circle] [x402]
   },
   avalanche: {
-    chainId: 43114, // [spec]
+    chainId: 43114, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 1, // [spec]
-    cctpDomain: 1, // [spec]
+    cctpDomain: 1, // [spec] [circle]
     sameChainOnly: true,
-    usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E', // [circle-usdc]
+    usdc: '0xB97EF9Ef8734C71904D8002F8b6Bc66Dd9c48a6E', // [circle] [x402]
   },
   polygon: {
-    chainId: 137, // [spec]
+    chainId: 137, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.polygon,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 7, // [spec]
-    cctpDomain: 7, // [spec]
-    usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', // [circle-usdc]
+    cctpDomain: 7, // [spec] [circle]
+    usdc: '0x3c499c542cEF5E3811e1192ce70d8cC03d5c3359', // [circle] [x402]
   },
   unichain: {
-    chainId: 130, // [spec]
+    chainId: 130, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 10, // [spec]
-    cctpDomain: 10, // [spec]
-    usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6', // [circle-usdc]
+    cctpDomain: 10, // [spec] [circle]
+    usdc: '0x078D782b760474a361dDA0AF3839290b0EF57AD6', // [circle]
   },
   ink: {
-    chainId: 57073, // [spec]
+    chainId: 57073, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
-    cctpDomain: 21, // [circle-cctp] (the spec's gateway table has none for ink)
-    usdc: '0x2D270e6886d130D724215A266106e6832161EAEd', // [circle-usdc]
+    cctpDomain: 21, // [circle] (the spec's gateway table has none for ink)
+    usdc: '0x2D270e6886d130D724215A266106e6832161EAEd', // [circle]
   },
   worldchain: {
-    chainId: 480, // [spec]
+    chainId: 480, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 14, // [spec]
-    cctpDomain: 14, // [spec]
+    cctpDomain: 14, // [spec] [circle]
+    usdc: '0x79A02482A880bCE3F13e09Da970dC34db4CD24d1', // [circle]
   },
   sei: {
-    chainId: 1329, // [spec]
+    chainId: 1329, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 16, // [spec]
-    cctpDomain: 16, // [spec]
+    cctpDomain: 16, // [spec] [circle]
     sameChainOnly: true,
-    usdc: '0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392', // [circle-usdc]
+    usdc: '0xe15fC38F6D8c56aF07bbCBe3BAf5708A2Bf42392', // [circle] [x402]
   },
   hyperevm: {
-    chainId: 999, // [spec]
+    chainId: 999, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'mainnet',
     gatewayDomain: 19, // [spec]
-    cctpDomain: 19, // [spec]
-    usdc: '0xb88339CB7199b77E23DB6E890353E22632Ba630f', // [circle-usdc]
+    cctpDomain: 19, // [spec] [circle]
+    usdc: '0xb88339CB7199b77E23DB6E890353E22632Ba630f', // [circle]
   },
-  megaeth: { chainId: 4326 /* [spec] */, testnet: false, facilitator: 'mainnet', permit2Only: true },
-  bsc: { chainId: 56 /* [spec] */, confirmationDepth: CONFIRMATION_DEPTH.bsc, testnet: false, facilitator: 'mainnet', permit2Only: true },
-  // No public facts confirmed: chain id and token come from CHAIN_ID_/USDC_ADDRESS_BOT_CHAIN.
-  'bot-chain': { testnet: false, facilitator: 'mainnet', permit2Only: true },
-  // Chain id: Tempo mainnet, 4217 (docs.chainstack.com/reference/tempo-eth-chainid; alchemy.com/rpc/tempo).
-  tempo: { chainId: 4217, testnet: false, facilitator: 'mainnet', permit2Only: true },
-  monad: {
-    chainId: 143, // chainlist.org/chain/143 (Monad)
+  megaeth: { chainId: 4326 /* [spec] [viem] */, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  bsc: {
+    chainId: 56 /* [spec] [viem] */,
+    confirmationDepth: CONFIRMATION_DEPTH.bsc,
     testnet: false,
     facilitator: 'mainnet',
-    cctpDomain: 15, // [circle-cctp]
+    permit2Only: true,
+  },
+  // No public facts confirmed: chain id and token come from CHAIN_ID_/USDC_ADDRESS_BOT_CHAIN.
+  'bot-chain': { testnet: false, facilitator: 'mainnet', permit2Only: true },
+  tempo: { chainId: 4217 /* [viem] (Tempo Mainnet) */, testnet: false, facilitator: 'mainnet', permit2Only: true },
+  monad: {
+    chainId: 143, // [viem] [circle]
+    testnet: false,
+    facilitator: 'mainnet',
+    cctpDomain: 15, // [circle]
+    usdc: '0x754704Bc059F8C67012fEd69BC8A327a5aafb603', // [circle] [x402]
   },
   robinhood: {
-    chainId: 4663, // Robinhood: docs.robinhood.com/chain/connecting
+    chainId: 4663, // [viem] (Robinhood Chain)
     confirmationDepth: CONFIRMATION_DEPTH.rollup,
     testnet: false,
     facilitator: 'mainnet',
     stablecoin: 'USDG',
-    usdc: '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168', // USDG, Robinhood: docs.robinhood.com/chain/contracts
+    usdc: '0x5fc5360D0400a0Fd4f2af552ADD042D716F1d168', // USDG: Robinhood's token list, docs.robinhood.com/chain/contracts (no package ships it)
   },
   ethereum: {
-    chainId: 1, // [spec]
+    chainId: 1, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.ethereum,
     testnet: false,
     facilitator: 'none',
     gatewayDomain: 0, // [spec]
-    cctpDomain: 0, // [spec]
-    usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', // [circle-usdc]
+    cctpDomain: 0, // [spec] [circle]
+    usdc: '0xA0b86991c6218b36c1d19D4a2e9Eb0cE3606eB48', // [circle] [x402]
   },
   sonic: {
-    chainId: 146, // [spec]
+    chainId: 146, // [spec] [viem] [circle]
     confirmationDepth: CONFIRMATION_DEPTH.bft,
     testnet: false,
     facilitator: 'none',
     gatewayDomain: 13, // [spec]
-    cctpDomain: 13, // [spec]
-    usdc: '0x29219dd400f2Bf60E5a23d13Be72B486D4038894', // [circle-usdc]
+    cctpDomain: 13, // [spec] [circle]
+    usdc: '0x29219dd400f2Bf60E5a23d13Be72B486D4038894', // [circle]
   },
 };
 

@@ -1,8 +1,9 @@
 import type { Hex } from 'viem';
-import { findFreePort, waitUntil } from '../../devnet/process';
+import { waitUntil } from '../../devnet/process';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
 import { dashboardExpressions, declaredFamilies, isExported, metricNames } from '../support/promql';
+import { reportedMetricsUrl } from '../support/services';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -16,10 +17,10 @@ describe('dashboard metrics are exported', () => {
   let workerMetrics: string;
 
   beforeAll(async () => {
-    workerMetrics = `http://127.0.0.1:${await findFreePort()}/metrics`;
     h = await startSettleHarness('sqlite', {
       relayerIndex: 3,
-      env: { WORKER_METRICS_ADDRESS: new URL(workerMetrics).host },
+      env: { WORKER_METRICS_ADDRESS: '127.0.0.1:0' },
+      onWorkerLine: (line) => (workerMetrics = reportedMetricsUrl(line) ?? workerMetrics),
     });
   });
   afterAll(async () => {

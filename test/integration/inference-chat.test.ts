@@ -4,7 +4,7 @@ import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
 import { rpc } from '../../devnet/anvil';
 import { DEFAULT_TEMPLATES, doubleReply, type StreamRecord } from '../../devnet/inference-provider';
 import { join } from 'node:path';
-import { entryArgs, findFreePort, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
+import { entryArgs, findFreePort, retryOnPortClash, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
@@ -479,8 +479,17 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
   });
 
-  /** An API process of its own (so it can really die) on the same database, Temporal and worker, whose charge guard looks `guardDelayMs` after a claim. */
-  const guardedApi = async (guardDelayMs: number) => {
+  /**
+   * An API process of its own (so it can really die) on the same database, Temporal and worker, whose
+   * charge guard looks `guardDelayMs` after a claim. Started again on another port if the one picked
+   * was taken before the API bound it.
+   */
+  const guardedApi = (guardDelayMs: number) =>
+    retryOnPortClash(
+      () => startGuardedApi(guardDelayMs),
+      () => undefined,
+    );
+  const startGuardedApi = async (guardDelayMs: number) => {
     const port = await findFreePort();
     const url = `http://127.0.0.1:${port}`;
     const api = spawnManaged('api', process.execPath, entryArgs(join(__dirname, '..', '..', 'src', 'api', 'main.ts')), {

@@ -3,6 +3,7 @@ import { findFreePort, waitUntil } from '../../devnet/process';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { declaredFamilies, series } from '../support/promql';
+import { reportedMetricsUrl } from '../support/services';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 
 /**
@@ -17,10 +18,11 @@ describe('worker RPC errors', () => {
   const scrape = async () => (await fetch(metricsUrl)).text();
 
   beforeAll(async () => {
-    metricsUrl = `http://127.0.0.1:${await findFreePort()}/metrics`;
+    // Each worker (the test restarts it) names the free port it bound.
     h = await startSettleHarness('sqlite', {
       relayerIndex: 2,
-      env: { WORKER_METRICS_ADDRESS: new URL(metricsUrl).host, SETTLE_WAIT_MS: '300' },
+      env: { WORKER_METRICS_ADDRESS: '127.0.0.1:0', SETTLE_WAIT_MS: '300' },
+      onWorkerLine: (line) => (metricsUrl = reportedMetricsUrl(line) ?? metricsUrl),
     });
   });
   afterAll(async () => {

@@ -56,6 +56,16 @@ export async function startWorker(env: Record<string, string>, opts: { onLine?: 
   return proc;
 }
 
+/**
+ * The metrics URL a worker names on its 'worker metrics' line. Tests give the worker
+ * WORKER_METRICS_ADDRESS=127.0.0.1:0: it binds a free port itself (no port picked here that another
+ * process could take before the worker binds it) and says which.
+ */
+export function reportedMetricsUrl(line: string): string | undefined {
+  const m = /"metricsAddress":"([^"]+)".*"msg":"worker metrics"/.exec(line);
+  return m ? `http://${m[1]}/metrics` : undefined;
+}
+
 /** Appends a spawned process's time to ready to SPAWN_TIMES_FILE (scripts/test-integration.js sums them up). */
 export function recordSpawnTime(what: string, ms: number): void {
   if (process.env.SPAWN_TIMES_FILE) appendFileSync(process.env.SPAWN_TIMES_FILE, `${what} ${ms}\n`);
