@@ -1,11 +1,23 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createPublicClient, encodeAbiParameters, http, keccak256, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { sign, serializeSignature } from 'viem/accounts';
+import { z } from 'zod';
 import { DEVNET_BRIDGE_ATTESTER_KEY, DEVNET_BRIDGE_FEE_BPS } from '../src/chains/devnet-addresses';
 import { bridgeFeeFor, decodeBurnMessage, encodeBurnMessage, messageTransmitterV2Abi } from '../src/chains/evm/bridge';
 import { buildNetworkTable } from '../src/chains/networks';
 import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
+
+const attesterControls = z
+  .object({
+    held: z.boolean().optional(),
+    signWith: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{64}$/)
+      .nullable()
+      .optional(),
+  })
+  .strict();
 
 /**
  * Double of the bridge attestation service (Circle's Iris API shape, CCTP V2):
@@ -23,7 +35,11 @@ import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
  * MessageSent logs); the nonce it assigns is derived from (domain, transaction, log index), so every
  * answer for one burn carries the same nonce. Devnet controls (not part of the real API): `hold()` / `release()` withhold
  * every attestation, so a test can stop a worker between burn and mint; `attestWith(key)` signs with
- * another key (an inconsistent attestation).
+ * another key (an inconsistent attestation). With `controls`, the same two are served over HTTP for a
+ * double that runs in another process (`npm start`, `npm run cluster`):
+ *   PUT /devnet/controls {"held"?: boolean, "signWith"?: "0x<private key>" | null}  (null: the configured key)
+ *     200 {"held", "signsWithConfiguredKey"}; 400 {error} for anything else
+ * The real service has no such route, and the double is never run in production (the stack refuses it).
  */
 export interface AttesterChain {
   rpcUrl: string;
@@ -46,6 +62,8 @@ export interface BridgeAttesterOptions {
   host?: string;
   port?: number;
   held?: boolean;
+  /** Also serve PUT /devnet/controls (off by default: only a devnet launcher turns it on). */
+  controls?: boolean;
 }
 
 export interface BridgeAttester {
@@ -149,6 +167,29 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     return { status: 200, body: { messages } };
   };
 
+  const configuredKey = opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY;
+  const control = (req: IncomingMessage, send: (status: number, body: unknown) => void) => {
+    if (req.method !== 'PUT') return send(405, { error: 'PUT {"held"?: boolean, "signWith"?: "0x<private key>" | null}' });
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      if (raw.length <= 4096) raw += chunk; // a longer body is cut, so it fails to parse
+    });
+    req.on('end', () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = undefined;
+      }
+      const parsed = attesterControls.safeParse(body);
+      if (!parsed.success)
+        return send(400, { error: 'the body must be {"held"?: boolean, "signWith"?: "0x<32-byte private key>" | null}' });
+      if (parsed.data.held !== undefined) held = parsed.data.held;
+      if (parsed.data.signWith !== undefined) key = (parsed.data.signWith ?? configuredKey) as Hex;
+      send(200, { held, signsWithConfiguredKey: key === configuredKey });
+    });
+  };
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://attester');
     const match = /^\/v2\/messages\/(\d+)$/.exec(url.pathname);
@@ -156,6 +197,7 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
       res.writeHead(status, { 'content-type': 'application/json' });
       res.end(JSON.stringify(body));
     };
+    if (opts.controls && url.pathname === '/devnet/controls') return control(req, send);
     if (req.method !== 'GET' || !match) return send(404, { error: 'not found' });
     answer(Number(match[1]), url.searchParams.get('transactionHash') ?? '').then(
       (r) => send(r.status, r.body),
@@ -171,7 +213,7 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     url: `http://${opts.host ?? '127.0.0.1'}:${port}`,
     hold: () => void (held = true),
     release: () => void (held = false),
-    attestWith: (other?: Hex) => void (key = other ?? opts.attesterKey ?? DEVNET_BRIDGE_ATTESTER_KEY),
+    attestWith: (other?: Hex) => void (key = other ?? configuredKey),
     get served() {
       return served;
     },
@@ -201,5 +243,6 @@ export function startDevnetBridgeAttester(env: Record<string, string | undefined
     host: url.hostname,
     port: Number(url.port || 80),
     delayMs: Number(env.BRIDGE_ATTESTER_DELAY_MS ?? 2000),
+    controls: true,
   });
 }
