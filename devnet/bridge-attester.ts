@@ -1,4 +1,4 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import {
   concat,
@@ -21,8 +21,20 @@ import {
   encodeBurnMessage,
   messageTransmitterV2Abi,
 } from '../src/chains/evm/bridge';
+import { z } from 'zod';
 import { buildNetworkTable } from '../src/chains/networks';
 import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
+
+const attesterControls = z
+  .object({
+    held: z.boolean().optional(),
+    signWith: z
+      .string()
+      .regex(/^0x[0-9a-fA-F]{64}$/)
+      .nullable()
+      .optional(),
+  })
+  .strict();
 
 /**
  * Double of the bridge attestation service (Circle's Iris API shape, CCTP V2):
@@ -49,6 +61,12 @@ import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
  * `release()` withhold every attestation, so a test can stop a worker between burn and mint;
  * `attestWith(keys)` signs with other keys (an attestation the transmitter refuses: an unknown
  * signer, or fewer signatures than its threshold).
+ * With `controls`, hold and the signing keys are also served over HTTP for a double that runs in
+ * another process (`npm start`, `npm run cluster`):
+ *   PUT /devnet/controls {"held"?: boolean, "signWith"?: "0x<private key>" | null}  (a key: sign with it
+ *       alone, which the transmitter refuses below its threshold; null: the configured keys again)
+ *     200 {"held", "signsWithConfiguredKey"}; 400 {error} for anything else
+ * The real service has no such route, and the double is never run in production (the stack refuses it).
  */
 export interface AttesterChain {
   rpcUrl: string;
@@ -72,6 +90,8 @@ export interface BridgeAttesterOptions {
   host?: string;
   port?: number;
   held?: boolean;
+  /** Also serve PUT /devnet/controls (off by default: only a devnet launcher turns it on). */
+  controls?: boolean;
 }
 
 export interface BridgeAttester {
@@ -177,6 +197,28 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     return { status: 200, body: { messages } };
   };
 
+  const control = (req: IncomingMessage, send: (status: number, body: unknown) => void) => {
+    if (req.method !== 'PUT') return send(405, { error: 'PUT {"held"?: boolean, "signWith"?: "0x<private key>" | null}' });
+    let raw = '';
+    req.setEncoding('utf8');
+    req.on('data', (chunk: string) => {
+      if (raw.length <= 4096) raw += chunk; // a longer body is cut, so it fails to parse
+    });
+    req.on('end', () => {
+      let body: unknown;
+      try {
+        body = JSON.parse(raw);
+      } catch {
+        body = undefined;
+      }
+      const parsed = attesterControls.safeParse(body);
+      if (!parsed.success)
+        return send(400, { error: 'the body must be {"held"?: boolean, "signWith"?: "0x<32-byte private key>" | null}' });
+      if (parsed.data.held !== undefined) held = parsed.data.held;
+      if (parsed.data.signWith !== undefined) keys = parsed.data.signWith === null ? configured : [parsed.data.signWith as Hex];
+      send(200, { held, signsWithConfiguredKey: keys === configured });
+    });
+  };
   const server: Server = createServer((req, res) => {
     const url = new URL(req.url ?? '/', 'http://attester');
     const match = /^\/v2\/messages\/(\d+)$/.exec(url.pathname);
@@ -193,6 +235,7 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
         { finalityThreshold: CCTP_FINALITY_FINALIZED, minimumFee: feeBps },
       ]);
     }
+    if (opts.controls && url.pathname === '/devnet/controls') return control(req, send);
     if (req.method !== 'GET' || !match) return send(404, { error: 'not found' });
     answer(Number(match[1]), url.searchParams.get('transactionHash') ?? '').then(
       (r) => send(r.status, r.body),
@@ -247,5 +290,6 @@ export function startDevnetBridgeAttester(env: Record<string, string | undefined
     host: url.hostname,
     port: Number(url.port || 80),
     delayMs: Number(env.BRIDGE_ATTESTER_DELAY_MS ?? 2000),
+    controls: true,
   });
 }

@@ -4,7 +4,10 @@
  *   - the Temporal server (not the dev server), the version docker-compose.yml pins, built from its
  *     Go module; persistence and advanced visibility on PostgreSQL, CLUSTER_HISTORY_SHARDS (4) shards;
  *   - our database on the same PostgreSQL, Redis for the rate limits every API process shares;
- *   - two workers, each with its own relayer lanes, two API processes, the top-up gateway, the codec server.
+ *   - two workers, each with its own relayer lanes, two API processes, the top-up gateway, the codec server;
+ *   - the Temporal UI on TEMPORAL_UI_URL (the UI server of the version `npm start`'s CLI embeds),
+ *     read-only, decoding payloads through the codec server behind a devnet stand-in for the
+ *     operator's authenticating proxy (devnet/codec-proxy.ts, CODEC_SERVER_PORT + 1).
  * PostgreSQL and Redis are the machine's own: CLUSTER_POSTGRES_URL (default
  * postgresql://postgres@127.0.0.1:5432/, trust authentication) and CLUSTER_REDIS_URL (default
  * redis://127.0.0.1:6379). Databases: x402_cluster (ours), x402_cluster_temporal and
@@ -15,7 +18,9 @@
 import path from 'node:path';
 import { privateKeyToAddress } from 'viem/accounts';
 import { startTemporalClusterServer } from '../temporal/cluster-server';
+import { startClusterUi } from '../temporal/cluster-ui';
 import { TEMPORAL_SERVER } from '../tools/go-tools';
+import { startCodecProxy } from './codec-proxy';
 import { anvilAccount } from './demo-accounts';
 import { repoRoot } from './process';
 import { runStack } from './stack';
@@ -64,6 +69,23 @@ runStack({
       log,
     }),
   temporalKind: `Temporal server ${TEMPORAL_SERVER.version} on PostgreSQL, ${historyShards} history shards, advanced visibility on PostgreSQL`,
+  startUi: async (config, codec, log) => {
+    const proxy = await startCodecProxy({ port: config.CODEC_SERVER_PORT + 1, codecServer: codec.url, token: codec.token });
+    try {
+      const ui = await startClusterUi({
+        temporalAddress: config.TEMPORAL_ADDRESS,
+        url: config.TEMPORAL_UI_URL,
+        namespace: config.TEMPORAL_NAMESPACE,
+        codecEndpoint: proxy.url,
+        dir: path.resolve(repoRoot(), DATA_DIR, 'temporal-ui'),
+        log,
+      });
+      return { ...ui, stop: () => Promise.all([ui.stop(), proxy.stop()]).then(() => undefined) };
+    } catch (err) {
+      await proxy.stop();
+      throw err;
+    }
+  },
   workers,
   appsMayEnd: true,
   apis: (config) => [

@@ -59,6 +59,15 @@ export interface StackPlan {
   startTemporal?: (config: Config, log: LogFn) => Promise<DevServer>;
   /** What the summary says Temporal is. */
   temporalKind?: string;
+  /**
+   * Serves the Temporal UI on TEMPORAL_UI_URL once the codec server runs (`codec`: its URL and token);
+   * the dev server of `npm start` serves its own.
+   */
+  startUi?: (
+    config: Config,
+    codec: { url: string; token: string },
+    log: LogFn,
+  ) => Promise<{ url: string; pid: number; stop(): Promise<void> }>;
   /** The worker processes, each with its own variables (its relayer lanes); default one, `worker`. */
   workers?: { name: string; env: Record<string, string> }[];
   /** The API processes by name and port; default one, `api` on PORT. */
@@ -407,6 +416,20 @@ async function startCodecServer(config: Config, env: NodeJS.ProcessEnv): Promise
   watch(child);
 }
 
+/** The plan's Temporal UI, after the codec server it decodes payloads through. */
+async function startUi(config: Config, env: NodeJS.ProcessEnv, plan: StackPlan): Promise<string | undefined> {
+  if (!plan.startUi) return undefined;
+  const started = Date.now();
+  const log = new ChildLog('temporal-ui');
+  const codec = { url: `http://${config.CODEC_SERVER_HOST}:${config.CODEC_SERVER_PORT}`, token: env.CODEC_SERVER_TOKEN! };
+  const ui = await plan.startUi(config, codec, log.log);
+  const child: Child = { name: 'temporal-ui', log, pid: ui.pid, stop: () => ui.stop() };
+  infra.push(child);
+  watch(child);
+  say(`Temporal UI ready at ${ui.url} (${seconds(started)})`);
+  return ui.url;
+}
+
 /** Runs the starts in parallel; every one that succeeded is registered (and so stopped on failure). */
 async function all<T>(starts: Promise<T>[]): Promise<T[]> {
   const results = await Promise.allSettled(starts);
@@ -472,7 +495,9 @@ async function main(plan: StackPlan): Promise<void> {
       ? []
       : [
           { port: Number(config.TEMPORAL_ADDRESS.split(':').pop()), what: 'Temporal' },
-          ...(plan.startTemporal ? [] : [{ port: Number(new URL(config.TEMPORAL_UI_URL).port || 80), what: 'Temporal UI' }]),
+          ...(plan.startTemporal && !plan.startUi
+            ? []
+            : [{ port: Number(new URL(config.TEMPORAL_UI_URL).port || 80), what: 'Temporal UI' }]),
         ]),
     ...devnets.map((d) => ({ port: d.port, what: `anvil ${d.network.id}` })),
   ]);
@@ -520,6 +545,8 @@ async function main(plan: StackPlan): Promise<void> {
     startCodecServer(config, childEnv),
   ]);
   if (stopping) return;
+  const uiUrl = await startUi(config, childEnv, plan);
+  if (stopping) return;
   // Which pid is which process, for scripts and tests that stop one (`processes.json` in the data folder).
   const pids = Object.fromEntries([...apps, ...infra].filter((c) => c.pid !== process.pid).map((c) => [c.name, c.pid]));
   writeFileSync(path.join(DATA_DIR, 'processes.json'), `${JSON.stringify({ stack: process.pid, ...pids }, null, 2)}\n`);
@@ -531,6 +558,7 @@ async function main(plan: StackPlan): Promise<void> {
     workers: workers.map((w) => ({ name: w.name, lanes: w.keys.lanes.map((k) => privateKeyToAddress(k)) })),
     apis,
     temporal: temporal as DevServer | undefined,
+    uiUrl,
     elapsedMs: Date.now() - started,
   });
 }
@@ -542,6 +570,7 @@ async function printSummary(o: {
   workers: { name: string; lanes: Address[] }[];
   apis: { name: string; port: number }[];
   temporal: DevServer | undefined;
+  uiUrl: string | undefined;
   elapsedMs: number;
 }): Promise<void> {
   const { config, chains } = o;
@@ -560,7 +589,7 @@ async function printSummary(o: {
   const pad = (s: string, n: number) => s.padEnd(n);
   const devnetRelayer = privateKeyToAddress(DEVNET_RELAYER_KEY);
   const note = (a: Address) => (a === devnetRelayer ? ' (anvil account #1)' : '');
-  const temporalUi = o.temporal?.uiUrl;
+  const temporalUi = o.uiUrl ?? o.temporal?.uiUrl;
 
   const lines = [
     '',
@@ -571,9 +600,12 @@ async function printSummary(o: {
         `  ${i === 0 ? 'API         ' : '            '}  ${a.port === config.PORT ? api : `http://localhost:${a.port}`}   (${o.apis.length > 1 ? `${a.name}, ` : ''}listening on ${config.HOST}:${a.port})`,
     ),
     `  Top-up        ${topupEndpoint(config.env).url}/v1/${topupEndpoint(config.env).merchant}/topups   (gateway, quote at .../topups/quote?buyer=0x...)`,
-    o.plan.temporalKind
-      ? `  Temporal      ${o.temporal?.address ?? config.TEMPORAL_ADDRESS}   (${o.plan.temporalKind}; namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`
-      : `  Temporal UI   ${temporalUi ?? `${config.TEMPORAL_UI_URL} (TEMPORAL_UI_URL)`}   (namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`,
+    ...(o.plan.temporalKind ? [`  Temporal      ${o.temporal?.address ?? config.TEMPORAL_ADDRESS}   (${o.plan.temporalKind})`] : []),
+    ...(!o.plan.temporalKind || temporalUi
+      ? [
+          `  Temporal UI   ${temporalUi ?? `${config.TEMPORAL_UI_URL} (TEMPORAL_UI_URL)`}   (namespace ${config.TEMPORAL_NAMESPACE}, task queue ${config.TEMPORAL_TASK_QUEUE})`,
+        ]
+      : []),
     `  Codec server  http://${config.CODEC_SERVER_HOST}:${config.CODEC_SERVER_PORT}   (payloads in Temporal are sealed with ${data}/payload-codec-keys; read them with`,
     `                temporal workflow show -w <id> --codec-endpoint http://${config.CODEC_SERVER_HOST}:${config.CODEC_SERVER_PORT} --codec-auth "Bearer $(cat ${data}/codec-server-token)")`,
     `  Operators     PAYLOAD_CODEC_KEYS=$(cat ${data}/payload-codec-keys) npm run ops -- list   (the ops CLI needs the key too)`,

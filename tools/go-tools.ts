@@ -53,6 +53,18 @@ export const TEMPORAL_SERVER: GoTool = {
   ],
 };
 
+/**
+ * The Temporal UI server (the web UI with its assets embedded), of the version the Temporal CLI above
+ * embeds for `npm start` (its go.mod requires github.com/temporalio/ui-server/v2 v2.42.1), so both
+ * stacks show operators the same UI: `npm run cluster` serves it on TEMPORAL_UI_URL (temporal/cluster-ui.ts).
+ */
+export const TEMPORAL_UI_SERVER: GoTool = {
+  title: 'the Temporal UI server',
+  module: 'github.com/temporalio/ui-server/v2',
+  version: 'v2.42.1',
+  binaries: [{ pkg: 'cmd/server', name: 'temporal-ui-server' }],
+};
+
 /** A hash of the files of a module folder of ours: its cached build is named after it. */
 function folderVersion(folder: string): string {
   const hash = createHash('sha256');
@@ -223,6 +235,7 @@ export const GO_TOOLS: Record<string, GoTool> = {
   temporal: TEMPORAL_CLI,
   'compose-config': COMPOSE_CONFIG,
   'temporal-server': TEMPORAL_SERVER,
+  'temporal-ui-server': TEMPORAL_UI_SERVER,
 };
 
 /** What `npm test` needs: the Temporal CLI (dev server) and the Compose loader. */

@@ -10,8 +10,16 @@ import { DEVNET_BRIDGE_FEE_COLLECTOR } from '../../src/chains/devnet-addresses';
 import { X402State, X402Stuck } from '../../src/temporal/search-attributes';
 import { stuckScanScheduleId } from '../../src/temporal/stuck-scan';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
-import { clusterPids, connectClusterTemporal, readClusterInfo, type ClusterInfo } from '../support/cluster';
-import { request, signIn, type JsonResponse } from '../support/http';
+import {
+  API_1,
+  API_2,
+  clusterPids,
+  connectClusterTemporal,
+  newClusterSeller,
+  readClusterInfo,
+  type ClusterInfo,
+  type ClusterSeller,
+} from '../support/cluster';
 import { exactPayment } from '../support/payments';
 
 /**
@@ -19,8 +27,6 @@ import { exactPayment } from '../support/payments';
  * workers with their own relayer lanes, two API processes sharing Redis): the same answers and the
  * same exactly-once effects as on the dev server, whichever API a request reaches, while one dies.
  */
-const API_1 = 'http://localhost:4021';
-const API_2 = 'http://localhost:4031';
 const BASE_SEPOLIA = { network: 'base-sepolia', chainId: 84532, rpcUrl: 'http://127.0.0.1:8545' };
 const OPTIMISM_SEPOLIA = { chainId: 11155420, rpcUrl: 'http://127.0.0.1:8546' };
 const VALUE = 1_000_000n;
@@ -28,25 +34,15 @@ const BRIDGE_FEE = VALUE / 1000n; // the attester double's feeExecuted: 10 bps
 
 let info: ClusterInfo;
 let temporal: Client;
-let apiKey: string;
+let seller: ClusterSeller;
 let source: PublicClient;
 let destination: PublicClient;
 const payout = privateKeyToAccount(generatePrivateKey()).address; // fresh, so balance deltas are exact
 const buyer = privateKeyToAccount(DEMO_BUYERS[1]!.privateKey);
 const { usdc, facilitator } = devnetAddresses();
 
-const settle = (api: string, body: unknown): Promise<JsonResponse> =>
-  request('POST', `${api}/v1/settle`, { json: body, headers: { authorization: `Bearer ${apiKey}` } });
-/** Repeats the request while it is pending (202), as a seller does; the cluster answers pending after SETTLE_WAIT_MS (1.5 s). */
-const settleUntilFinal = (api: string, body: unknown): Promise<JsonResponse> =>
-  waitUntil(
-    'the settlement to be final',
-    async () => {
-      const res = await settle(api, body);
-      return res.status === 202 ? undefined : res;
-    },
-    { timeoutMs: 60_000, intervalMs: 500 },
-  );
+const settle = (api: string, body: unknown) => seller.settle(api, body);
+const settleUntilFinal = (api: string, body: unknown) => seller.settleUntilFinal(api, body);
 const pay = (extra?: Record<string, unknown>) =>
   exactPayment({ buyer, network: BASE_SEPOLIA.network, chainId: BASE_SEPOLIA.chainId, usdc, facilitator, value: VALUE, extra });
 const balanceOf = (chain: PublicClient, who: Address) =>
@@ -75,12 +71,8 @@ beforeAll(async () => {
   temporal = await connectClusterTemporal(info);
   source = createPublicClient({ transport: http(BASE_SEPOLIA.rpcUrl) });
   destination = createPublicClient({ transport: http(OPTIMISM_SEPOLIA.rpcUrl) });
-  // One organization, signed in on api-1; its API key works on both APIs (one database, one session secret).
-  const cookie = await signIn(API_1, privateKeyToAccount(generatePrivateKey()));
-  expect((await request('PATCH', `${API_1}/v1/organization`, { cookie, json: { payoutWalletTest: payout } })).status).toBe(200);
-  const key = await request('POST', `${API_2}/v1/api_keys`, { cookie, json: { name: 'cluster test', test_net: true } });
-  expect(key.status).toBe(201);
-  apiKey = key.body.api_key as string;
+  // One organization; its API key works on both APIs.
+  seller = await newClusterSeller(payout);
 });
 
 afterAll(async () => {

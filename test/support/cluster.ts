@@ -1,8 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
+import type { Address } from 'viem';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { waitUntil } from '../../devnet/process';
 import { loadConfig } from '../../src/config';
 import { connectTemporal } from '../../src/temporal/client';
+import { request, signIn, type JsonResponse } from './http';
 
 /** What the cluster project's global setup tells the test files (the file named by this variable). */
 export const CLUSTER_INFO_ENV = 'X402_CLUSTER_INFO';
@@ -29,6 +33,43 @@ export function clusterPids(info: ClusterInfo): Record<string, number> {
 export function connectClusterTemporal(info: ClusterInfo): Promise<Client> {
   const keys = readFileSync(join(info.dataDir, 'payload-codec-keys'), 'utf8').trim();
   return connectTemporal(loadConfig({ PAYLOAD_CODEC_KEYS: keys }));
+}
+
+/** The cluster's two API processes (devnet/cluster.ts). */
+export const API_1 = 'http://localhost:4021';
+export const API_2 = 'http://localhost:4031';
+
+/** A seller on the cluster: a fresh organization paying out to `payout`, and its test API key. */
+export interface ClusterSeller {
+  apiKey: string;
+  settle(api: string, body: unknown, headers?: Record<string, string>): Promise<JsonResponse>;
+  /** Repeats the request while it is pending (202), as a seller does; the cluster answers pending after SETTLE_WAIT_MS (1.5 s). */
+  settleUntilFinal(api: string, body: unknown): Promise<JsonResponse>;
+}
+
+/** Signs a fresh organization in on api-1 and makes its API key on api-2 (one database, one session secret). */
+export async function newClusterSeller(payout: Address): Promise<ClusterSeller> {
+  const cookie = await signIn(API_1, privateKeyToAccount(generatePrivateKey()));
+  const patched = await request('PATCH', `${API_1}/v1/organization`, { cookie, json: { payoutWalletTest: payout } });
+  if (patched.status !== 200) throw new Error(`PATCH /v1/organization: ${patched.status} ${JSON.stringify(patched.body)}`);
+  const key = await request('POST', `${API_2}/v1/api_keys`, { cookie, json: { name: 'cluster test', test_net: true } });
+  if (key.status !== 201) throw new Error(`POST /v1/api_keys: ${key.status} ${JSON.stringify(key.body)}`);
+  const apiKey = key.body.api_key as string;
+  const settle = (api: string, body: unknown, headers: Record<string, string> = {}) =>
+    request('POST', `${api}/v1/settle`, { json: body, headers: { authorization: `Bearer ${apiKey}`, ...headers } });
+  return {
+    apiKey,
+    settle,
+    settleUntilFinal: (api, body) =>
+      waitUntil(
+        'the settlement to be final',
+        async () => {
+          const res = await settle(api, body);
+          return res.status === 202 ? undefined : res;
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      ),
+  };
 }
 
 // `pg` ships without types here (as in ./db.ts); this is the sliver we use.

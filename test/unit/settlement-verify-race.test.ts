@@ -40,7 +40,7 @@ test('a verdict of "nonce used" is not recorded when the record of our own trans
   const sent = jest.spyOn(scheme, 'sent').mockResolvedValueOnce(false).mockResolvedValueOnce(true);
   jest
     .spyOn(scheme, 'verify')
-    .mockResolvedValue({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed' });
+    .mockResolvedValue({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed', payer: 'payer' });
   const activities = createSettlementActivities({
     config: { MAINNETS_ENABLED: false, env: 'development' },
     db: tdb.db,
@@ -74,7 +74,7 @@ test('with no record after the verdict, the rejection is recorded', async () => 
   jest.spyOn(scheme, 'sent').mockResolvedValue(false);
   jest
     .spyOn(scheme, 'verify')
-    .mockResolvedValue({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed' });
+    .mockResolvedValue({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed', payer: 'payer' });
   const activities = createSettlementActivities({
     config: { MAINNETS_ENABLED: false, env: 'development' },
     db: tdb.db,
