@@ -27,7 +27,7 @@ export function recorded<A extends Record<string, Impl>>(impls: A) {
         return f(...args);
       },
     ]),
-  ) as { [K in keyof A]: (...args: Parameters<A[K]>) => Promise<Awaited<ReturnType<A[K]>>> };
+  ) as unknown as { [K in keyof A]: (...args: Parameters<A[K]>) => Promise<Awaited<ReturnType<A[K]>>> };
   return {
     calls,
     activities,
