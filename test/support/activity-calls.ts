@@ -58,7 +58,7 @@ export async function upsertedStates(handle: WorkflowHandle): Promise<string[]> 
 /** Polls the workflow's `X402State` until it is `state` (30 s at most); returns the last value seen. */
 export async function untilState(handle: WorkflowHandle, state: string): Promise<string | undefined> {
   let seen: string | undefined;
-  for (const until = Date.now() + 30_000; Date.now() < until; ) {
+  for (const until = Date.now() + 30_000; Date.now() < until;) {
     seen = (await handle.describe()).typedSearchAttributes.get(X402State);
     if (seen === state) break;
     await new Promise((r) => setTimeout(r, 100));

@@ -78,7 +78,13 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
     const out = await run(m, i);
     expect(out.value).toEqual({ state: 'needs_review', error: 'no attestation within the time budget' });
     // Polls after 0, 500 and 1500 ms of timers (500 ms doubling): the third is past the 1 s budget.
-    expect(m.names()).toEqual(['recordBridgeTransfer', 'fetchBridgeAttestation', 'fetchBridgeAttestation', 'fetchBridgeAttestation', 'recordBridgeTransfer']);
+    expect(m.names()).toEqual([
+      'recordBridgeTransfer',
+      'fetchBridgeAttestation',
+      'fetchBridgeAttestation',
+      'fetchBridgeAttestation',
+      'recordBridgeTransfer',
+    ]);
     expect(m.argsOf('recordBridgeTransfer').at(-1)).toEqual([i, 'needs_review', { error: 'no attestation within the time budget' }]);
     expect(out.states).toEqual(['needs_review']);
   });
@@ -88,7 +94,13 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
     const i = bridgeInput();
     const out = await run(m, i);
     expect(out.value).toEqual({ state: 'needs_review', error: 'mint would revert: nonce used' });
-    expect(m.names()).toEqual(['recordBridgeTransfer', 'fetchBridgeAttestation', 'recordBridgeTransfer', 'submitBridgeMint', 'recordBridgeTransfer']);
+    expect(m.names()).toEqual([
+      'recordBridgeTransfer',
+      'fetchBridgeAttestation',
+      'recordBridgeTransfer',
+      'submitBridgeMint',
+      'recordBridgeTransfer',
+    ]);
     expect(m.argsOf('recordBridgeTransfer').at(-1)).toEqual([i, 'needs_review', { error: 'mint would revert: nonce used' }]);
     expect(out.states).toEqual(['attested', 'needs_review']);
   });

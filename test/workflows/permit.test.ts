@@ -70,7 +70,14 @@ describe('permitWorkflow (mocked activities)', () => {
     const out = await run(m, i);
     const response = { success: true, transaction: HASH, network: 'base-sepolia' };
     expect(out.value).toEqual({ ...whose, response });
-    expect(m.names()).toEqual(['recordSettlement', 'verifyPermit', 'submitPermit', 'recordSettlement', 'awaitPermitReceipt', 'recordSettlement']);
+    expect(m.names()).toEqual([
+      'recordSettlement',
+      'verifyPermit',
+      'submitPermit',
+      'recordSettlement',
+      'awaitPermitReceipt',
+      'recordSettlement',
+    ]);
     expect(m.argsOf('verifyPermit')).toEqual([[i]]);
     expect(m.argsOf('submitPermit')).toEqual([[i]]);
     expect(m.argsOf('awaitPermitReceipt')).toEqual([[{ network: 'base-sepolia', workflowId: i.workflowId }]]);
@@ -86,11 +93,26 @@ describe('permitWorkflow (mocked activities)', () => {
     const m = mocks({ verify: () => ({ ok: false, reason: 'invalid_permit_signature', message: 'bad signature' }) });
     const i = permitInput();
     const out = await run(m, i);
-    const response = { success: false, errorReason: 'invalid_permit_signature', transaction: '', network: 'base-sepolia', message: 'bad signature' };
+    const response = {
+      success: false,
+      errorReason: 'invalid_permit_signature',
+      transaction: '',
+      network: 'base-sepolia',
+      message: 'bad signature',
+    };
     expect(out.error).toBeInstanceOf(WorkflowFailedError);
-    expect((out.error as WorkflowFailedError).cause).toMatchObject({ type: PERMIT_REJECTED, nonRetryable: true, details: [response, whose] });
+    expect((out.error as WorkflowFailedError).cause).toMatchObject({
+      type: PERMIT_REJECTED,
+      nonRetryable: true,
+      details: [response, whose],
+    });
     expect(m.names()).toEqual(['recordSettlement', 'verifyPermit', 'recordSettlement']);
-    expect(records(m)[1]).toEqual({ ...base(i), state: 'rejected', errorReason: 'invalid_permit_signature', response: JSON.stringify(response) });
+    expect(records(m)[1]).toEqual({
+      ...base(i),
+      state: 'rejected',
+      errorReason: 'invalid_permit_signature',
+      response: JSON.stringify(response),
+    });
     expect(out.state).toBe('rejected');
   });
 

@@ -36,7 +36,10 @@ describe('stuckScanWorkflow (mocked activities)', () => {
     });
     const err = await t
       .withWorker(m.activities, (taskQueue) =>
-        t.env.client.workflow.execute(stuckScanWorkflow, { taskQueue, workflowId: `x402-stuck-scan-test-${randomBytes(4).toString('hex')}` }),
+        t.env.client.workflow.execute(stuckScanWorkflow, {
+          taskQueue,
+          workflowId: `x402-stuck-scan-test-${randomBytes(4).toString('hex')}`,
+        }),
       )
       .catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WorkflowFailedError);

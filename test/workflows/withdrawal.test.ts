@@ -33,7 +33,13 @@ describe('withdrawalWorkflow (mocked activities)', () => {
   type Answer = () => unknown;
   /** `blocks`: the block numbers successive reads see (the last repeats); `withdrawalBlock` likewise. */
   const mocks = (
-    script: { blocks?: number[]; withdrawalBlocks?: number[]; initiate?: Answer; withdraw?: Answer[]; receipt?: (step: string) => unknown } = {},
+    script: {
+      blocks?: number[];
+      withdrawalBlocks?: number[];
+      initiate?: Answer;
+      withdraw?: Answer[];
+      receipt?: (step: string) => unknown;
+    } = {},
   ) => {
     let reads = 0;
     let withdraws = 0;
@@ -137,7 +143,12 @@ describe('withdrawalWorkflow (mocked activities)', () => {
   test('initiation refused (it would revert): failed withdrawal_rejected, nothing waited for or withdrawn', async () => {
     const m = mocks({ initiate: () => ({ submitted: false, detail: 'no available balance' }) });
     const out = await run(m, withdrawalInput());
-    expect(out.value).toMatchObject({ state: 'failed', errorReason: 'withdrawal_rejected', message: 'no available balance', initiateTransaction: null });
+    expect(out.value).toMatchObject({
+      state: 'failed',
+      errorReason: 'withdrawal_rejected',
+      message: 'no available balance',
+      initiateTransaction: null,
+    });
     expect(m.names()).toEqual(['recordSettlement', 'initiateGatewayWithdrawal', 'recordSettlement']);
     expect(out.states).toEqual(['initiating', 'failed']);
   });
@@ -145,7 +156,11 @@ describe('withdrawalWorkflow (mocked activities)', () => {
   test('initiation reverted on chain: failed withdrawal_rejected with its hash, nothing withdrawn', async () => {
     const m = mocks({ receipt: () => ({ status: 'reverted' }) });
     const out = await run(m, withdrawalInput());
-    expect(out.value).toMatchObject({ state: 'failed', errorReason: 'withdrawal_rejected', message: `initiateWithdrawal reverted in ${INIT}` });
+    expect(out.value).toMatchObject({
+      state: 'failed',
+      errorReason: 'withdrawal_rejected',
+      message: `initiateWithdrawal reverted in ${INIT}`,
+    });
     expect(m.argsOf('readWithdrawalBlock')).toHaveLength(0);
     expect(m.argsOf('withdrawFromGateway')).toHaveLength(0);
   });
@@ -160,7 +175,16 @@ describe('withdrawalWorkflow (mocked activities)', () => {
     expect(out.value).toMatchObject({ state: 'withdrawn', withdrawalBlock: '12', withdrawTransaction: WITHDRAW });
     expect(m.argsOf('withdrawFromGateway')).toHaveLength(2);
     expect(m.argsOf('awaitWithdrawalReceipt').map(([a]) => (a as { step: string }).step)).toEqual(['initiate', 'withdraw']);
-    expect(out.states).toEqual(['initiating', 'initiating', 'waiting', 'withdrawing', 'waiting', 'withdrawing', 'withdrawing', 'withdrawn']);
+    expect(out.states).toEqual([
+      'initiating',
+      'initiating',
+      'waiting',
+      'withdrawing',
+      'waiting',
+      'withdrawing',
+      'withdrawing',
+      'withdrawn',
+    ]);
   });
 
   test('withdraw refused: failed withdrawal_failed; reverted: failed with its hash; sent once each', async () => {
