@@ -192,8 +192,8 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   const review = async (error: string, canRetry: boolean): Promise<TopUpOutcome | 'retry'> => {
     for (;;) {
       desk.answer({ state: 'needs_review', errorReason: 'needs_review' }); // a retry that ended here again
+      parkedFor('the top-up', error); // in the same workflow task as the state: never one without the other
       await move('needs_review', { ...txs, errorReason: 'needs_review', error });
-      parkedFor('the top-up', error);
       const action = await desk.next();
       const by = { operator: action.operator, operatorReason: `${action.action}: ${action.reason}` };
       if (action.action === 'retry-deposit') {

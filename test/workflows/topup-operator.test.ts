@@ -20,7 +20,7 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
   const startUntil = async (taskQueue: string, state: string) => {
     const i = input(++n);
     const handle = await t.env.client.workflow.start(topUpWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
-    for (let k = 0; k < 200; k++) {
+    for (let k = 0; k < 600; k++) {
       if ((await handle.describe()).typedSearchAttributes.get(X402State) === state) return handle;
       await new Promise((r) => setTimeout(r, 100));
     }
