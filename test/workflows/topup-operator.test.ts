@@ -132,11 +132,18 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
   });
 
   describe('a transaction mined and reverted (a proven outcome) parks the top-up for an operator', () => {
-    /** The bridge delivers at once (a leg of its own: bridge workflows are keyed by nonce); only the step under test misbehaves. */
+    /**
+     * The bridge delivers at once, on a leg of its own (bridge workflows are keyed by the burn
+     * transaction); only the step under test misbehaves.
+     */
     const delivered = (m: ReturnType<typeof mocks>) => {
       const burn = m.activities.awaitBridgeBurn;
-      const bridgeNonce = String(1_000 + n);
-      m.activities.awaitBridgeBurn = async () => ({ ...(await burn()), bridgeNonce }) as any;
+      const hash = `0x${(0xb000 + n).toString(16).padStart(64, '0')}`;
+      m.activities.submitBridgeBurn = async () => ({ submitted: true, hash }) as any;
+      m.activities.awaitBridgeBurn = async () => {
+        const b = (await burn()) as any;
+        return { ...b, response: { ...b.response, transaction: hash } };
+      };
       m.activities.submitBridgeMint = async () => ({ submitted: true, hash: `0x${'cd'.repeat(32)}` }) as any;
       return m;
     };
