@@ -122,7 +122,7 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
    */
   let merchant: string | undefined;
   const merchantContract = () => (merchant ??= loadTopupConfig(deps.config.env ?? {}).TOPUP_MERCHANT_CONTRACT);
-  const unbacked = async (input: TopUpInput, relayer: Relayer, step: 'approve' | 'deposit'): Promise<string | undefined> => {
+  const unbacked = async (input: TopUpInput, relayer: Relayer, step: string): Promise<string | undefined> => {
     if (await relayer.find(relayerTxId(input.workflowId, step))) return undefined;
     const refused = (why: string) => `DepositNotBacked: the top-up deposits ${input.netAmount}, but ${why}`;
     // The allowance and the deposit go only to the configured merchant contract (TOPUP_MERCHANT_CONTRACT).
@@ -229,11 +229,15 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
      * top-up (write-ahead record 'approve'), never to an unlimited amount, and concurrent top-ups add
      * up instead of overwriting each other (USDC's increaseAllowance). The deposit spends it. An
      * allowance recorded for the merchant itself (before deposits carried a key) is re-sent as it was.
+     * An approval mined and reverted (a paused token, a blacklisted relayer) is a proven outcome:
+     * `ApproveReverted`, not retried; the workflow waits for an operator, whose retry signs a fresh
+     * approval (`attempt` 1, 2, ...: a record of its own; a reverted one added nothing).
      */
-    async ensureMerchantAllowance(input: TopUpInput): Promise<void> {
+    async ensureMerchantAllowance(input: TopUpInput, attempt = 0): Promise<void> {
       const relayer = relayerOf(input);
-      if (await unbacked(input, relayer, 'approve')) return; // submitDeposit refuses it with the reason
-      const id = relayerTxId(input.workflowId, 'approve');
+      const step = attempt ? `approve-${attempt + 1}` : 'approve';
+      if (await unbacked(input, relayer, step)) return; // submitDeposit refuses it with the reason
+      const id = relayerTxId(input.workflowId, step);
       await sendAsRecorded(relayer, id, async () => ({
         to: relayer.network.usdc as Address,
         data: encodeFunctionData({
@@ -243,7 +247,8 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
         }),
       })).catch(owedDespiteGas); // the deposit (or its refund) is owed: a gas refusal waits, flagged
       const receipt = await awaitRecordedReceipt(relayer, id, deps.config.RECEIPT_WAIT_MS);
-      if (receipt.status !== 'success') throw ApplicationFailure.retryable('increaseAllowance reverted', 'ApproveReverted');
+      if (receipt.status !== 'success')
+        throw ApplicationFailure.nonRetryable(`the top-up relayer's approval ${receipt.hash} was mined and reverted`, 'ApproveReverted');
     },
 
     /**
@@ -280,17 +285,23 @@ export function createTopUpActivities(deps: TopUpActivityDeps) {
     /**
      * Sends the delivered amount back to the payer on the destination chain, once, and waits for it.
      * A transfer that would revert (the relayer lacks the funds) is an operator problem: it is
-     * retried with back-off and stays visible in `refunding`.
+     * retried with back-off and stays visible in `refunding`. One mined and reverted (a paused token,
+     * a blacklisted payer or relayer) is a proven outcome: `RefundReverted`, not retried; the workflow
+     * waits for an operator, whose refund is `attempt` 1, 2, ...: a record of its own, under the same
+     * on-chain key, so at most one of them ever pays.
      */
-    async refundPayer(input: TopUpInput): Promise<{ hash: string }> {
+    async refundPayer(input: TopUpInput, attempt = 0): Promise<{ hash: string }> {
       const relayer = relayerOf(input);
       const usdc = relayer.network.usdc as Address;
       // Who and how much come from the settlement records (topup-refund.ts), never from the input.
       const { payee, amount } = await refundOwed(deps.db, deps.networks, input, relayer);
+      const key = relayerTxId(input.workflowId, 'refund');
+      const id = attempt ? relayerTxId(input.workflowId, `refund-${attempt + 1}`) : key;
       // Keyed on chain by the top-up's id: no second transaction of this refund can pay again.
-      const hash = await sendTransferOnce(relayer, relayerTxId(input.workflowId, 'refund'), usdc, payee as Address, amount);
-      const receipt = await awaitRecordedReceipt(relayer, relayerTxId(input.workflowId, 'refund'), deps.config.RECEIPT_WAIT_MS);
-      if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');
+      const hash = await sendTransferOnce(relayer, id, usdc, payee as Address, amount, key);
+      const receipt = await awaitRecordedReceipt(relayer, id, deps.config.RECEIPT_WAIT_MS);
+      if (receipt.status !== 'success')
+        throw ApplicationFailure.nonRetryable(`the refund ${hash} was mined and reverted`, 'RefundReverted');
       return { hash };
     },
   };

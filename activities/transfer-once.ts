@@ -32,7 +32,15 @@ export const transferOnceNonce = (effectId: string): Hex => keccak256(toHex(`x40
  * as it was (also a plain `transfer` recorded before transfers carried a key). Returns the hash. A
  * refusal for its gas is retried (`owedDespiteGas`): the transfer is owed.
  */
-export async function sendTransferOnce(relayer: Relayer, effectId: string, token: Address, to: Address, value: bigint): Promise<Hex> {
+export async function sendTransferOnce(
+  relayer: Relayer,
+  effectId: string,
+  token: Address,
+  to: Address,
+  value: bigint,
+  /** The on-chain key, when another record (a fresh attempt after a proven revert) carries out the same effect. */
+  onceKey = effectId,
+): Promise<Hex> {
   const sent = sendAsRecorded(relayer, effectId, async () => {
     const authorization = {
       from: relayer.address,
@@ -40,7 +48,7 @@ export async function sendTransferOnce(relayer: Relayer, effectId: string, token
       value: value.toString(),
       validAfter: '0',
       validBefore: maxUint256.toString(),
-      nonce: transferOnceNonce(effectId),
+      nonce: transferOnceNonce(onceKey),
     };
     const signature = await relayer.account.signTypedData(
       transferWithAuthorizationTypedData(await domainOf(relayer, token), authorization),

@@ -1,7 +1,8 @@
 /**
- * Paid inference in the chaos run: chats and video jobs, each paid with a fresh buyer's EIP-3009
- * authorization (X-PAYMENT). The provider doubles fail a seeded share of them (a chat before its
- * first byte or mid-stream, a video job while rendering), so that the service refunds them; the API's
+ * Paid inference in the chaos run: chats and media (image, video and music) jobs, each paid with a
+ * fresh buyer's EIP-3009 authorization (X-PAYMENT). The provider doubles fail a seeded share of them
+ * (a chat before its first byte or mid-stream, an image generation, a video or music job while
+ * rendering), so that the service refunds them; the API's
  * kills leave chat charges that only the charge guard refunds. The verdict reads each buyer's
  * transfers on chain against its charge row (one buyer per request, so the row is the buyer's).
  */
@@ -31,7 +32,13 @@ import {
 } from './chaos-kinds';
 
 const CHAT_PRICE = 10_000n;
-const VIDEO_PRICE = 500_000n;
+/** The media prices (MEDIA_*_PRICE defaults): one image per request. */
+const MEDIA = {
+  images: { kind: 'image', price: 20_000n },
+  video: { kind: 'video', price: 500_000n },
+  music: { kind: 'music', price: 200_000n },
+} as const;
+type MediaRoute = keyof typeof MEDIA;
 /**
  * The run's stream bounds and the guard's delay past them (production derives the delay with a
  * minute to spare); payments valid long enough to be sent again across kills.
@@ -62,11 +69,11 @@ export interface InferenceSetup {
 }
 
 /**
- * The provider doubles, and a fresh buyer per chat and per video job funded with its price from
- * `fund` (before the run, on the chain itself).
+ * The provider doubles, and a fresh buyer per chat and per media job (`media` of each kind) funded
+ * with its price from `fund` (before the run, on the chain itself).
  */
 export async function setupInference(
-  o: Parties & { chats: number; videos: number; fund: (to: Address, amount: bigint) => Promise<void> },
+  o: Parties & { chats: number; media: number; fund: (to: Address, amount: bigint) => Promise<void> },
 ): Promise<InferenceSetup> {
   const providers = await startDevnetInferenceProviders();
   const media = await startMediaProvider();
@@ -77,7 +84,9 @@ export async function setupInference(
     return out;
   };
   const chatBuyers = await fresh(o.chats, CHAT_PRICE);
-  const videoBuyers = await fresh(o.videos, VIDEO_PRICE);
+  const routes = Object.keys(MEDIA) as MediaRoute[];
+  const mediaBuyers = new Map<MediaRoute, LocalAccount[]>();
+  for (const r of routes) mediaBuyers.set(r, await fresh(o.media, MEDIA[r].price));
   return {
     env: {
       INFERENCE_PROVIDERS: providers.providersJson,
@@ -86,7 +95,7 @@ export async function setupInference(
       MEDIA_STORE_DIR: storeDir,
       ...INFERENCE_ENV,
     },
-    kinds: (ctx) => [chatKind(o, chatBuyers, ctx), videoKind(o, videoBuyers, ctx)],
+    kinds: (ctx) => [chatKind(o, chatBuyers, ctx), ...routes.map((r) => mediaKind(o, r, mediaBuyers.get(r)!, ctx))],
     async stop() {
       await Promise.all([providers.stop(), media.stop()]);
       rmSync(storeDir, { recursive: true, force: true });
@@ -141,22 +150,24 @@ function chatKind(o: Parties, buyers: LocalAccount[], ctx: KindContext): ChaosKi
   };
 }
 
-function videoKind(o: Parties, buyers: LocalAccount[], ctx: KindContext): ChaosKind {
+function mediaKind(o: Parties, route: MediaRoute, buyers: LocalAccount[], ctx: KindContext): ChaosKind {
   const answers: (number | undefined)[] = [];
   let tries = 0;
+  const { kind, price } = MEDIA[route];
   return {
-    name: 'video',
+    name: kind,
     count: buyers.length,
     async run(i) {
-      const prompt = `${i % 2 === 0 ? '#fail ' : ''}#duration=500 clip ${i}`; // every other job fails: refunded
+      // Every other job fails (an image at generation, a video or music job while rendering): refunded.
+      const prompt = `${i % 2 === 0 ? '#fail ' : ''}#duration=500 ${kind} ${i}`;
       const headers = {
         'Idempotency-Key': `chaos-${randomBytes(6).toString('hex')}`,
-        'X-PAYMENT': await xPayment(o, buyers[i], VIDEO_PRICE),
+        'X-PAYMENT': await xPayment(o, buyers[i], price),
       };
       // A client: the same request (key and payment) again on a dropped connection or a 5xx.
       const r = await untilFinal(
         async () => {
-          const res = await fetch(`${ctx.apiUrl()}/v1/inference/media/video`, {
+          const res = await fetch(`${ctx.apiUrl()}/v1/inference/media/${route}`, {
             method: 'POST',
             headers: { 'content-type': 'application/json', ...headers },
             body: JSON.stringify({ prompt }),
@@ -165,7 +176,7 @@ function videoKind(o: Parties, buyers: LocalAccount[], ctx: KindContext): ChaosK
           await res.text();
           return res.status;
         },
-        (status) => status < 500,
+        (status) => status < 500 || status === 502, // 502 generation_failed: an image failed, its refund under way
         { deadlineMs: o.deadlineMs, random: ctx.random },
       );
       answers[i] = r.answer;
@@ -173,7 +184,7 @@ function videoKind(o: Parties, buyers: LocalAccount[], ctx: KindContext): ChaosK
     },
     // An open charge of a job is its job workflow's until the job ends; then its refund's.
     audit: (a) =>
-      auditCharges('video', VIDEO_PRICE, buyers, answers, tries, o, a, async (row) => {
+      auditCharges(kind, price, buyers, answers, tries, o, a, async (row) => {
         if (row.state === 'refund_pending') return refundWorkflowId(row.id);
         const job = await a.db.em.fork().findOne(MediaJob, { chargeId: row.id });
         return job?.workflowId ?? refundWorkflowId(row.id);

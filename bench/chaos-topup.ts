@@ -49,6 +49,8 @@ export interface TopupSetup {
   kind(ctx: KindContext): ChaosKind;
   provider?: RpcProviderDouble;
   chain: PublicClient;
+  /** The `base` chain's own endpoint (anvil, never through the provider double). */
+  rpcUrl: string;
   stop(): Promise<void>;
 }
 
@@ -114,6 +116,7 @@ export async function setupTopup(o: {
     env,
     provider,
     chain,
+    rpcUrl: anvil.rpcUrl,
     async start(svcEnv) {
       svc = { ...svcEnv, ...env };
       gateway = await startGateway();

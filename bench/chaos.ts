@@ -14,8 +14,8 @@
  *             the surviving worker and API must go on (checked: payments first sent after it settle)
  *   db        every database connection is dropped once mid-run (PostgreSQL: pg_terminate_backend;
  *             SQLite has none, and says so)
- *   reorg     the settlement chain counts a receipt two blocks deep, and its last two blocks are
- *             reorged away once mid-run (anvil_reorg: same height, empty blocks)
+ *   reorg     base-sepolia and base (top-ups) count a receipt two blocks deep, and the last two blocks
+ *             of each are reorged away once mid-run (anvil_reorg: same height, empty blocks)
  * At the end every effect must have moved money exactly once or not at all, as its records say (per
  * kind: settled, refused, refunded, or parked in needs_review or flagged X402Stuck after a stuck scan
  * run on demand); no refund paid twice; each ledger equals its chain; and the relayer's transactions
@@ -24,7 +24,7 @@
  *
  *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db,reorg] [--logs]
  *
- * `--n` settlements, a quarter per scheme, plus n/6 chats, n/12 video jobs, n/15 top-up payers (three top-ups each)
+ * `--n` settlements, a quarter per scheme, plus n/6 chats, n/12 each of image, video and music jobs, n/15 top-up payers (three top-ups each)
  * and n/20 withdrawals (at least one of each). Loopback only and bounded (a deadline per request);
  * prints a table per kind and `lost=0 doubled=0 stuck_unflagged=0`, or exits 1.
  */
@@ -166,7 +166,7 @@ async function main(): Promise<void> {
     const funder = createWalletClient({ account: buyers[0], transport: http(anvil.rpcUrl) });
     const inference = await setupInference({
       chats: Math.max(1, Math.round(opts.n / 6)),
-      videos: Math.max(1, Math.round(opts.n / 12)),
+      media: Math.max(1, Math.round(opts.n / 12)),
       chain,
       usdc: deployed.usdc,
       facilitator: deployed.facilitator,
@@ -226,7 +226,9 @@ async function main(): Promise<void> {
       ...topup.env,
       ...WITHDRAWAL_ENV,
       OPERATOR_ADDRESSES: owner.address,
-      ...(opts.faults.has('reorg') ? { CONFIRMATION_DEPTH_BASE_SEPOLIA: String(REORG_CONFIRMATION_DEPTH) } : {}),
+      ...(opts.faults.has('reorg')
+        ? { CONFIRMATION_DEPTH_BASE_SEPOLIA: String(REORG_CONFIRMATION_DEPTH), CONFIRMATION_DEPTH_BASE: String(REORG_CONFIRMATION_DEPTH) }
+        : {}),
       SOLANA_RPC_URL_SOLANA_DEVNET: solana.url,
       WORKFLOW_BUNDLE_PATH: bundlePath,
       SETTLE_WAIT_MS: '10000', // a paid chat waits this long for its payment before answering 503 (and refunding)
@@ -344,10 +346,13 @@ async function main(): Promise<void> {
     // A block a second besides the transactions' own: receipts get their confirmations, withdrawals their delay.
     let ticking = true;
     let reorging = false;
+    // With the reorg fault `base` (top-ups) counts receipts two blocks deep too, so it ticks as well.
+    const ticked = () => (opts.faults.has('reorg') ? [anvil.rpcUrl, topup.rpcUrl] : [anvil.rpcUrl]);
     const ticker = (async () => {
       while (ticking) {
         await sleep(1000);
-        if (!reorging) await rpc(anvil.rpcUrl, 'evm_mine', []).catch(() => undefined); // the chain may be down for its restart
+        if (reorging) continue;
+        for (const url of ticked()) await rpc(url, 'evm_mine', []).catch(() => undefined); // the chain may be down for its restart
       }
     })();
     cleanups.push(async () => {
@@ -406,13 +411,23 @@ async function main(): Promise<void> {
       const n = await dropDatabaseConnections(tdb.config.DATABASE_URL!);
       events.push(`${stamp()} dropped ${n} database connections${note}`);
     };
-    const reorgedOut: Hex[] = [];
+    /** What each reorg took out of its chain: base-sepolia (settlements, chats, media, withdrawals), then base (top-ups). */
+    const reorgedOut: { name: string; chain: PublicClient; hashes: Hex[] }[] = [];
     const reorgNow = async (note = '') => {
       reorging = true;
-      const r = await reorgChain(anvil.rpcUrl, REORG_CONFIRMATION_DEPTH).finally(() => (reorging = false));
-      reorgedOut.push(...(r.removed as Hex[]));
-      const blocks = `${r.head - BigInt(REORG_CONFIRMATION_DEPTH) + 1n}-${r.head}`;
-      events.push(`${stamp()} reorg of blocks ${blocks}: ${r.removed.length} transaction(s) dropped${note}`);
+      try {
+        for (const [name, url, c] of [
+          ['base-sepolia', anvil.rpcUrl, chain],
+          ['base', topup.rpcUrl, topup.chain],
+        ] as const) {
+          const r = await reorgChain(url, REORG_CONFIRMATION_DEPTH);
+          reorgedOut.push({ name, chain: c, hashes: r.removed as Hex[] });
+          const blocks = `${r.head - BigInt(REORG_CONFIRMATION_DEPTH) + 1n}-${r.head}`;
+          events.push(`${stamp()} reorg of ${name} blocks ${blocks}: ${r.removed.length} transaction(s) dropped${note}`);
+        }
+      } finally {
+        reorging = false;
+      }
     };
     const monkey = (async () => {
       let chainRestarted = false;
@@ -702,17 +717,17 @@ async function main(): Promise<void> {
     for (const p of payments) if (p.outcome && !p.outcome.settled) reasons.set(p.outcome.reason, (reasons.get(p.outcome.reason) ?? 0) + 1);
     if (reasons.size) say(`refusals: ${[...reasons].map(([r, c]) => `${r}=${c}`).join(' ')}`);
     say(`ledger = chain: ${ledgerOk} (EVM ${chainEvm}, Solana ${chainSol} base units)`);
-    if (reorgedOut.length) {
+    for (const r of reorgedOut) {
       // The reorg took these out of the chain; whatever of them was owed is back, sent again from its record.
       const back = await Promise.all(
-        reorgedOut.map((hash) =>
-          chain.getTransactionReceipt({ hash }).then(
+        r.hashes.map((hash) =>
+          r.chain.getTransactionReceipt({ hash }).then(
             () => true,
             () => false,
           ),
         ),
       );
-      say(`reorg: ${reorgedOut.length} transaction(s) dropped, ${back.filter(Boolean).length} mined again since`);
+      say(`reorg of ${r.name}: ${r.hashes.length} transaction(s) dropped, ${back.filter(Boolean).length} mined again since`);
     }
     for (const [name, a] of relayerAudits)
       say(

@@ -35,8 +35,13 @@ export async function confirmOrPark<T>(
   if (!(await condition(() => done, after))) {
     const reason = `no proven outcome for ${what} within ${Math.round(after / 1000)} s of its submission; the relayer keeps re-sending it and signs nothing new without proof`;
     park();
-    upsertMemo({ [PARKED_MEMO]: { reason, at: new Date().toISOString() } });
-    log.warn(`${what} parked for review`, { reason });
+    parkedFor(what, reason);
   }
   return outcome;
+}
+
+/** Writes why the workflow waits in `needs_review` (memo `parked`) and logs it; the caller moved the state. */
+export function parkedFor(what: string, reason: string): void {
+  upsertMemo({ [PARKED_MEMO]: { reason, at: new Date().toISOString() } });
+  log.warn(`${what} parked for review`, { reason });
 }

@@ -22,7 +22,18 @@ import { x402States } from './x402-state';
 import { retryBridge, settleAcrossBridge, type BridgedSettlement } from './topup-bridge';
 import { OPERATOR_ACTIONS_PATCH, refundTopUpUpdate, retryDepositUpdate } from './operator-actions';
 import { operatorDesk } from './operator-desk';
-import { confirmOrPark } from './park';
+import { confirmOrPark, parkedFor } from './park';
+
+/**
+ * Patch id of parking a top-up whose approval or refund was mined and reverted (a proven outcome):
+ * before it, the activity retried the same reverted receipt forever.
+ */
+export const TOPUP_PARK_REVERTED_PATCH = 'topup-park-reverted-v1';
+
+/** The activity's failure of `type` (an ApplicationFailure it threw), if `err` is one. */
+function failureOf(err: unknown, type: string): ApplicationFailure | undefined {
+  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === type ? err.cause : undefined;
+}
 
 // Records and reads: quick, retried a few times.
 const { recordTopUp, checkSettlementGas } = proxyActivities<TopUpActivities>({
@@ -76,6 +87,18 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   );
   desk.offer(retryDepositUpdate, 'retry-deposit');
   desk.offer(refundTopUpUpdate, 'refund');
+  /**
+   * The refund, under a record of its own per attempt after a proven revert (the same on-chain key:
+   * at most one pays). A reverted one is returned, not retried: the caller parks the top-up.
+   */
+  let refundAttempt = 0;
+  const refundOnce = () =>
+    refundPayer(input, ...(refundAttempt ? [refundAttempt] : [])).catch((err: unknown): { reverted: string } => {
+      const reverted = failureOf(err, 'RefundReverted');
+      if (!reverted || !patched(TOPUP_PARK_REVERTED_PATCH)) throw err;
+      refundAttempt++;
+      return { reverted: reverted.message };
+    });
   /** Ends the workflow with `outcome`, answering the operator's update first. */
   const end = async (outcome: TopUpOutcome): Promise<TopUpOutcome> => {
     const done = desk.actions.length ? { ...outcome, operatorActions: [...desk.actions] } : outcome;
@@ -122,14 +145,14 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
         const error = `${bridged.error}; refunded to the payer after operator review`;
         const refunding = { ...review, ...by, errorReason: 'deposit_failed', error };
         await move('refunding', refunding);
-        const refund = await refundPayer(input).catch((err: unknown) => {
-          if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'RefundNotOwed')
-            return err.cause;
+        const refund = await refundOnce().catch((err: unknown) => {
+          const notOwed = failureOf(err, 'RefundNotOwed');
+          if (notOwed) return notOwed;
           throw err;
         });
-        if (refund instanceof ApplicationFailure) {
-          // Not owed by our records: nothing moved; the top-up waits again.
-          desk.refuse(refund.message);
+        if (refund instanceof ApplicationFailure || 'reverted' in refund) {
+          // Not owed by our records, or mined and reverted: nothing moved; the top-up waits again.
+          desk.refuse(refund instanceof ApplicationFailure ? refund.message : refund.reverted);
           continue;
         }
         await move('refunded', { ...refunding, refundTx: refund.hash });
@@ -159,8 +182,60 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
   }
   const txs = { settlementTx, ...(fillTx ? { fillTx } : {}) };
 
+  /**
+   * A transaction of this top-up mined and reverted (a proven outcome, not an unknown one): the
+   * top-up waits in `needs_review` with the reason until an operator decides (operator-actions.ts).
+   * `refund` gives the payer back what our records owe (a refund that reverts again waits again);
+   * `retry-deposit` returns 'retry' when `canRetry` (the approval reverted: a fresh one is signed),
+   * else it is refused (the deposit itself can no longer succeed).
+   */
+  const review = async (error: string, canRetry: boolean): Promise<TopUpOutcome | 'retry'> => {
+    for (;;) {
+      desk.answer({ state: 'needs_review', errorReason: 'needs_review' }); // a retry that ended here again
+      parkedFor('the top-up', error); // in the same workflow task as the state: never one without the other
+      await move('needs_review', { ...txs, errorReason: 'needs_review', error });
+      const action = await desk.next();
+      const by = { operator: action.operator, operatorReason: `${action.action}: ${action.reason}` };
+      if (action.action === 'retry-deposit') {
+        if (canRetry) {
+          await move('depositing', { ...txs, ...by });
+          return 'retry';
+        }
+        desk.refuse(`the deposit of ${workflowInfo().workflowId} can no longer succeed (${error}): only a refund`);
+        continue;
+      }
+      const refunding = { ...txs, ...by, errorReason: 'deposit_failed', error: `${error}; refunded to the payer after operator review` };
+      await move('refunding', refunding);
+      const refund = await refundOnce().catch((err: unknown) => {
+        const notOwed = failureOf(err, 'RefundNotOwed');
+        if (notOwed) return { reverted: notOwed.message };
+        throw err;
+      });
+      if ('reverted' in refund) {
+        // Not owed, or mined and reverted: nothing moved; the top-up waits again.
+        desk.refuse(refund.reverted);
+        error = refund.reverted;
+        continue;
+      }
+      await move('refunded', { ...refunding, refundTx: refund.hash });
+      return end({ state: 'refunded', errorReason: 'deposit_failed' });
+    }
+  };
+
   await move('depositing', txs);
-  await ensureMerchantAllowance(input);
+  for (let approval = 0; ; approval++) {
+    const reverted = await ensureMerchantAllowance(input, ...(approval ? [approval] : [])).then(
+      () => undefined,
+      (err: unknown) => {
+        const failure = failureOf(err, 'ApproveReverted');
+        if (!failure || !patched(TOPUP_PARK_REVERTED_PATCH)) throw err;
+        return failure.message;
+      },
+    );
+    if (reverted === undefined) break;
+    const reviewed = await review(`${reverted}; nothing was deposited`, true);
+    if (reviewed !== 'retry') return reviewed;
+  }
   const submitted = await submitDeposit(input);
   let detail = submitted.submitted ? '' : submitted.detail;
   if (submitted.submitted) {
@@ -174,9 +249,11 @@ export async function topUpWorkflow(input: TopUpInput): Promise<TopUpOutcome> {
 
   // The deposit can no longer succeed (e.g. a concurrent top-up consumed the credit headroom):
   // the delivered amount goes back to the payer.
-  const error = `deposit failed (${detail}); the delivered amount was refunded to the payer`;
+  const failed = `deposit failed (${detail})`;
+  const error = `${failed}; the delivered amount was refunded to the payer`;
   await move('refunding', { ...txs, errorReason: 'deposit_failed', error });
-  const refund = await confirmOrPark(() => refundPayer(input), 'the top-up refund transaction', input.parkAfterMs, park);
+  const refund = await confirmOrPark(refundOnce, 'the top-up refund transaction', input.parkAfterMs, park);
+  if ('reverted' in refund) return (await review(`${failed}; ${refund.reverted}`, false)) as TopUpOutcome; // no retry without canRetry
   await move('refunded', { ...txs, errorReason: 'deposit_failed', error, refundTx: refund.hash });
   return end({ state: 'refunded', errorReason: 'deposit_failed' });
 }

@@ -1,4 +1,4 @@
-import { WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { getAddress, isAddressEqual, type Address, type Hex } from 'viem';
 import { z } from 'zod';
@@ -66,11 +66,14 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   const payer = getAddress(a.from.toLowerCase());
   const workflowId = topupWorkflowId(deps.topup.TOPUP_MERCHANT_ID, payer, a.nonce);
 
-  // Idempotency first: the same X-PAYMENT always answers with its own top-up.
+  // Idempotency first: the same X-PAYMENT always answers with its own top-up, also before its
+  // workflow wrote its first row (a repeat while the worker or the gateway restarts): its checks,
+  // the credit limit above all, are never judged again against what its own top-up consumes.
   const em = deps.db.em.fork();
   const known = await em.findOne(TopUp, { id: workflowId });
   if (known && FINAL_TOPUP_STATES.has(known.state)) return replyFor(deps, known);
   if (known && known.state !== 'deferred') return waitAndReply(deps, workflowId, body);
+  if (!known && (await runningOrDone(deps, workflowId))) return waitAndReply(deps, workflowId, body);
 
   const found = sourceOf(deps, payload.network);
   if ('refusal' in found) return topupError('wrong_network', found.refusal);
@@ -245,6 +248,23 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, _body: TopupBod
     };
   }
   return replyFor(deps, row);
+}
+
+/**
+ * Whether the top-up's workflow runs or completed: a failed run (deferred by the gas rule) may run
+ * again, so its request is judged afresh.
+ */
+async function runningOrDone(deps: TopupDeps, workflowId: string): Promise<boolean> {
+  return deps.temporal.workflow
+    .getHandle(workflowId)
+    .describe()
+    .then(
+      (d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED',
+      (err: unknown) => {
+        if (err instanceof WorkflowNotFoundError) return false;
+        throw err;
+      },
+    );
 }
 
 /** The EIP-3009 signature rule itself (src/schemes/eip3009/verify.ts), under the source token's own domain. */

@@ -1,11 +1,14 @@
-import { encodeAbiParameters, keccak256, numberToHex, type Address } from 'viem';
+import { createWalletClient, encodeAbiParameters, http, keccak256, numberToHex, parseAbi, type Address } from 'viem';
+import { privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
-import { DEVNET_DEPOSITOR_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_DEPOSITOR_ADDRESS, DEVNET_USDC_ISSUER_KEY } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { RelayerTransaction } from '../../src/db/entities';
 import { relayerTxId, settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
+import { PARKED_MEMO } from '../../workflows/park';
 import { DB_KINDS } from '../support/db';
+import { opsCli } from '../support/ops-cli';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 
 /**
@@ -27,6 +30,11 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
   });
   afterAll(async () => {
     await rpc(rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+    // A failed pause test leaves the shared token unpaused for the next files.
+    if (h)
+      await createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) })
+        .writeContract({ chain: null, address: h.stack.usdc, abi: parseAbi(['function unpause()']), functionName: 'unpause' })
+        .catch(() => undefined);
     await h?.close();
   });
 
@@ -103,6 +111,51 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     expect(await h.usdcOf(payer.address)).toBe(before - 5_000_000n);
     const deposits = await em().find(RelayerTransaction, { id: depositTxId });
     expect(deposits.map((d) => ({ hash: d.hash, status: d.status }))).toEqual([{ hash: final.body.depositTx, status: 'mined' }]);
+  });
+
+  test('a repeat before its top-up wrote its first row attaches to it (503 settling), never 409 credit_limit_reached; one deposit', async () => {
+    const payer = await h.freshPayer(10_000_000n);
+    const pay = await h.xPayment(payer, { value: 5_000_000n });
+    const topupId = topupWorkflowId('demo-merchant', payer.address, pay.nonce);
+    let first: Awaited<ReturnType<TopupHarness['post']>> | undefined;
+    let repeat: typeof first;
+    await h.restartWorker({
+      whileDown: async () => {
+        // No worker: the workflow is started, and nothing writes its row.
+        first = await h.post({}, pay.header);
+        expect(await h.rows([topupId])).toEqual([]);
+        expect((await h.temporal.workflow.getHandle(topupId).describe()).status.name).toBe('RUNNING');
+        // Meanwhile the buyer's headroom no longer fits this top-up (as when a concurrent top-up of
+        // the same buyer deposited first): a new request would be refused, the repeat is not new.
+        await h.setCreditLimit(payer.address, 1_000_000n);
+        expect((await h.get(`/v1/demo-merchant/topups/quote?buyer=${payer.address}&amount=5000000`)).body).toMatchObject({
+          errorReason: 'credit_limit_reached',
+        });
+        repeat = await h.post({}, pay.header);
+        await h.setCreditLimit(payer.address, 1_000_000_000n);
+      },
+    });
+    for (const res of [first!, repeat!]) {
+      expect(res.status).toBe(503);
+      expect(res.headers.get('retry-after')).toBe('3');
+      expect(res.body).toEqual({
+        success: false,
+        topupId,
+        state: 'settling',
+        errorReason: 'settlement_pending',
+        error: 'the top-up is being processed',
+      });
+    }
+    const final = await waitUntil(
+      'the top-up to be deposited',
+      async () => {
+        const res = await h.post({}, pay.header);
+        return res.status === 200 ? res : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
+    expect(final.body).toMatchObject({ topupId, state: 'deposited', netAmount: '4975000', refundTx: null });
+    expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
   });
 
   test('an approval estimated while another was outstanding and mined after a deposit spent the allowance to zero still succeeds: exactly one deposit', async () => {
@@ -186,5 +239,105 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
     // Its own net approved and spent by its deposit: nothing left over, nothing missing.
     expect(await allowance()).toBe(0n);
+  });
+
+  test('an approval mined and reverted (USDC paused before it was mined) parks in needs_review with the reason; ops retry-deposit: one deposit', async () => {
+    const usdc = h.stack.usdc;
+    const pauser = createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) });
+    const pausable = parseAbi(['function pause()', 'function unpause()', 'function paused() view returns (bool)']);
+    await rpc(rpcUrl, 'anvil_setBalance', [pauser.account.address, numberToHex(10n ** 20n)]);
+    const payer = await h.freshPayer(10_000_000n);
+    const pay = await h.xPayment(payer, { value: 5_000_000n });
+    const before = await h.usdcOf(payer.address);
+    const topupId = topupWorkflowId('demo-merchant', payer.address, pay.nonce);
+    const settleTxId = relayerTxId(settleWorkflowId('base', payer.address, pay.nonce), 'settle');
+    const records = () => h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${topupId}:%` } }, { orderBy: { id: 'asc' } });
+    const recorded = (id: string) => h.tdb.db.em.fork().findOne(RelayerTransaction, { id });
+    const receiptOf = (hash: string) =>
+      rpc<{ status: string; transactionIndex: string; blockNumber: string } | null>(rpcUrl, 'eth_getTransactionReceipt', [hash]);
+
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    expect((await h.post({}, pay.header)).status).toBe(503);
+    await waitUntil(
+      'the settlement to be mined',
+      async () => {
+        const settle = await recorded(settleTxId);
+        if (settle && (await receiptOf(settle.hash))) return true;
+        await rpc(rpcUrl, 'evm_mine', []);
+        return false;
+      },
+      { timeoutMs: 60_000, intervalMs: 100 },
+    );
+    const approval = await waitUntil(
+      'the approval to be signed',
+      async () => (await recorded(relayerTxId(topupId, 'approve'))) ?? undefined,
+      {
+        timeoutMs: 60_000,
+        intervalMs: 100,
+      },
+    );
+    expect(await receiptOf(approval.hash)).toBeNull(); // signed while the token was not paused, waiting in the pool
+    // FiatToken's pauser pauses it in the approval's block, ahead of it (a higher tip).
+    const pause = await pauser.writeContract({
+      chain: null,
+      address: usdc,
+      abi: pausable,
+      functionName: 'pause',
+      maxFeePerGas: 1_000_000_000_000n,
+      maxPriorityFeePerGas: 500_000_000_000n,
+    });
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    await rpc(rpcUrl, 'evm_mine', []);
+    const [paused, reverted] = [(await receiptOf(pause))!, (await receiptOf(approval.hash))!];
+    expect({ pause: paused.status, approval: reverted.status, sameBlock: paused.blockNumber === reverted.blockNumber }).toEqual({
+      pause: '0x1',
+      approval: '0x0',
+      sameBlock: true,
+    });
+    expect(Number(paused.transactionIndex)).toBeLessThan(Number(reverted.transactionIndex));
+
+    const reason = `the top-up relayer's approval ${approval.hash} was mined and reverted; nothing was deposited`;
+    const parked = await waitUntil(
+      'the top-up to wait in needs_review',
+      async () => {
+        const res = await h.post({}, pay.header);
+        return res.status === 500 ? res : undefined;
+      },
+      { timeoutMs: 60_000, intervalMs: 300 },
+    );
+    expect(parked.body).toMatchObject({
+      topupId,
+      state: 'needs_review',
+      errorReason: 'needs_review',
+      error: reason,
+      depositTx: null,
+      refundTx: null,
+    });
+    const handle = h.temporal.workflow.getHandle(topupId);
+    expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
+    // Not retried: one approval, reverted; nothing deposited or refunded.
+    expect((await records()).map((r) => r.id)).toEqual([relayerTxId(topupId, 'approve')]);
+    // A worker SIGKILLed while it waits: the new one replays the parked history and waits on.
+    await h.restartWorker({ kill: true });
+    await pauser.writeContract({ chain: null, address: usdc, abi: pausable, functionName: 'unpause' });
+    expect(await h.chain.readContract({ address: usdc, abi: pausable, functionName: 'paused' })).toBe(false);
+
+    const ops = opsCli(h.stack.temporalAddress);
+    const retried = await ops('retry-deposit', '--workflow-id', topupId, '--operator', 'alice', '--reason', 'USDC unpaused (INC-9)');
+    expect(retried.out).toContain('done: {"state":"deposited","operatorActions":[{"action":"retry-deposit","operator":"alice"');
+    expect(retried.code).toBe(0);
+    const final = await h.post({}, pay.header);
+    expect(final.status).toBe(200);
+    expect(final.body).toMatchObject({ topupId, state: 'deposited', netAmount: '4975000', refundTx: null });
+    expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
+    expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
+    expect(await h.usdcOf(payer.address)).toBe(before - 5_000_000n); // paid once, not refunded
+    const after = await records();
+    expect(after.map((r) => r.id)).toEqual([
+      relayerTxId(topupId, 'approve'),
+      relayerTxId(topupId, 'approve-2'),
+      relayerTxId(topupId, 'deposit'),
+    ]);
+    expect(await Promise.all(after.map(async (r) => (await receiptOf(r.hash))!.status))).toEqual(['0x0', '0x1', '0x1']);
   });
 });

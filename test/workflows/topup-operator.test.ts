@@ -1,6 +1,7 @@
 import { WorkflowUpdateStage } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { topUpWorkflow } from '../../workflows/topup';
+import { PARKED_MEMO } from '../../workflows/park';
 import { OPERATOR_ACTIONS_MEMO, refundTopUpUpdate, retryDepositUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
@@ -19,7 +20,7 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
   const startUntil = async (taskQueue: string, state: string) => {
     const i = input(++n);
     const handle = await t.env.client.workflow.start(topUpWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
-    for (let k = 0; k < 200; k++) {
+    for (let k = 0; k < 600; k++) {
       if ((await handle.describe()).typedSearchAttributes.get(X402State) === state) return handle;
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -127,6 +128,82 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
         /is bridging: an operator action is taken only in needs_review/,
       );
       await handle.terminate('test done');
+    });
+  });
+
+  describe('a transaction mined and reverted (a proven outcome) parks the top-up for an operator', () => {
+    /**
+     * The bridge delivers at once, on a leg of its own (bridge workflows are keyed by the burn
+     * transaction); only the step under test misbehaves.
+     */
+    const delivered = (m: ReturnType<typeof mocks>) => {
+      const burn = m.activities.awaitBridgeBurn;
+      const hash = `0x${(0xb000 + n).toString(16).padStart(64, '0')}`;
+      m.activities.submitBridgeBurn = async () => ({ submitted: true, hash }) as any;
+      m.activities.awaitBridgeBurn = async () => {
+        const b = (await burn()) as any;
+        return { ...b, response: { ...b.response, transaction: hash } };
+      };
+      m.activities.submitBridgeMint = async () => ({ submitted: true, hash: `0x${'cd'.repeat(32)}` }) as any;
+      return m;
+    };
+    const parkedReason = async (handle: { describe(): Promise<any> }) => (await handle.describe()).memo?.[PARKED_MEMO]?.reason;
+
+    test('a reverted approval: needs_review with the reason, not retried; retry-deposit signs a fresh approval and deposits once', async () => {
+      const approvals: unknown[] = [];
+      const m = delivered(mocks());
+      m.activities.ensureMerchantAllowance = async (...a: any[]) => {
+        approvals.push(a[1]);
+        if (approvals.length === 1)
+          throw ApplicationFailure.nonRetryable("the top-up relayer's approval 0xaa was mined and reverted", 'ApproveReverted');
+      };
+      await t.withWorker(m.activities, async (taskQueue) => {
+        const handle = await startUntil(taskQueue, 'needs_review');
+        const reason = "the top-up relayer's approval 0xaa was mined and reverted; nothing was deposited";
+        expect(await parkedReason(handle)).toBe(reason);
+        expect(approvals).toEqual([undefined]); // not retried: a revert is proven
+        expect(m.calls.submitDeposit).toBeUndefined();
+        expect(m.states.map((x) => x.state)).toEqual(['settling', 'bridging', 'depositing', 'needs_review']);
+        const outcome = await handle.executeUpdate(retryDepositUpdate, { args: [who] });
+        expect(outcome).toEqual({ state: 'deposited', operatorActions: [{ action: 'retry-deposit', ...who, at: expect.any(String) }] });
+        expect(approvals).toEqual([undefined, 1]); // the fresh approval: a record of its own
+        expect(m.calls.submitDeposit).toBe(1);
+        expect(m.calls.refundPayer).toBeUndefined();
+        expect(m.states.map((x) => x.state)).toEqual(['settling', 'bridging', 'depositing', 'needs_review', 'depositing', 'deposited']);
+      });
+    });
+
+    test('a reverted refund: needs_review with the reason; retry-deposit is refused; refund pays under a fresh record once', async () => {
+      const refunds: unknown[] = [];
+      const m = delivered(mocks());
+      m.activities.submitDeposit = async () => ({ submitted: false, detail: 'CreditLimitExceeded' }) as any;
+      m.activities.refundPayer = async (...a: any[]) => {
+        refunds.push(a[1]);
+        if (refunds.length === 1) throw ApplicationFailure.nonRetryable('the refund 0xbb was mined and reverted', 'RefundReverted');
+        return { hash: REFUND };
+      };
+      await t.withWorker(m.activities, async (taskQueue) => {
+        const handle = await startUntil(taskQueue, 'needs_review');
+        expect(await parkedReason(handle)).toBe('deposit failed (CreditLimitExceeded); the refund 0xbb was mined and reverted');
+        expect(refunds).toEqual([undefined]);
+        expect(await updateRefusal(handle.executeUpdate(retryDepositUpdate, { args: [who] }))).toBe(
+          `the deposit of ${handle.workflowId} can no longer succeed (deposit failed (CreditLimitExceeded); the refund 0xbb was mined and reverted): only a refund`,
+        );
+        expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');
+        const outcome = await handle.executeUpdate(refundTopUpUpdate, { args: [who] });
+        expect(outcome).toMatchObject({ state: 'refunded', errorReason: 'deposit_failed' });
+        expect(refunds).toEqual([undefined, 1]); // the second attempt: a record of its own (the same on-chain key)
+        expect(m.states.map((x) => x.state)).toEqual([
+          'settling',
+          'bridging',
+          'depositing',
+          'refunding',
+          'needs_review',
+          'needs_review',
+          'refunding',
+          'refunded',
+        ]);
+      });
     });
   });
 });
