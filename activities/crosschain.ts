@@ -23,11 +23,11 @@ import type { SettleResponse } from '../src/x402/schemas';
 import { readBoundedText } from '../src/http/bounded-body';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
 import { undeliverableLeg } from '../src/settle/evm-request';
+import { termsRefusal, type TermsDeps } from './settlement-terms';
 
-export interface CrossChainActivityDeps extends WorkerDeps {
-  /** The top-up gateway's relayer wallet: its settlements are top-up legs (src/chains/mainnet-gate.ts). */
-  topUpRelayer?: string;
-  config: WorkerDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
+/** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (src/chains/mainnet-gate.ts). */
+export interface CrossChainActivityDeps extends WorkerDeps, TermsDeps {
+  config: WorkerDeps['config'] & TermsDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
 }
 
 export type BurnSubmitted = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
@@ -123,7 +123,11 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     (await deps.db.em.fork().findOne(BridgeTransfer, { id: input.bridgeId }))?.state === BRIDGE_ABANDONED;
 
   return {
-    /** Records the attempt, then every EIP-3009 verification rule on the source chain (no transaction). */
+    /**
+     * Records the attempt, then the settlement's terms (who is paid, from our records and configuration,
+     * never from the input alone: settlement-terms.ts), the destination's ability to credit the payout,
+     * and every EIP-3009 verification rule on the source chain (no transaction).
+     */
     async verifyCrossChainPayment(input: CrossChainSettleInput): Promise<Verification> {
       const payer = input.paymentPayload.payload.authorization.from;
       // Signed already (a retry after a crash that followed the broadcast): never judge it again.
@@ -136,6 +140,12 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       await records.verifying(asRecord(input));
       network(input.network);
       const destination = network(input.destinationNetwork);
+      const refused = await termsRefusal(deps, input);
+      if (refused) {
+        log.warn('cross-chain settlement refused: its terms are not ours', { workflowId: input.workflowId, refused });
+        await records.rejected(asRecord(input), 'invalid_payment_requirements');
+        return { isValid: false, invalidReason: 'invalid_payment_requirements', payer };
+      }
       // A payout the destination could not credit: its mint would revert after the burn (as the API
       // asks; a read without an answer throws, retried).
       const leg = await undeliverableLeg(deps.networks, destination, input.payout);

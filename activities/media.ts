@@ -8,7 +8,8 @@ import { mediaConfig, mediaPrice } from '../src/media/config';
 import { inferenceConfig } from '../src/inference/config';
 import { INFERENCE_ORGANIZATION_ID } from '../src/inference/types';
 import { settleWorkflowId } from '../src/temporal/workflow-ids';
-import { cancelJob, download, generateImages, jobStatus, MediaProviderError, submitJob } from '../src/media/provider';
+import { asProviderError, cancelJob, download, generateImages, jobStatus, MediaProviderError, submitJob } from '../src/media/provider';
+import type { ByteCap } from '../src/media/artifact-download';
 import { createMediaStore, type MediaStore } from '../src/media/store';
 import { FINAL_JOB_STATES, mediaChargeId, type MediaJobInput, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
 import { heartbeatWhile } from './heartbeat';
@@ -24,6 +25,9 @@ export function assetIdOf(jobId: string, index: number): string {
   const h = createHash('sha256').update(`${jobId}:${index}`).digest('hex');
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-${((parseInt(h[16]!, 16) & 3) | 8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
+
+/** One artifact to store: its content type, and its body once opened (bytes, or a download's capped stream). */
+type Artifact = { contentType: string; open(): Promise<{ body: Buffer | ByteCap; length?: number }> };
 
 const EXT: Record<string, string> = { 'image/png': 'png', 'video/mp4': 'mp4', 'audio/mpeg': 'mp3' };
 
@@ -78,15 +82,24 @@ export function createMediaActivities(deps: MediaActivityDeps) {
     return ours ? undefined : 'invalid_payment_requirements';
   };
 
-  /** Stores the artifacts (objects first), then records the assets; returns their ids. */
-  async function storeAll(input: MediaJobInput, artifacts: { body: Buffer; contentType: string }[]): Promise<string[]> {
+  /**
+   * Stores the artifacts (objects first, each streamed into the store as it is opened), then records
+   * the assets; returns their ids.
+   */
+  async function storeAll(input: MediaJobInput, artifacts: Artifact[]): Promise<string[]> {
     const costs = costShares(input.price, artifacts.length);
     const ids: string[] = [];
     const em = deps.db.em.fork();
     for (const [i, a] of artifacts.entries()) {
       const id = assetIdOf(input.jobId, i);
       const key = `${input.jobId}/${i}.${EXT[a.contentType] ?? 'bin'}`;
-      await theStore().put(key, a.body, a.contentType);
+      const { body, length } = await a.open();
+      // A download refused midway (past its byte cap) is the provider's failure: nothing is stored.
+      await theStore()
+        .put(key, body, a.contentType, length)
+        .catch((err: unknown) => {
+          throw asProviderError(err);
+        });
       await em.upsert(
         MediaAsset,
         {
@@ -99,7 +112,7 @@ export function createMediaActivities(deps: MediaActivityDeps) {
           contentType: a.contentType,
           costUsdc: costs[i]!,
           key,
-          size: a.body.length,
+          size: Buffer.isBuffer(body) ? body.length : body.bytes,
           createdAt: new Date(),
         },
         { onConflictFields: ['id'], onConflictAction: 'ignore' },
@@ -210,7 +223,7 @@ export function createMediaActivities(deps: MediaActivityDeps) {
       return heartbeatWhile(() =>
         storeAll(
           input,
-          images.map((body) => ({ body, contentType: 'image/png' })),
+          images.map((body) => ({ contentType: 'image/png', open: async () => ({ body }) })),
         ),
       );
     },
@@ -248,8 +261,7 @@ export function createMediaActivities(deps: MediaActivityDeps) {
           const status = await jobStatus(cfg(), providerJobId);
           if (status.status !== 'succeeded' || status.output.length === 0)
             throw new MediaProviderError(`job ${providerJobId} has no output (${status.status})`, false);
-          const artifacts = [];
-          for (const o of status.output) artifacts.push({ body: await download(o.url), contentType: o.content_type });
+          const artifacts = status.output.map((o) => ({ contentType: o.content_type, open: () => download(cfg(), o.url) }));
           return await storeAll(input, artifacts);
         });
       } catch (err) {

@@ -18,7 +18,10 @@ import { deflateSync } from 'node:zlib';
  * Prompt directives drive tests: `#fail` (the job or image fails), `#reject` (an image is refused, 400), `#duration=<ms>` (job length),
  * `#slow-submit=<ms>` (the job is created at once, but the answer to its first submission comes that much later, as a
  * provider's slow answer does).
- * `GET /__double/jobs` lists every job with its submission count.
+ * A provider that misbehaves with its artifacts (what the service must refuse): `#artifact-host=<host>` (the output
+ * URL names that host, same port and path), `#redirect-to=<host>` (the artifact answers 302 to the same path on that
+ * host), `#artifact-bytes=<n>` (the artifact is n bytes, sent without Content-Length as fast as the reader takes it).
+ * `GET /__double/jobs` lists every job with its submission count, artifact downloads and bytes sent.
  */
 
 export interface MediaDoubleJob {
@@ -34,6 +37,9 @@ export interface MediaDoubleJob {
   durationMs: number;
   fail: boolean;
   cancelledAt?: number;
+  /** Requests for its artifact, and the artifact bytes written to them. */
+  downloads: number;
+  bytesSent: number;
 }
 
 export interface MediaProviderDouble {
@@ -92,8 +98,17 @@ const directive = (prompt: string, name: string) => {
   const m = new RegExp(`#${name}=(\\d+)`).exec(prompt);
   return m ? Number(m[1]) : undefined;
 };
+const hostDirective = (prompt: string, name: string) => new RegExp(`#${name}=([^\\s#/]+)`).exec(prompt)?.[1];
 
 /** Bytes of a finished job's artifact (not a real codec: a tagged, deterministic payload). */
+/** `base` (the double's own URL) with its host replaced by `host`, when given. */
+const onHost = (base: string, host: string | undefined) => {
+  if (!host) return base;
+  const u = new URL(base);
+  u.hostname = host;
+  return u.origin;
+};
+
 const artifact = (job: MediaDoubleJob) => Buffer.from(`${job.kind === 'video' ? 'MP4' : 'MP3'} devnet artifact ${job.id}\n${job.prompt}\n`);
 
 export async function startMediaProvider(opts: { port?: number; defaultDurationMs?: number } = {}): Promise<MediaProviderDouble> {
@@ -131,7 +146,7 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
         status === 'succeeded'
           ? [
               {
-                url: `${double.url}/files/${job.id}.${ext}?expires=${Date.now() + 600_000}`,
+                url: `${onHost(double.url, hostDirective(job.prompt, 'artifact-host'))}/files/${job.id}.${ext}?expires=${Date.now() + 600_000}`,
                 content_type: job.kind === 'video' ? 'video/mp4' : 'audio/mpeg',
               },
             ]
@@ -185,6 +200,8 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
           createdAt: Date.now(),
           durationMs: directive(prompt, 'duration') ?? opts.defaultDurationMs ?? 1500,
           fail: prompt.includes('#fail'),
+          downloads: 0,
+          bytesSent: 0,
         };
         jobs.set(job.id, job);
         byKey.set(key, job.id);
@@ -208,8 +225,29 @@ export async function startMediaProvider(opts: { port?: number; defaultDurationM
         const job = jobs.get(file[1]!);
         if (!job || statusOf(job) !== 'succeeded') return send(res, 404, { error: { message: 'no such file' } });
         if (Number(url.searchParams.get('expires')) < Date.now()) return send(res, 403, { error: { message: 'link expired' } });
-        res.writeHead(200, { 'content-type': job.kind === 'video' ? 'video/mp4' : 'audio/mpeg' });
-        return res.end(artifact(job));
+        job.downloads++;
+        const redirect = hostDirective(job.prompt, 'redirect-to');
+        if (redirect) return res.writeHead(302, { location: `${onHost(double.url, redirect)}${req.url}` }).end();
+        const contentType = job.kind === 'video' ? 'video/mp4' : 'audio/mpeg';
+        const size = directive(job.prompt, 'artifact-bytes');
+        if (size === undefined) {
+          const body = artifact(job);
+          job.bytesSent += body.length;
+          res.writeHead(200, { 'content-type': contentType });
+          return res.end(body);
+        }
+        // Chunked, no Content-Length: only the reader's cap can stop it; written as fast as it is read.
+        res.writeHead(200, { 'content-type': contentType });
+        const piece = Buffer.alloc(64 * 1024, 0x2e);
+        const pump = () => {
+          while (job.bytesSent < size && !res.destroyed) {
+            const n = Math.min(piece.length, size - job.bytesSent);
+            job.bytesSent += n;
+            if (!res.write(piece.subarray(0, n))) return void res.once('drain', pump);
+          }
+          res.end();
+        };
+        return pump();
       }
       if (req.method === 'GET' && path === '/__double/jobs') return send(res, 200, { data: [...jobs.values()] });
       send(res, 404, { error: { message: `no route ${req.method} ${path}`, code: 'not_found' } });

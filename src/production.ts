@@ -7,6 +7,7 @@ import { buildSolanaNetworkTable } from './chains/networks';
 import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey } from './chains/solana/fee-payer';
 import * as devnet from './chains/devnet-addresses';
 import type { InferenceConfig } from './inference/config';
+import type { MediaConfig } from './media/config';
 import type { TopupConfig } from './topup/config';
 import { payloadCodecProblem } from './temporal/payload-codec';
 
@@ -133,6 +134,7 @@ export interface StartupParts {
   config: Config;
   networks: NetworkTable;
   inference?: InferenceConfig;
+  media?: Pick<MediaConfig, 'artifacts'>;
   topup?: TopupConfig;
 }
 
@@ -169,6 +171,10 @@ export function refuseDevnetValues(role: ProcessRole, parts: StartupParts): void
     const bridged = [...networks.values()].find((n) => n.enabled && n.bridgeMessenger);
     if (bridged) refuse('BRIDGE_ATTESTATION_URL', `required in production while ${bridged.id} has a bridge (BRIDGE_MESSENGER_ADDRESS)`);
   }
+
+  // The media download's exception for the devnet double: production fetches artifacts from public addresses only.
+  if (parts.media?.artifacts.privateHosts.length)
+    refuse('MEDIA_ARTIFACT_PRIVATE_HOSTS', 'devnet only: production downloads artifacts from public addresses only');
 
   if (role === 'worker') {
     try {

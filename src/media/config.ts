@@ -1,6 +1,8 @@
 import { z } from 'zod';
 import { join } from 'node:path';
-import { ConfigError, type Config } from '../config';
+import { isIP } from 'node:net';
+import { ConfigError, isProductionEnv, type Config } from '../config';
+import { hostOf, isPublicAddress, type ArtifactRules } from './artifact-download';
 import { EVM_NETWORK_IDS } from '../chains/networks';
 
 /**
@@ -21,6 +23,20 @@ const schema = z.object({
   /** Base URL of the media provider (its /v1/images/* and /v1/jobs routes). */
   MEDIA_PROVIDER_URL: z.string().url().default('http://127.0.0.1:8610'),
   MEDIA_PROVIDER_API_KEY: z.string().min(1).optional(),
+  /**
+   * Comma list of the hosts the provider's artifacts (and their redirects) may be on: a name, or
+   * `*.example.com` for its subdomains; default the host of MEDIA_PROVIDER_URL. Each must also
+   * resolve to public addresses only (src/media/artifact-download.ts).
+   */
+  MEDIA_ARTIFACT_HOSTS: z.string().optional(),
+  /**
+   * Devnet only (refused in production): comma list of artifact hosts that may be private addresses;
+   * default outside production the host of MEDIA_PROVIDER_URL when it is a loopback address (the
+   * devnet double on 127.0.0.1).
+   */
+  MEDIA_ARTIFACT_PRIVATE_HOSTS: z.string().optional(),
+  /** The most bytes one artifact may have: a larger one is refused (the job is refunded). */
+  MEDIA_ARTIFACT_MAX_BYTES: int(1, 8 * 1024 ** 3).default(512 * 1024 * 1024),
   /** Comma list of the kinds that are switched on (capability gate); images may run alone. */
   MEDIA_CAPABILITIES: z.string().default('image,video,music'),
   MEDIA_IMAGE_MODEL: z.string().min(1).default('pixel-1'),
@@ -59,6 +75,8 @@ export const MEDIA_VARIABLES: readonly string[] = Object.keys(schema.shape);
 export interface MediaConfig {
   providerUrl: string;
   providerApiKey?: string;
+  /** Where artifacts may be downloaded from (MEDIA_ARTIFACT_*). */
+  artifacts: ArtifactRules;
   capabilities: Set<MediaKind>;
   models: Record<MediaKind, string>;
   prices: Record<MediaKind, string>;
@@ -82,7 +100,19 @@ const cache = new WeakMap<object, MediaConfig>();
 export const mediaPrice = (c: Pick<MediaConfig, 'prices'>, kind: MediaKind, n = 1): string =>
   kind === 'image' ? (BigInt(c.prices.image) * BigInt(n)).toString() : c.prices[kind];
 
-export function mediaConfig(config: Pick<Config, 'env'> & Partial<Pick<Config, 'publicUrl'>>): MediaConfig {
+const hostList = (v: string) =>
+  v
+    .split(',')
+    .map((h) =>
+      h
+        .trim()
+        .toLowerCase()
+        .replace(/^\[(.*)\]$/, '$1')
+        .replace(/\.$/, ''),
+    )
+    .filter(Boolean);
+
+export function mediaConfig(config: Pick<Config, 'env'> & Partial<Pick<Config, 'publicUrl' | 'production'>>): MediaConfig {
   const hit = cache.get(config);
   if (hit) return hit;
   const set = Object.fromEntries(Object.entries(config.env).filter(([k, v]) => k.startsWith('MEDIA_') && v));
@@ -100,10 +130,18 @@ export function mediaConfig(config: Pick<Config, 'env'> & Partial<Pick<Config, '
     );
   if (c.MEDIA_STORE === 's3' && (!c.MEDIA_S3_BUCKET || !c.MEDIA_URL))
     throw new ConfigError('Invalid configuration:\n  MEDIA_STORE=s3 needs MEDIA_S3_BUCKET and MEDIA_URL');
+  const providerHost = hostOf(new URL(c.MEDIA_PROVIDER_URL));
+  const production = config.production ?? isProductionEnv(config.env);
+  const devnetPrivate = !production && isIP(providerHost) && !isPublicAddress(providerHost) ? [providerHost] : [];
   const publicUrl = (config.publicUrl ?? config.env.PUBLIC_URL ?? `http://localhost:${config.env.PORT ?? 4021}`).replace(/\/$/, '');
   const out: MediaConfig = {
     providerUrl: c.MEDIA_PROVIDER_URL.replace(/\/$/, ''),
     providerApiKey: c.MEDIA_PROVIDER_API_KEY,
+    artifacts: {
+      hosts: c.MEDIA_ARTIFACT_HOSTS === undefined ? [providerHost] : hostList(c.MEDIA_ARTIFACT_HOSTS),
+      privateHosts: c.MEDIA_ARTIFACT_PRIVATE_HOSTS === undefined ? devnetPrivate : hostList(c.MEDIA_ARTIFACT_PRIVATE_HOSTS),
+      maxBytes: c.MEDIA_ARTIFACT_MAX_BYTES,
+    },
     capabilities: new Set(caps as MediaKind[]),
     models: { image: c.MEDIA_IMAGE_MODEL, video: c.MEDIA_VIDEO_MODEL, music: c.MEDIA_MUSIC_MODEL },
     prices: { image: c.MEDIA_IMAGE_PRICE, video: c.MEDIA_VIDEO_PRICE, music: c.MEDIA_MUSIC_PRICE },

@@ -1,4 +1,5 @@
-import { BodyTooLarge, readBounded, readBoundedText } from '../http/bounded-body';
+import { BodyTooLarge, readBoundedText } from '../http/bounded-body';
+import { ArtifactRefused, ArtifactUnavailable, openArtifact, type ArtifactBody } from './artifact-download';
 import { redactUrls } from '../observability/redact';
 import type { MediaConfig } from './config';
 import type { ProviderJobStatus } from './types';
@@ -18,8 +19,6 @@ export class MediaProviderError extends Error {
 
 /** JSON answers carry base64 images (up to `n` of them); anything larger is a broken provider. */
 export const MAX_JSON_BYTES = 64 * 1024 * 1024;
-/** One stored artifact (a video at most). */
-export const MAX_ARTIFACT_BYTES = 512 * 1024 * 1024;
 
 async function call<T>(c: MediaConfig, method: string, path: string, body?: unknown, timeoutMs = 60_000): Promise<T> {
   let res: Response;
@@ -81,17 +80,22 @@ export const jobStatus = (c: MediaConfig, id: string) => call<ProviderJobStatus>
 export const cancelJob = (c: MediaConfig, id: string) =>
   call<ProviderJobStatus>(c, 'POST', `/v1/jobs/${encodeURIComponent(id)}/cancel`, {});
 
-/** Downloads one artifact (an expiring upstream link) so it can be stored under a durable URL. */
-export async function download(url: string, timeoutMs = 120_000): Promise<Buffer> {
-  let res: Response;
+/**
+ * Opens one artifact (an expiring upstream link) so it can be streamed into the store under a durable
+ * URL, as `c.artifacts` allows (src/media/artifact-download.ts): what the rules refuse is the
+ * provider's failure (not retried), a network error or non-2xx answer may pass on a retry.
+ */
+export async function download(c: MediaConfig, url: string, timeoutMs = 120_000): Promise<ArtifactBody> {
   try {
-    res = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+    return await openArtifact(url, c.artifacts, timeoutMs);
   } catch (err) {
-    throw new MediaProviderError(`artifact download failed: ${redactUrls(String((err as Error)?.message ?? err))}`, true);
+    throw asProviderError(err);
   }
-  if (!res.ok) throw new MediaProviderError(`artifact download answered ${res.status}`, true);
-  return readBounded(res, MAX_ARTIFACT_BYTES).catch((err: unknown) => {
-    if (err instanceof BodyTooLarge) throw new MediaProviderError(`an artifact is larger than ${MAX_ARTIFACT_BYTES} bytes`, false);
-    throw new MediaProviderError('artifact download broke off', true);
-  });
+}
+
+/** A download's failure as the provider's: refused (not retried) or unavailable (retried); anything else as it is. */
+export function asProviderError(err: unknown): unknown {
+  if (err instanceof ArtifactRefused) return new MediaProviderError(redactUrls(err.message), false);
+  if (err instanceof ArtifactUnavailable) return new MediaProviderError(err.message, true);
+  return err;
 }

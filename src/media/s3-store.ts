@@ -1,4 +1,5 @@
 import { DeleteObjectCommand, GetObjectCommand, NoSuchKey, PutObjectCommand, S3Client, type S3ClientConfig } from '@aws-sdk/client-s3';
+import type { Readable } from 'node:stream';
 import { assertKey, type MediaStore } from './store';
 
 /**
@@ -18,13 +19,17 @@ export class S3Store implements MediaStore {
     this.client = client ?? new S3Client(cfg);
   }
 
-  async put(key: string, body: Buffer, contentType: string): Promise<void> {
+  async put(key: string, body: Buffer | Readable, contentType: string, length?: number): Promise<void> {
     assertKey(key);
+    // A single PUT needs the length up front: a stream of unknown length is read first, which its
+    // byte cap bounds (src/media/artifact-download.ts).
+    const sized = Buffer.isBuffer(body) || length !== undefined ? body : Buffer.concat(await body.toArray());
     await this.client.send(
       new PutObjectCommand({
         Bucket: this.opts.bucket,
         Key: key,
-        Body: body,
+        Body: sized,
+        ...(Buffer.isBuffer(sized) ? {} : { ContentLength: length }),
         ContentType: contentType,
         CacheControl: 'public, max-age=31536000, immutable',
       }),

@@ -1,3 +1,4 @@
+import type { Readable } from 'node:stream';
 import type { MediaConfig } from './config';
 import { FsStore } from './fs-store';
 
@@ -7,7 +8,11 @@ import { FsStore } from './fs-store';
  * same key overwrites it with the same bytes, so a retried store activity is harmless.
  */
 export interface MediaStore {
-  put(key: string, body: Buffer, contentType: string): Promise<void>;
+  /**
+   * Stores `body` under `key`: bytes, or a stream (a download through its byte cap) that is written as
+   * it arrives; `length` is the stream's byte count when known. A stream that fails stores nothing.
+   */
+  put(key: string, body: Buffer | Readable, contentType: string, length?: number): Promise<void>;
   /** The object, or undefined when there is none. */
   get(key: string): Promise<{ body: Buffer; contentType: string } | undefined>;
   /** Removing a missing object is not an error. */

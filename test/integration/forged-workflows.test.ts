@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { createPublicClient, http, numberToHex, type Address, type Hex, type PublicClient } from 'viem';
 import { rpc } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
@@ -7,7 +7,7 @@ import { buildNetworkTable } from '../../src/chains/networks';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../../src/db/bridge-transfer';
 import { Organization, Settlement } from '../../src/db/entities';
 import { settlementRejection } from '../../src/settle/types';
-import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
+import type { CrossChainOutcome, CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
 import { abandonBridgeLegUpdate } from '../../workflows/operator-actions';
 import { fundUsdc } from '../support/evm';
 import { readStackInfo } from '../support/stack-info';
@@ -380,64 +380,144 @@ describe.each(oneDbKind('sqlite'))('a forged cross-chain settlement and its brid
     await attester?.stop();
   });
 
-  test('bridge refund: a cross-chain settlement started by hand to a foreign payee, abandoned by hand, pays back only what its payer signed, to that payer', async () => {
-    const thief = privateKeyToAccount(generatePrivateKey()).address;
-    const payer = privateKeyToAccount(generatePrivateKey());
-    const fund = (to: Address, amount: bigint) => fundUsdc(h.stack.chains['base-sepolia'], h.stack.usdc, to, amount);
-    await fund(payer.address, VALUE);
-    // The wallet that would advance a refund holds ten times the payment: a forged amount could take it all.
-    await fund(revenue, 10n * VALUE);
-    const networks = buildNetworkTable(h.tdb.config.env);
+  const networks = () => buildNetworkTable(h.tdb.config.env);
+  const fund = (to: Address, amount: bigint) => fundUsdc(h.stack.chains['base-sepolia'], h.stack.usdc, to, amount);
+  const onDestination = (who: Address) =>
+    dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
+  const authorizationUsed = (from: Address, nonce: Hex) =>
+    h.chain.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'authorizationState', args: [from, nonce] });
+  const organization = () => h.tdb.db.em.fork().findOneOrFail(Organization, { payoutWalletTest: h.payout.toLowerCase() });
+
+  /** The input the API builds for VALUE signed by `payer` to the harness's organization, bridged to optimism-sepolia. */
+  async function crossChainInput(payer: PrivateKeyAccount): Promise<CrossChainSettleInput> {
     const { paymentPayload, paymentRequirements } = await h.pay(payer, {
       value: VALUE,
       extra: { name: 'USDC', version: '2', destinationChainId: h.stack.chains['optimism-sepolia'].chainId },
     });
     const a = paymentPayload.payload.authorization;
-    const input: CrossChainSettleInput = {
+    return {
       workflowId: settleWorkflowId('base-sepolia', a.from, a.nonce),
-      organizationId: randomUUID(),
+      organizationId: (await organization()).id,
       apiKeyId: '',
       route: 'eip3009-crosschain',
       network: 'base-sepolia',
       destinationNetwork: 'optimism-sepolia',
-      sourceDomain: networks.get('base-sepolia')!.cctpDomain!,
-      destinationDomain: networks.get('optimism-sepolia')!.cctpDomain!,
+      sourceDomain: networks().get('base-sepolia')!.cctpDomain!,
+      destinationDomain: networks().get('optimism-sepolia')!.cctpDomain!,
       paymentPayload: paymentPayload as CrossChainSettleInput['paymentPayload'],
       paymentRequirements: paymentRequirements as CrossChainSettleInput['paymentRequirements'],
-      payout: thief,
+      payout: h.payout,
       fee: '0',
       feeRecipient: '0x0000000000000000000000000000000000000000',
       maxBridgeFee: (VALUE / 100n).toString(),
     };
-    // An attestation the transmitter refuses: the leg cannot mint and waits for review.
-    attester.attestWith(generatePrivateKey());
-    const handle = await h.temporal.workflow.start('crossChainSettlementWorkflow', {
+  }
+  const start = (input: CrossChainSettleInput) =>
+    h.temporal.workflow.start('crossChainSettlementWorkflow', {
       workflowId: input.workflowId,
       taskQueue: h.tdb.config.TEMPORAL_TASK_QUEUE,
       args: [input],
     });
-    await waitUntil(
-      'the forged settlement to wait for review',
-      async () => (await h.tdb.db.em.fork().findOne(Settlement, { id: input.workflowId }))?.state === 'needs_review' || undefined,
-      { timeoutMs: 60_000, intervalMs: 200 },
-    );
-    // The row records what was signed, whatever the input could have said.
-    const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: input.workflowId });
-    expect({ payer: row.payer, amount: row.amount }).toEqual({ payer: payer.address.toLowerCase(), amount: VALUE.toString() });
-    expect(await h.balanceOf(payer.address)).toBe(0n);
 
-    // Whoever reaches Temporal can also send the operator's update.
-    const outcome = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'mallory', reason: 'forged' }] });
-    expect(outcome.refund).toEqual({
-      payee: payer.address.toLowerCase(),
-      amount: VALUE.toString(),
-      refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+  test('cross-chain settlement: started by hand with a foreign payout, fee recipient or organization: refused before the burn, nothing signed; the same authorization then settles with the real terms', async () => {
+    const org = await organization();
+    expect(org.platformFeeBps).toBe(0); // so any fee in the input is a forgery
+    const thief = privateKeyToAccount(generatePrivateKey()).address;
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await fund(payer.address, VALUE);
+    const real = await crossChainInput(payer);
+    const nonce = real.paymentPayload.payload.authorization.nonce as Hex;
+    const relayer = TEST_ACCOUNTS.relayers[2]!.address;
+    const snapshot = async () => ({
+      payer: await h.balanceOf(payer.address),
+      thief: await h.balanceOf(thief),
+      thiefOnDestination: await onDestination(thief),
+      payoutOnDestination: await onDestination(h.payout),
+      relayerNonce: await h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' }),
     });
-    // The payer got back exactly the VALUE it signed; the thief got nothing on either chain.
+    const before = await snapshot();
+    expect(before.payer).toBe(VALUE);
+    const forgeries: CrossChainSettleInput[] = [
+      { ...real, payout: thief },
+      { ...real, fee: (VALUE - 1n).toString(), feeRecipient: thief },
+      // Our own paid services' organization, paying the thief instead of our revenue wallet.
+      { ...real, organizationId: INFERENCE_ORGANIZATION_ID, payout: thief },
+      // An organization that does not exist.
+      { ...real, organizationId: randomUUID(), payout: thief },
+    ];
+    for (const forged of forgeries) {
+      const run = await start(forged);
+      // Bounded: a burned leg would wait for its mint, never end here.
+      const err = await Promise.race([
+        run.result().then(
+          () => 'completed',
+          (e: unknown) => e,
+        ),
+        new Promise((resolve) => setTimeout(() => resolve('still running after 60 s'), 60_000).unref()),
+      ]);
+      expect(settlementRejection(err)?.response).toEqual({
+        success: false,
+        errorReason: 'invalid_payment_requirements',
+        transaction: '',
+        network: 'base-sepolia',
+        payer: payer.address,
+      });
+      expect(await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: real.workflowId })).toMatchObject({
+        state: 'rejected',
+        errorReason: 'invalid_payment_requirements',
+        transaction: null,
+      });
+      expect(await h.tdb.db.em.fork().findOne(RelayerTransaction, { id: { $like: `${real.workflowId}%` } })).toBeNull();
+      expect(await authorizationUsed(payer.address, nonce)).toBe(false);
+    }
+    expect(await snapshot()).toEqual(before);
+
+    // The same authorization with the organization's own terms is burned, minted and paid out.
+    const outcome = (await (await start(real)).result()) as CrossChainOutcome;
+    expect(outcome.response).toMatchObject({ success: true, payer: payer.address });
+    expect(outcome.bridge).toMatchObject({ state: 'delivered', payoutAmount: (VALUE - VALUE / 1000n).toString() });
+    expect(await onDestination(h.payout)).toBe(before.payoutOnDestination + VALUE - VALUE / 1000n);
+    expect({ thief: await h.balanceOf(thief), thiefOnDestination: await onDestination(thief) }).toEqual({
+      thief: 0n,
+      thiefOnDestination: 0n,
+    });
+  }, 180_000);
+
+  test('bridge refund: a cross-chain settlement started by hand, its leg abandoned by hand: pays back only what its payer signed, to that payer', async () => {
+    const payer = privateKeyToAccount(generatePrivateKey());
+    await fund(payer.address, VALUE);
+    // The wallet that would advance a refund holds ten times the payment: a forged amount could take it all.
+    await fund(revenue, 10n * VALUE);
+    const input = await crossChainInput(payer);
+    const payoutBefore = await onDestination(h.payout);
+    // An attestation the transmitter refuses: the leg cannot mint and waits for review.
+    attester.attestWith(generatePrivateKey());
+    try {
+      const handle = await start(input);
+      await waitUntil(
+        'the settlement to wait for review',
+        async () => (await h.tdb.db.em.fork().findOne(Settlement, { id: input.workflowId }))?.state === 'needs_review' || undefined,
+        { timeoutMs: 60_000, intervalMs: 200 },
+      );
+      // The row records what was signed, whatever the input could have said.
+      const row = await h.tdb.db.em.fork().findOneOrFail(Settlement, { id: input.workflowId });
+      expect({ payer: row.payer, amount: row.amount }).toEqual({ payer: payer.address.toLowerCase(), amount: VALUE.toString() });
+      expect(await h.balanceOf(payer.address)).toBe(0n);
+
+      // Whoever reaches Temporal can also send the operator's update.
+      const outcome = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'mallory', reason: 'forged' }] });
+      expect(outcome.refund).toEqual({
+        payee: payer.address.toLowerCase(),
+        amount: VALUE.toString(),
+        refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/),
+      });
+    } finally {
+      attester.attestWith();
+    }
+    // The payer got back exactly the VALUE it signed; the payout got nothing on the destination.
     expect(await h.balanceOf(payer.address)).toBe(VALUE);
     expect(await h.balanceOf(revenue)).toBe(9n * VALUE);
-    expect(await h.balanceOf(thief)).toBe(0n);
-    expect(await dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [thief] })).toBe(0n);
+    expect(await onDestination(h.payout)).toBe(payoutBefore);
     const leg = await h.tdb.db.em.fork().findOneOrFail(BridgeTransfer, { settlementId: input.workflowId });
     expect({ state: leg.state, mintTx: leg.mintTx ?? null }).toEqual({ state: BRIDGE_ABANDONED, mintTx: null });
   }, 120_000);

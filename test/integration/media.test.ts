@@ -1,3 +1,5 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { createWalletClient, defineChain, http, parseEventLogs, type Address } from 'viem';
 import { wrapFetchWithPayment } from 'x402-fetch';
 import { tokenAbi } from '../../src/chains/evm/abi';
@@ -28,6 +30,7 @@ import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
  * filesystem store served by the API, x402-fetch paying for images, buyer-signed reads.
  */
 const stack = readStackInfo();
+const ARTIFACT_CAP = 1024 * 1024;
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 
 describe.each(oneDbKind('postgres'))('media generation (%s)', (kind) => {
@@ -43,7 +46,16 @@ describe.each(oneDbKind('postgres'))('media generation (%s)', (kind) => {
 
   beforeAll(async () => {
     purge = await startPurgeRecorder();
-    h = await startMediaHarness(kind, { relayerIndex, env: { MEDIA_PURGE_URL: purge.url } });
+    h = await startMediaHarness(kind, {
+      relayerIndex,
+      env: {
+        MEDIA_PURGE_URL: purge.url,
+        // The double's own host (127.0.0.1, its devnet exception) and a name that resolves to loopback;
+        // an artifact of 1 MiB at most.
+        MEDIA_ARTIFACT_HOSTS: '127.0.0.1,localhost',
+        MEDIA_ARTIFACT_MAX_BYTES: String(ARTIFACT_CAP),
+      },
+    });
     const chain = defineChain({
       id: 84532,
       name: 'base-sepolia (devnet)',
@@ -393,6 +405,59 @@ describe.each(oneDbKind('postgres'))('media generation (%s)', (kind) => {
     const cancel = await h.asBuyer(buyer, 'DELETE', `${MEDIA}/jobs/${res.body.jobId}`);
     expect(cancel.status).toBe(409);
     expect(cancel.body).toEqual({ error: 'job_finished', message: 'the job is already failed', jobId: res.body.jobId, state: 'failed' });
+  });
+
+  test('a provider whose artifact is on a host off the allow-list, on a private address, redirected off the list or over the size cap: each job failed and refunded once, nothing stored, nothing fetched past the rules', async () => {
+    const buyerBefore = await h.balanceOf(buyer.address);
+    const refundsBefore = (await refundsTo(buyer.address)).length;
+    const OVERSIZE = 64 * 1024 * 1024;
+    const cases = [
+      { prompt: 'a harbour #artifact-host=attacker.invalid', error: 'the artifact host attacker.invalid is not on MEDIA_ARTIFACT_HOSTS' },
+      // On the allow-list by name, but the name resolves to loopback: the connection is never made.
+      { prompt: 'a harbour #artifact-host=localhost', error: 'localhost resolves to 127.0.0.1, a private or reserved address' },
+      {
+        prompt: 'a harbour #redirect-to=attacker.invalid',
+        error: 'the artifact download redirected: the artifact host attacker.invalid is not on MEDIA_ARTIFACT_HOSTS',
+      },
+      { prompt: `a harbour #artifact-bytes=${OVERSIZE}`, error: `the artifact is larger than ${ARTIFACT_CAP} bytes` },
+    ];
+    const started = await Promise.all(
+      cases.map(async (c, i) => {
+        const res = await request('POST', `${h.api.baseUrl}${MEDIA}/video`, {
+          json: { prompt: `${c.prompt} #duration=300` },
+          headers: { 'Idempotency-Key': key(`artifact-${i}`), 'X-PAYMENT': await h.xPayment(buyer, VIDEO_PRICE) },
+        });
+        expect(res.status).toBe(202);
+        return res.body.jobId as string;
+      }),
+    );
+    for (const [i, jobId] of started.entries()) {
+      const job = await h.waitForJob(buyer, jobId, (j) => j.payment.state === 'refunded');
+      expect(job).toMatchObject({
+        state: 'failed',
+        error: `storing the artifacts failed: ${cases[i]!.error}`,
+        assets: [],
+        payment: { refundTx: expect.stringMatching(/^0x[0-9a-f]{64}$/) },
+      });
+      // No object, and no partial file left behind.
+      const dir = join(h.storeDir, jobId);
+      expect(existsSync(dir) ? readdirSync(dir) : []).toEqual([]);
+    }
+    expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
+    expect((await refundsTo(buyer.address)).length).toBe(refundsBefore + cases.length);
+    // What the double served: nothing for a refused host, the redirect itself, and of the oversize
+    // artifact no more than the cap and what the sockets' buffers held when the download stopped.
+    const served = new Map((await h.providerJobs()).map((j) => [j.prompt.split(' #duration')[0], j]));
+    const seen = cases.map((c) => ({
+      downloads: served.get(c.prompt)!.downloads,
+      under: served.get(c.prompt)!.bytesSent < 16 * ARTIFACT_CAP,
+    }));
+    expect(seen).toEqual([
+      { downloads: 0, under: true },
+      { downloads: 0, under: true },
+      { downloads: 1, under: true },
+      { downloads: 1, under: true },
+    ]);
   });
 
   test('a music job runs the same way: 202, then succeeded with an audio asset', async () => {

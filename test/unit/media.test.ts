@@ -1,4 +1,5 @@
 import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { Readable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { inflateSync } from 'node:zlib';
 import { UniqueConstraintViolationException, type EntityManager } from '@mikro-orm/core';
@@ -253,5 +254,17 @@ describe('S3 store: request shaping against an S3-compatible endpoint', () => {
     expect(seen.at(-1)).toMatchObject({ method: 'DELETE', url: expect.stringMatching(/^\/media-bucket\/job-1\/0\.png/) });
     expect(await store.get('job-1/0.png')).toBeUndefined();
     await expect(store.put('../etc/passwd', png, 'image/png')).rejects.toThrow(/invalid media key/);
+  });
+
+  test('put of a stream: with its length, streamed as it comes (aws-chunked); without one, read first (bounded by its cap)', async () => {
+    const store = new S3Store({ bucket: 'media-bucket', region: 'auto', endpoint });
+    const png = makePng('s3-stream');
+    await store.put('job-2/0.png', Readable.from([png.subarray(0, 10), png.subarray(10)]), 'image/png', png.length);
+    expect(seen.at(-1)!.headers).toMatchObject({ 'content-encoding': 'aws-chunked', 'x-amz-decoded-content-length': String(png.length) });
+    // Its two chunks, each framed as it came.
+    expect([seen.at(-1)!.body.includes(png.subarray(0, 10)), seen.at(-1)!.body.includes(png.subarray(10))]).toEqual([true, true]);
+    await store.put('job-2/1.png', Readable.from([png.subarray(0, 10), png.subarray(10)]), 'image/png');
+    expect(seen.at(-1)!.headers['content-length']).toBe(String(png.length));
+    expect(seen.at(-1)!.body).toEqual(png);
   });
 });

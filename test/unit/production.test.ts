@@ -168,6 +168,13 @@ describe('production mode: no devnet default applies', () => {
     expect(loadStartup('worker', { ...workerEnv(), METRICS_TOKEN: undefined }).role).toBe('worker');
   });
 
+  test("the media download's devnet exception (MEDIA_ARTIFACT_PRIVATE_HOSTS) is refused in production (issue 39: server-side request forgery)", () => {
+    expect(refused(() => loadStartup('worker', { ...workerEnv(), MEDIA_ARTIFACT_PRIVATE_HOSTS: '127.0.0.1' }))).toEqual([
+      'MEDIA_ARTIFACT_PRIVATE_HOSTS',
+    ]);
+    expect(loadStartup('worker', workerEnv()).media!.artifacts.privateHosts).toEqual([]);
+  });
+
   test('only the API needs SESSION_SECRET in production (it signs the siwe-session cookie); the worker, top-up and the other processes do not', () => {
     expect(refused(() => loadStartup('api', { ...apiEnv(), SESSION_SECRET: undefined }))).toEqual(['SESSION_SECRET']);
     expect(loadStartup('worker', { ...workerEnv(), SESSION_SECRET: undefined }).role).toBe('worker');
