@@ -61,10 +61,10 @@ describe('supportedKinds', () => {
       RPC_URLS_BASE_SEPOLIA: 'none',
       RPC_URLS_OPTIMISM_SEPOLIA: 'none',
       RPC_URLS_BSC: 'http://127.0.0.1:9999',
-      RPC_URLS_WORLDCHAIN: 'http://127.0.0.1:9997',
+      RPC_URLS_TEMPO: 'http://127.0.0.1:9997',
       FACILITATOR_ADDRESS_MAINNET: '0x4444444444444444444444444444444444444444',
     });
-    expect([table.get('bsc')!.enabled, table.get('worldchain')!.enabled]).toEqual([false, false]);
+    expect([table.get('bsc')!.enabled, table.get('tempo')!.enabled]).toEqual([false, false]);
     expect(supportedKinds(gate(table, true))).toEqual([]);
     // Every listed kind is on a network with everything its route needs.
     for (const n of buildNetworkTable({}).values())

@@ -189,15 +189,15 @@ describe('verifyExactEvm: each rule', () => {
     notCalled(reads);
   });
 
-  test('invalid_network: a network without a known USDC is not enabled (worldchain), even with RPC and facilitator', async () => {
-    const worldchain = buildNetworkTable({
-      RPC_URLS_WORLDCHAIN: 'http://127.0.0.1:1',
+  test('invalid_network: a network without a known USDC is not enabled (tempo), even with RPC and facilitator', async () => {
+    const tempo = buildNetworkTable({
+      RPC_URLS_TEMPO: 'http://127.0.0.1:1',
       FACILITATOR_ADDRESS_MAINNET: MAINNET_FACILITATOR,
-    }).get('worldchain')!;
-    expect(worldchain.enabled).toBe(false);
-    expect(worldchain.usdc).toBeUndefined();
-    const p = await pay({}, worldchain);
-    await expect(verify(p, fakeReads(), { network: worldchain })).resolves.toEqual(invalid('invalid_network'));
+    }).get('tempo')!;
+    expect(tempo.enabled).toBe(false);
+    expect(tempo.usdc).toBeUndefined();
+    const p = await pay({}, tempo);
+    await expect(verify(p, fakeReads(), { network: tempo })).resolves.toEqual(invalid('invalid_network'));
   });
 
   test.each<[string, unknown]>([
