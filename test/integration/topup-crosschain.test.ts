@@ -223,18 +223,9 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
     expect(() => process.kill(killed, 0)).toThrow();
     attester.release();
 
-    const statuses: number[] = [];
-    const done = await waitUntil(
-      'the repeated payment to answer 200',
-      async () => {
-        const res = await h.post({}, header);
-        statuses.push(res.status);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 90_000, intervalMs: 300 },
-    );
+    const { final: done, before: interim } = await h.repeatUntil(header, 200, 90_000);
     // Every repeat before the final 200 answered 503 (bridging): no interim error across the kill.
-    expect(statuses.filter((s) => s !== 503)).toEqual([200]);
+    expect(interim.filter((s) => s !== 503)).toEqual([]);
     expect(done.body).toMatchObject({
       success: true,
       topupId,
@@ -363,18 +354,9 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
     const opBefore = await opUsdc(payer.address);
     attester.attestWith(generatePrivateKey());
     try {
-      const statuses: number[] = [];
-      const final = await waitUntil(
-        'needs_review',
-        async () => {
-          const res = await h.post({}, header);
-          statuses.push(res.status);
-          return res.status === 500 ? res : undefined;
-        },
-        { timeoutMs: 60_000, intervalMs: 300 },
-      );
+      const { final, before: interim } = await h.repeatUntil(header, 500, 60_000);
       // Every answer before the final 500 (needs_review) was 503 (bridging).
-      expect(statuses.filter((s) => s !== 503)).toEqual([500]);
+      expect(interim.filter((s) => s !== 503)).toEqual([]);
       expect(final.body).toMatchObject({
         success: false,
         state: 'needs_review',

@@ -91,14 +91,7 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
 
     await rpc(rpcUrl, 'evm_setAutomine', [true]);
     await rpc(rpcUrl, 'evm_mine', []);
-    const final = await waitUntil(
-      'the top-up to be deposited',
-      async () => {
-        const res = await h.post({}, pay.header);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 90_000, intervalMs: 300 },
-    );
+    const { final } = await h.repeatUntil(pay.header, 200, 90_000);
     expect(final.body).toMatchObject({
       topupId,
       state: 'deposited',
@@ -146,14 +139,7 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
         error: 'the top-up is being processed',
       });
     }
-    const final = await waitUntil(
-      'the top-up to be deposited',
-      async () => {
-        const res = await h.post({}, pay.header);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 300 },
-    );
+    const { final } = await h.repeatUntil(pay.header, 200, 60_000);
     expect(final.body).toMatchObject({ topupId, state: 'deposited', netAmount: '4975000', refundTx: null });
     expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
   });
@@ -226,14 +212,7 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
       },
     );
     expect(mined.status).toBe('0x1');
-    const final = await waitUntil(
-      'the top-up to be deposited',
-      async () => {
-        const res = await h.post({}, pay.header);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 300 },
-    );
+    const { final } = await h.repeatUntil(pay.header, 200, 60_000);
     expect(final.body).toMatchObject({ topupId, state: 'deposited', netAmount: '4975000', refundTx: null });
     expect(await h.depositedEvents(payer.address)).toEqual([4_975_000n]);
     expect(await h.merchantBalance(payer.address)).toBe(4_975_000n);
@@ -297,14 +276,7 @@ describe.each(DB_KINDS)('top-up durability (%s)', (kind) => {
     expect(Number(paused.transactionIndex)).toBeLessThan(Number(reverted.transactionIndex));
 
     const reason = `the top-up relayer's approval ${approval.hash} was mined and reverted; nothing was deposited`;
-    const parked = await waitUntil(
-      'the top-up to wait in needs_review',
-      async () => {
-        const res = await h.post({}, pay.header);
-        return res.status === 500 ? res : undefined;
-      },
-      { timeoutMs: 60_000, intervalMs: 300 },
-    );
+    const { final: parked } = await h.repeatUntil(pay.header, 500, 60_000);
     expect(parked.body).toMatchObject({
       topupId,
       state: 'needs_review',

@@ -3,7 +3,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startAnvil, type Anvil } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { deployDevnet } from '../../devnet/deploy';
-import { waitUntil } from '../../devnet/process';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
 import { DEVNET_BRIDGE_FEE_BPS } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
@@ -145,18 +144,9 @@ describe('top-up sources: ink and robinhood', () => {
     const header = Buffer.from(JSON.stringify(body.paymentPayload)).toString('base64');
     const first = await h.post({}, header);
     expect([200, 503]).toContain(first.status);
-    const statuses: number[] = [];
-    const done = await waitUntil(
-      'the ink top-up to be deposited',
-      async () => {
-        const res = await h.post({}, header);
-        statuses.push(res.status);
-        return res.status === 200 ? res : undefined;
-      },
-      { timeoutMs: 90_000, intervalMs: 300 },
-    );
+    const { final: done, before: interim } = await h.repeatUntil(header, 200, 90_000);
     // Every repeat before the final 200 answered 503 (bridging).
-    expect(statuses.filter((s) => s !== 503)).toEqual([200]);
+    expect(interim.filter((s) => s !== 503)).toEqual([]);
     expect(done.body).toMatchObject({
       success: true,
       topupId: first.body.topupId,

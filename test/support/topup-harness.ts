@@ -14,7 +14,7 @@ import {
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { Client } from '@temporalio/client';
-import type { ManagedProcess } from '../../devnet/process';
+import { waitUntil, type ManagedProcess } from '../../devnet/process';
 import { DEVNET_MERCHANT_ADDRESS, DEVNET_TOPUP_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
@@ -53,6 +53,11 @@ export interface TopupHarness {
   /** An EIP-3009 payment on base to the facilitator, as an x402 buyer signs it; returns the X-PAYMENT value. */
   xPayment(payer: LocalAccount, o?: Partial<ExactPaymentOptions>): Promise<{ header: string; nonce: Hex; payload: any }>;
   post(body: unknown, xPayment?: string, merchant?: string): Promise<JsonResponse>;
+  /**
+   * Repeats the top-up request with this X-PAYMENT (every 300 ms, as a buyer's client would) until it is
+   * answered `status`; returns that answer and the status of every answer before it, for the caller to assert.
+   */
+  repeatUntil(xPayment: string, status: number, timeoutMs: number): Promise<{ final: JsonResponse; before: number[] }>;
   /** GET on the gateway; with `as`, signed by that wallet (the buyer-signature headers): a payer reads its whole top-up record. */
   get(path: string, opts?: { as?: LocalAccount }): Promise<JsonResponse>;
   usdcOf(who: Address): Promise<bigint>;
@@ -158,6 +163,20 @@ export async function startTopupHarness(kind: DbKind, opts: { relayerIndex: numb
     },
     post: (body, xPayment, merchant = 'demo-merchant') =>
       request('POST', `${url}/v1/${merchant}/topups`, { json: body, headers: xPayment ? { 'x-payment': xPayment } : {} }),
+    async repeatUntil(xPayment, status, timeoutMs) {
+      const before: number[] = [];
+      const final = await waitUntil(
+        `the top-up to be answered ${status}`,
+        async () => {
+          const res = await h.post({}, xPayment);
+          if (res.status === status) return res;
+          before.push(res.status);
+          return undefined;
+        },
+        { timeoutMs, intervalMs: 300 },
+      );
+      return { final, before };
+    },
     get: async (path, o = {}) =>
       request('GET', `${url}${path}`, { headers: o.as ? await buyerAuthHeaders(o.as, { method: 'GET', url: `${url}${path}` }) : {} }),
     usdcOf: (who) => chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }),

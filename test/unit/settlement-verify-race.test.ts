@@ -21,11 +21,11 @@ afterAll(async () => {
 });
 afterEach(() => jest.restoreAllMocks());
 
-test('a verdict of "nonce used" is not recorded when the record of our own transaction appeared meanwhile', async () => {
-  const payout = '0x00000000000000000000000000000000000000aa';
-  const input = {
+const payout = '0x00000000000000000000000000000000000000aa';
+const inputOf = (workflowId: string) =>
+  ({
     route: 'solana',
-    workflowId: 'settle:solana-devnet:payer:sig-race',
+    workflowId,
     organizationId: 'org',
     apiKeyId: 'key',
     network: 'solana-devnet',
@@ -34,14 +34,10 @@ test('a verdict of "nonce used" is not recorded when the record of our own trans
     payout,
     fee: '0',
     feeRecipient: payout,
-  } as unknown as SettlementInput;
-  const scheme = SKELETON_SCHEMES.solana;
-  // First read (beside verification): no record yet. Second read: the concurrent attempt wrote it.
-  const sent = jest.spyOn(scheme, 'sent').mockResolvedValueOnce(false).mockResolvedValueOnce(true);
-  jest
-    .spyOn(scheme, 'verify')
-    .mockResolvedValue({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed', payer: 'payer' });
-  const activities = createSettlementActivities({
+  }) as unknown as SettlementInput;
+const refusal = { isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed', payer: 'payer' } as const;
+const activities = () =>
+  createSettlementActivities({
     config: { MAINNETS_ENABLED: false, env: 'development' },
     db: tdb.db,
     networks: buildNetworkTable({}),
@@ -50,41 +46,25 @@ test('a verdict of "nonce used" is not recorded when the record of our own trans
     topUpRelayer: payout,
   } as unknown as SettlementActivityDeps);
 
-  await expect(activities.verifyPayment(input)).resolves.toEqual({ isValid: true });
+test('a verdict of "nonce used" is not recorded when the record of our own transaction appeared meanwhile', async () => {
+  const input = inputOf('settle:solana-devnet:payer:sig-race');
+  const scheme = SKELETON_SCHEMES.solana;
+  // First read (beside verification): no record yet. Second read: the concurrent attempt wrote it.
+  const sent = jest.spyOn(scheme, 'sent').mockResolvedValueOnce(false).mockResolvedValueOnce(true);
+  jest.spyOn(scheme, 'verify').mockResolvedValue(refusal);
+
+  await expect(activities().verifyPayment(input)).resolves.toEqual({ isValid: true });
   expect(sent).toHaveBeenCalledTimes(2);
-  const em = tdb.db.em.fork();
-  expect(await em.count(Settlement, { id: input.workflowId })).toBe(0);
+  expect(await tdb.db.em.fork().count(Settlement, { id: input.workflowId })).toBe(0);
 });
 
 test('with no record after the verdict, the rejection is recorded', async () => {
-  const payout = '0x00000000000000000000000000000000000000aa';
-  const input = {
-    route: 'solana',
-    workflowId: 'settle:solana-devnet:payer:sig-rejected',
-    organizationId: 'org',
-    apiKeyId: 'key',
-    network: 'solana-devnet',
-    payer: 'payer',
-    amount: '1000',
-    payout,
-    fee: '0',
-    feeRecipient: payout,
-  } as unknown as SettlementInput;
+  const input = inputOf('settle:solana-devnet:payer:sig-rejected');
   const scheme = SKELETON_SCHEMES.solana;
   jest.spyOn(scheme, 'sent').mockResolvedValue(false);
-  jest
-    .spyOn(scheme, 'verify')
-    .mockResolvedValue({ isValid: false, invalidReason: 'invalid_exact_svm_payload_transaction_simulation_failed', payer: 'payer' });
-  const activities = createSettlementActivities({
-    config: { MAINNETS_ENABLED: false, env: 'development' },
-    db: tdb.db,
-    networks: buildNetworkTable({}),
-    topUpRelayer: payout,
-  } as unknown as SettlementActivityDeps);
+  jest.spyOn(scheme, 'verify').mockResolvedValue(refusal);
 
-  const outcome = await activities.verifyPayment(input);
-  expect(outcome).toMatchObject({
-    isValid: false,
-    response: { success: false, errorReason: 'invalid_exact_svm_payload_transaction_simulation_failed' },
-  });
+  const outcome = await activities().verifyPayment(input);
+  expect(outcome).toMatchObject({ isValid: false, response: { success: false, errorReason: refusal.invalidReason } });
+  expect(await tdb.db.em.fork().count(Settlement, { id: input.workflowId })).toBe(1);
 });
