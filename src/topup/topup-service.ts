@@ -1,4 +1,5 @@
-import { WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
+import { runsOrCompleted } from '../temporal/run-status';
 import { ApplicationFailure } from '@temporalio/common';
 import { getAddress, isAddressEqual, type Address, type Hex } from 'viem';
 import { z } from 'zod';
@@ -73,7 +74,7 @@ export async function postTopup(deps: TopupDeps, req: { body: TopupBody; payment
   const known = await em.findOne(TopUp, { id: workflowId });
   if (known && FINAL_TOPUP_STATES.has(known.state)) return replyFor(deps, known);
   if (known && known.state !== 'deferred') return waitAndReply(deps, workflowId, body);
-  if (!known && (await runningOrDone(deps, workflowId))) return waitAndReply(deps, workflowId, body);
+  if (!known && (await runsOrCompleted(deps.temporal, workflowId))) return waitAndReply(deps, workflowId, body);
 
   const found = sourceOf(deps, payload.network);
   if ('refusal' in found) return topupError('wrong_network', found.refusal);
@@ -248,23 +249,6 @@ async function waitAndReply(deps: TopupDeps, workflowId: string, _body: TopupBod
     };
   }
   return replyFor(deps, row);
-}
-
-/**
- * Whether the top-up's workflow runs or completed: a failed run (deferred by the gas rule) may run
- * again, so its request is judged afresh.
- */
-async function runningOrDone(deps: TopupDeps, workflowId: string): Promise<boolean> {
-  return deps.temporal.workflow
-    .getHandle(workflowId)
-    .describe()
-    .then(
-      (d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED',
-      (err: unknown) => {
-        if (err instanceof WorkflowNotFoundError) return false;
-        throw err;
-      },
-    );
 }
 
 /** The EIP-3009 signature rule itself (src/schemes/eip3009/verify.ts), under the source token's own domain. */

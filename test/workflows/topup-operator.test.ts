@@ -17,11 +17,16 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
   let n = 0;
 
   /** Starts a top-up and waits until it sits in `state` (by its search attribute). */
-  const startUntil = async (taskQueue: string, state: string) => {
+  /**
+   * Starts a top-up and waits until its search attribute shows `state` and, with `recorded`, until the
+   * record activity wrote it too (the workflow moves the attribute first, then records the row).
+   */
+  const startUntil = async (taskQueue: string, state: string, recorded?: { states: { state: string }[] }) => {
     const i = input(++n);
     const handle = await t.env.client.workflow.start(topUpWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
     for (let k = 0; k < 600; k++) {
-      if ((await handle.describe()).typedSearchAttributes.get(X402State) === state) return handle;
+      const shown = (await handle.describe()).typedSearchAttributes.get(X402State) === state;
+      if (shown && (recorded?.states.some((s) => s.state === state) ?? true)) return handle;
       await new Promise((r) => setTimeout(r, 100));
     }
     throw new Error(`top-up never reached ${state}`);
@@ -158,7 +163,7 @@ describe('topUpWorkflow operator actions (mocked activities)', () => {
           throw ApplicationFailure.nonRetryable("the top-up relayer's approval 0xaa was mined and reverted", 'ApproveReverted');
       };
       await t.withWorker(m.activities, async (taskQueue) => {
-        const handle = await startUntil(taskQueue, 'needs_review');
+        const handle = await startUntil(taskQueue, 'needs_review', m);
         const reason = "the top-up relayer's approval 0xaa was mined and reverted; nothing was deposited";
         expect(await parkedReason(handle)).toBe(reason);
         expect(approvals).toEqual([undefined]); // not retried: a revert is proven

@@ -1,15 +1,11 @@
-import {
-  WithStartWorkflowOperation,
-  WorkflowExecutionAlreadyStartedError,
-  WorkflowNotFoundError,
-  isGrpcServiceError,
-} from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
 import type { AuthContext } from '../../auth/key-mode';
 import type { ServiceDeps } from '../../deps';
 import { bpsOf } from '../../chains/evm/bridge';
 import { Settlement } from '../../db/entities';
 import { evmSettlementBase, undeliverableLeg } from '../../settle/evm-request';
 import { underGasBudget } from '../../settle/gas-budget';
+import { runsOrCompleted } from '../../temporal/run-status';
 import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
 import { x402SearchAttributes } from '../../temporal/search-attributes';
 import type { SettleResponse } from '../../x402/schemas';
@@ -122,16 +118,7 @@ async function settleCrossChain(
     // Charged to the organization's gas budget like every settlement. Update-with-start does not say
     // whether it started the run, so a settlement already running (a repeat of a pending request) or
     // completed is looked up first and not charged again; a failed run may run again and is charged.
-    const running = await deps.temporal.workflow
-      .getHandle(workflowId)
-      .describe()
-      .then(
-        (d) => d.status.name === 'RUNNING' || d.status.name === 'COMPLETED',
-        (err: unknown) => {
-          if (err instanceof WorkflowNotFoundError) return false;
-          throw err;
-        },
-      );
+    const running = await runsOrCompleted(deps.temporal, workflowId);
     const outcome = await underGasBudget(deps, base.organizationId, input.route, async (budgeted) => {
       const update = deps.temporal.withDeadline(deadline, () =>
         deps.temporal.workflow.executeUpdateWithStart(sourceTransactionUpdate, { startWorkflowOperation: start }),
