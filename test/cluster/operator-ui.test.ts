@@ -33,7 +33,7 @@ const { usdc, facilitator } = devnetAddresses();
 
 beforeAll(async () => {
   temporal = await connectClusterTemporal(readClusterInfo());
-  seller = await newClusterSeller(privateKeyToAccount(generatePrivateKey()).address);
+  seller = await newClusterSeller(privateKeyToAccount(generatePrivateKey()).address, API_1);
   browser = await chromium.launch({ executablePath: CHROMIUM, headless: true });
   mkdirSync(ARTIFACTS, { recursive: true });
 });

@@ -47,12 +47,15 @@ export interface ClusterSeller {
   settleUntilFinal(api: string, body: unknown): Promise<JsonResponse>;
 }
 
-/** Signs a fresh organization in on api-1 and makes its API key on api-2 (one database, one session secret). */
-export async function newClusterSeller(payout: Address): Promise<ClusterSeller> {
+/**
+ * Signs a fresh organization in on api-1 and makes its API key on `keyOn` (default api-2: one database,
+ * one session secret). A file that runs after settle.test.ts, which SIGKILLs api-2, passes api-1.
+ */
+export async function newClusterSeller(payout: Address, keyOn: string = API_2): Promise<ClusterSeller> {
   const cookie = await signIn(API_1, privateKeyToAccount(generatePrivateKey()));
   const patched = await request('PATCH', `${API_1}/v1/organization`, { cookie, json: { payoutWalletTest: payout } });
   if (patched.status !== 200) throw new Error(`PATCH /v1/organization: ${patched.status} ${JSON.stringify(patched.body)}`);
-  const key = await request('POST', `${API_2}/v1/api_keys`, { cookie, json: { name: 'cluster test', test_net: true } });
+  const key = await request('POST', `${keyOn}/v1/api_keys`, { cookie, json: { name: 'cluster test', test_net: true } });
   if (key.status !== 201) throw new Error(`POST /v1/api_keys: ${key.status} ${JSON.stringify(key.body)}`);
   const apiKey = key.body.api_key as string;
   const settle = (api: string, body: unknown, headers: Record<string, string> = {}) =>
