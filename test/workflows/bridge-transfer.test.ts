@@ -1,8 +1,8 @@
-import { randomBytes } from 'node:crypto';
 import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/types';
 import { X402State } from '../../src/temporal/search-attributes';
 import { bridgeTransferWorkflow } from '../../workflows/bridge-transfer';
 import { recorded, upsertedStates } from '../support/activity-calls';
+import { bridgeTransferInput } from '../support/bridge-input';
 import { useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
@@ -16,26 +16,6 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
   const t = useWorkflowTestEnv();
   const MINT = `0x${'cd'.repeat(32)}`;
   const attested = { message: '0x0a77e57ed', attestation: '0x02', nonce: `0x${'07'.repeat(32)}` };
-  const bridgeInput = (extra: Partial<BridgeTransferInput> = {}): BridgeTransferInput => {
-    const sourceTx = `0x${randomBytes(32).toString('hex')}`;
-    return {
-      bridgeId: `bridge:base-sepolia:6:${sourceTx}`,
-      settlementId: `settle:base-sepolia:0x${'11'.repeat(20)}:0x${'01'.repeat(32)}`,
-      organizationId: 'org-1',
-      payer: `0x${'11'.repeat(20)}`,
-      sourceNetwork: 'base-sepolia',
-      destinationNetwork: 'optimism-sepolia',
-      sourceDomain: 6,
-      destinationDomain: 2,
-      sourceTx,
-      message: '0x0e1177ed',
-      amount: '2000000',
-      payout: `0x${'22'.repeat(20)}`,
-      fee: '20000',
-      feeRecipient: `0x${'33'.repeat(20)}`,
-      ...extra,
-    };
-  };
   const delivered = { ok: true, mintTx: MINT, received: '1998000', bridgeFee: '2000', fee: '20000', payoutAmount: '1978000' };
   const mocks = (script: { pending?: number; mint?: () => unknown; done?: () => unknown } = {}) => {
     let polls = 0;
@@ -56,7 +36,7 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
 
   test('attestation pending twice, then complete: one mint of the attested message, delivered with the mint receipt', async () => {
     const m = mocks({ pending: 2 });
-    const i = bridgeInput();
+    const i = bridgeTransferInput();
     const out = await run(m, i);
     const { ok: _ok, ...amounts } = delivered;
     expect(out.value).toEqual({ state: 'delivered', ...amounts });
@@ -74,7 +54,7 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
 
   test('no attestation within the budget: needs_review after polls on durable timers, nothing minted', async () => {
     const m = mocks({ pending: Number.MAX_SAFE_INTEGER });
-    const i = bridgeInput({ attestationBudgetMs: 1_000 });
+    const i = bridgeTransferInput({ attestationBudgetMs: 1_000 });
     const out = await run(m, i);
     expect(out.value).toEqual({ state: 'needs_review', error: 'no attestation within the time budget' });
     // Polls after 0, 500 and 1500 ms of timers (500 ms doubling): the third is past the 1 s budget.
@@ -91,7 +71,7 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
 
   test('a mint we cannot send (it would revert): needs_review with the reason, no receipt awaited', async () => {
     const m = mocks({ mint: () => ({ submitted: false, error: 'mint would revert: nonce used' }) });
-    const i = bridgeInput();
+    const i = bridgeTransferInput();
     const out = await run(m, i);
     expect(out.value).toEqual({ state: 'needs_review', error: 'mint would revert: nonce used' });
     expect(m.names()).toEqual([
@@ -107,7 +87,7 @@ describe('bridgeTransferWorkflow (mocked activities)', () => {
 
   test('a mint that reverted on chain: needs_review, minted once', async () => {
     const m = mocks({ done: () => ({ ok: false }) });
-    const i = bridgeInput();
+    const i = bridgeTransferInput();
     const out = await run(m, i);
     expect(out.value).toEqual({ state: 'needs_review', error: 'mint transaction reverted' });
     expect(m.argsOf('submitBridgeMint')).toHaveLength(1);

@@ -1,12 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import { randomBytes } from 'node:crypto';
-import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/types';
 import { X402Stuck } from '../../src/temporal/search-attributes';
 import { bridgeTransferWorkflow } from '../../workflows/bridge-transfer';
 import { stuckScanWorkflow } from '../../workflows/stuck-scan';
 import { markStuckSignal } from '../../workflows/x402-state';
 import { recorded, untilState, upsertedStates } from '../support/activity-calls';
+import { bridgeTransferInput } from '../support/bridge-input';
 import { useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
@@ -50,23 +50,7 @@ describe('stuckScanWorkflow (mocked activities)', () => {
     let release!: () => void;
     const attested = new Promise<void>((r) => (release = r));
     setTimeout(release, 90_000).unref(); // never keeps the worker from shutting down
-    const sourceTx = `0x${randomBytes(32).toString('hex')}`;
-    const i = {
-      bridgeId: `bridge:base-sepolia:6:${sourceTx}`,
-      settlementId: 'settle:x',
-      organizationId: 'org-1',
-      payer: `0x${'11'.repeat(20)}`,
-      sourceNetwork: 'base-sepolia',
-      destinationNetwork: 'optimism-sepolia',
-      sourceDomain: 6,
-      destinationDomain: 2,
-      sourceTx,
-      message: '0x01',
-      amount: '1',
-      payout: `0x${'22'.repeat(20)}`,
-      fee: '0',
-      feeRecipient: `0x${'33'.repeat(20)}`,
-    } as BridgeTransferInput;
+    const i = bridgeTransferInput({ message: '0x01', amount: '1', fee: '0' });
     const activities = {
       recordBridgeTransfer: async () => undefined,
       fetchBridgeAttestation: async () => (await attested, { status: 'complete', message: '0x01', attestation: '0x02', nonce: '0x07' }),
