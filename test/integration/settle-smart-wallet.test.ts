@@ -117,6 +117,13 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     payer,
   });
 
+  /** The answer to a settlement the wallet paid, and its and the payout's balances. */
+  const paidAnswer = (payer: Address) => ({
+    status: 200,
+    body: { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer },
+  });
+  const balances = (wallet: Address) => Promise.all([h.balanceOf(wallet), h.balanceOf(h.payout)]);
+
   test('a deployed wallet (EIP-1271) pays with EIP-3009: one transaction, exact deltas, no deployment', async () => {
     const { owner, account } = await freshWallet();
     await deploy(owner);
@@ -124,18 +131,12 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     const signature = body.paymentPayload.payload.signature;
     expect(isErc6492Signature(signature)).toBe(false); // a deployed wallet's plain EIP-1271 signature
     const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
-    const [walletBefore, payoutBefore] = await Promise.all([h.balanceOf(account.address), h.balanceOf(h.payout)]);
+    const [walletBefore, payoutBefore] = await balances(account.address);
 
     const res = await h.settleUntilFinal(body);
 
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 200,
-      body: { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: account.address },
-    });
-    expect([await h.balanceOf(account.address), await h.balanceOf(h.payout)]).toEqual([
-      walletBefore - 2_000_000n,
-      payoutBefore + 2_000_000n,
-    ]);
+    expect({ status: res.status, body: res.body }).toEqual(paidAnswer(account.address));
+    expect(await balances(account.address)).toEqual([walletBefore - 2_000_000n, payoutBefore + 2_000_000n]);
     expect(await h.settledEvents(account.address, body.paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore + 1);
   });
@@ -180,18 +181,12 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
       uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
       amount: 1_500_000n,
     });
-    const [walletBefore, payoutBefore] = await Promise.all([h.balanceOf(account.address), h.balanceOf(h.payout)]);
+    const [walletBefore, payoutBefore] = await balances(account.address);
 
     const res = await h.settleUntilFinal(body);
 
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 200,
-      body: { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: account.address },
-    });
-    expect([await h.balanceOf(account.address), await h.balanceOf(h.payout)]).toEqual([
-      walletBefore - 1_500_000n,
-      payoutBefore + 1_500_000n,
-    ]);
+    expect({ status: res.status, body: res.body }).toEqual(paidAnswer(account.address));
+    expect(await balances(account.address)).toEqual([walletBefore - 1_500_000n, payoutBefore + 1_500_000n]);
     const receipt = await h.chain.getTransactionReceipt({ hash: res.body.transaction });
     const events = parseEventLogs({ abi: facilitatorPermit2Abi, logs: receipt.logs, eventName: 'Permit2Settled' });
     expect(events.map((e) => [e.args.owner, e.args.amount])).toEqual([[account.address, 1_500_000n]]);
@@ -204,19 +199,13 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     expect(isErc6492Signature(body.paymentPayload.payload.signature)).toBe(true);
     expect(await hasCode(account.address)).toBe(false);
     const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
-    const [walletBefore, payoutBefore] = await Promise.all([h.balanceOf(account.address), h.balanceOf(h.payout)]);
+    const [walletBefore, payoutBefore] = await balances(account.address);
 
     const res = await h.settleUntilFinal(body);
 
-    expect({ status: res.status, body: res.body }).toEqual({
-      status: 200,
-      body: { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: account.address },
-    });
+    expect({ status: res.status, body: res.body }).toEqual(paidAnswer(account.address));
     expect(await hasCode(account.address)).toBe(true);
-    expect([await h.balanceOf(account.address), await h.balanceOf(h.payout)]).toEqual([
-      walletBefore - 1_000_000n,
-      payoutBefore + 1_000_000n,
-    ]);
+    expect(await balances(account.address)).toEqual([walletBefore - 1_000_000n, payoutBefore + 1_000_000n]);
     // Two transactions of ours: the deployment, then the settlement, each under its write-ahead record.
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore + 2);
     const workflowId = settleWorkflowId('base-sepolia', account.address, body.paymentPayload.payload.authorization.nonce);
@@ -281,7 +270,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     const body = await payFrom(account, { value: 1_000_000n });
     const workflowId = settleWorkflowId('base-sepolia', account.address, body.paymentPayload.payload.authorization.nonce);
     const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
-    const [walletBefore, payoutBefore] = await Promise.all([h.balanceOf(account.address), h.balanceOf(h.payout)]);
+    const [walletBefore, payoutBefore] = await balances(account.address);
 
     await rpc(rpcUrl, 'evm_setAutomine', [false]);
     const pending = await h.settle(body); // the worker records and broadcasts the deployment, then waits for it
@@ -311,10 +300,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     expect(() => process.kill(killed, 0)).toThrow();
     const final = await h.settleUntilFinal(body);
 
-    expect({ status: final.status, body: final.body }).toEqual({
-      status: 200,
-      body: { success: true, transaction: expect.stringMatching(/^0x[0-9a-f]{64}$/), network: 'base-sepolia', payer: account.address },
-    });
+    expect({ status: final.status, body: final.body }).toEqual(paidAnswer(account.address));
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore + 2);
     const records = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${workflowId}:%` } }, { orderBy: { nonce: 'asc' } });
     expect(records.map((r) => [r.id, r.hash, r.status])).toEqual([
@@ -322,9 +308,6 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
       [`${workflowId}:settle`, final.body.transaction, 'mined'],
     ]);
     expect(await h.settledEvents(account.address, body.paymentPayload.payload.authorization.nonce as Hex)).toBe(1);
-    expect([await h.balanceOf(account.address), await h.balanceOf(h.payout)]).toEqual([
-      walletBefore - 1_000_000n,
-      payoutBefore + 1_000_000n,
-    ]);
+    expect(await balances(account.address)).toEqual([walletBefore - 1_000_000n, payoutBefore + 1_000_000n]);
   });
 });
