@@ -49,7 +49,18 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
     env,
     async withWorker(activities, fn) {
       const taskQueue = `wf-test-${randomUUID()}`;
-      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities });
+      // debugMode: the workflows run in this thread's V8 context (the SDK's reusable VM, as in a
+      // worker's workflow thread) instead of a new thread per worker, whose start (a fresh isolate that
+      // loads the SDK and evaluates the bundle) took 1-3 s of each test. The deadlock timeout that
+      // debugMode lifts is set back to the SDK's default.
+      const worker = await Worker.create({
+        connection: env.nativeConnection,
+        taskQueue,
+        workflowBundle: bundle,
+        activities,
+        debugMode: true,
+        isolateExecutionTimeout: '5s',
+      });
       return worker.runUntil(fn(taskQueue));
     },
     close: () => env.teardown(),
