@@ -26,8 +26,13 @@ describe.each(DB_KINDS)('settlement durability (%s)', (kind) => {
   let rpcUrl: string;
 
   beforeAll(async () => {
-    // A short wait so the API answers settlement_pending while the chain is paused.
-    h = await startSettleHarness(kind, { relayerIndex: 2, env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '5000' } });
+    // A short wait so the API answers settlement_pending while the chain is paused. No fee
+    // replacement while it is: a slow host's restart can outlast the default 20 s, and a replacement
+    // (a new hash, rightly) is not what these tests are about (relayer-hygiene's are).
+    h = await startSettleHarness(kind, {
+      relayerIndex: 2,
+      env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '5000', RELAYER_REPLACE_AFTER_MS: '600000' },
+    });
     rpcUrl = h.stack.chains['base-sepolia'].rpcUrl;
   });
   afterAll(async () => {
