@@ -18,6 +18,15 @@ export const DB_KINDS: DbKind[] = ['sqlite', 'postgres'];
  */
 export const oneDbKind = (kind: DbKind): DbKind[] => (process.env.TEST_ALL_DBS === '1' ? DB_KINDS : [kind]);
 
+/**
+ * In a suite on both kinds, for its tests whose database work is the same on both: `test` in the
+ * describe of `kind` when `kinds` (a oneDbKind) has it, else nothing is declared there. With
+ * TEST_ALL_DBS=1 every such test runs on both.
+ */
+export function testOn(kinds: DbKind[], kind: DbKind): (name: string, fn: () => Promise<unknown>, timeout?: number) => void {
+  return kinds.includes(kind) ? test : () => undefined;
+}
+
 export interface TestDatabase {
   kind: DbKind;
   config: Config;

@@ -8,13 +8,13 @@ const { basename } = require('node:path');
  * a file not listed counts as DEFAULT_SECONDS. Only the split depends on them, never a result.
  */
 const SECONDS = {
-  'topup-durability': 84,
-  'settle-durability': 73,
   'inference-chat': 71,
-  'relayer-hygiene': 54,
+  'settle-durability': 60,
   'media-durability': 49,
   'settle-crosschain-operator': 44,
   'hostile-input': 44,
+  'topup-durability': 42,
+  'relayer-hygiene': 41,
   'settle-crosschain': 41,
   'settle-operator': 41,
   'topup-crosschain': 40,
@@ -34,14 +34,14 @@ const SECONDS = {
   tracing: 19,
   'temporal-restart': 19,
   topup: 18,
-  'relayer-unknown-outcomes': 17,
   'x402-settlement-pending': 15,
   'settle-smart-wallet': 13,
-  'settle-lanes': 13,
+  'relayer-unknown-outcomes': 12,
   'usdc-behaviour': 11,
   settle: 11,
   'x402-v2-permit2': 11,
   'settle-rejections': 10,
+  'settle-lanes': 8,
 };
 const DEFAULT_SECONDS = 10;
 

@@ -21,6 +21,13 @@ export interface WorkflowTestEnv {
 
 let runtimeInstalled = false;
 
+/**
+ * The deadlock timeout of a worker's workflow thread (5 s, the SDK's default), which debugMode lifts:
+ * set back. A worker option the SDK reads (worker-options.js `isolateExecutionTimeout`) but does not
+ * declare in WorkerOptions, hence spread in.
+ */
+const SDK_DEADLOCK_TIMEOUT: object = { isolateExecutionTimeout: '5s' };
+
 /** Where the workflows project's global setup wrote the bundle of our workflows. */
 export const WORKFLOW_BUNDLE_ENV = 'X402_TEST_WORKFLOWS_BUNDLE';
 
@@ -49,7 +56,17 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
     env,
     async withWorker(activities, fn) {
       const taskQueue = `wf-test-${randomUUID()}`;
-      const worker = await Worker.create({ connection: env.nativeConnection, taskQueue, workflowBundle: bundle, activities });
+      // debugMode: the workflows run in this thread's V8 context (the SDK's reusable VM, as in a
+      // worker's workflow thread) instead of a new thread per worker, whose start (a fresh isolate that
+      // loads the SDK and evaluates the bundle) took 1-3 s of each test (docs/decisions.md).
+      const worker = await Worker.create({
+        connection: env.nativeConnection,
+        taskQueue,
+        workflowBundle: bundle,
+        activities,
+        debugMode: true,
+        ...SDK_DEADLOCK_TIMEOUT,
+      });
       return worker.runUntil(fn(taskQueue));
     },
     close: () => env.teardown(),
