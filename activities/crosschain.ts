@@ -4,6 +4,7 @@ import { decodeFunctionData, encodeFunctionData, parseEventLogs, parseTransactio
 import type { Config } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
 import {
+  bpsOf,
   CCTP_FINALITY_FAST,
   CCTP_FINALITY_FINALIZED,
   decodeBurnMessage,
@@ -32,7 +33,7 @@ import { termsRefusal, type TermsDeps } from './settlement-terms';
 
 /** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (src/chains/mainnet-gate.ts). */
 export interface CrossChainActivityDeps extends WorkerDeps, TermsDeps {
-  config: WorkerDeps['config'] & TermsDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
+  config: WorkerDeps['config'] & TermsDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL' | 'BRIDGE_MAX_FEE_BPS'>;
 }
 
 export type BurnSubmitted = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
@@ -207,7 +208,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
      * with the settlement's `maxBridgeFee` as today; fast reads the route's fast fee from the
      * attestation service (`GET /v2/burn/USDC/fees/{src}/{dst}`) and burns with Circle's client's
      * `maxFee` for it (fee rounded up, +10%). A fast fee above `maxBridgeFee` (BRIDGE_MAX_FEE_BPS of the
-     * value; a top-up: its quote), or a route without a fast tier, burns at standard instead
+     * value; a top-up: its quote) or above BRIDGE_MAX_FEE_BPS of the value, or a route without a fast
+     * tier, burns at standard instead
      * (docs/decisions.md). No answer from the service is unknown, never a guess: it throws, retried.
      * A burn already signed for this payment answers the terms it was signed with.
      */
@@ -234,9 +236,13 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         log.warn('no fast tier on this route: the burn is standard', { workflowId: input.workflowId });
         return standardTerms(input, 'the attestation service offers no fast transfer on this route');
       }
-      const maxFee = fastMaxFee(BigInt(input.paymentPayload.payload.authorization.value), scaledBps);
-      if (maxFee > BigInt(input.maxBridgeFee)) {
-        const fellBack = `fast fee ${maxFee} (${Number(scaledBps) / 100} bps, with Circle's 10% buffer) is over the bound ${input.maxBridgeFee}`;
+      const value = BigInt(input.paymentPayload.payload.authorization.value);
+      const maxFee = fastMaxFee(value, scaledBps);
+      // The bound is our configuration's as well as the input's: a run started by hand cannot raise it.
+      const configured = bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS);
+      const bound = BigInt(input.maxBridgeFee) < configured ? BigInt(input.maxBridgeFee) : configured;
+      if (maxFee > bound) {
+        const fellBack = `fast fee ${maxFee} (${Number(scaledBps) / 100} bps, with Circle's 10% buffer) is over the bound ${bound}`;
         log.warn('fast fee over the bound: the burn is standard', { workflowId: input.workflowId, fellBack });
         return standardTerms(input, fellBack);
       }
