@@ -1,11 +1,16 @@
 import { onChainSignature } from '../src/chains/evm/buyer-signature';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
-import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
+import { decodeFunctionData, encodeFunctionData, parseEventLogs, parseTransaction, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
 import {
+  bpsOf,
+  CCTP_FINALITY_FAST,
   CCTP_FINALITY_FINALIZED,
   decodeBurnMessage,
+  fastFeeOf,
+  fastMaxFee,
+  type BurnTerms,
   facilitatorBridgeAbi,
   isAttestationForm,
   isAttestedFormOf,
@@ -13,7 +18,8 @@ import {
 } from '../src/chains/evm/bridge';
 import { eip3009 } from '../src/schemes/eip3009';
 import type { Verification, WorkerDeps } from '../src/schemes/scheme';
-import { callSent, revertOf, sendCall } from '../src/chains/evm/calls';
+import { revertOf, sendCall } from '../src/chains/evm/calls';
+import { Relayer } from '../src/chains/evm/relayer';
 import { settlementRecords } from '../src/settle/records';
 import { Settlement } from '../src/db/entities';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
@@ -27,7 +33,7 @@ import { termsRefusal, type TermsDeps } from './settlement-terms';
 
 /** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (src/chains/mainnet-gate.ts). */
 export interface CrossChainActivityDeps extends WorkerDeps, TermsDeps {
-  config: WorkerDeps['config'] & TermsDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL'>;
+  config: WorkerDeps['config'] & TermsDeps['config'] & Pick<Config, 'BRIDGE_ATTESTATION_URL' | 'BRIDGE_MAX_FEE_BPS'>;
 }
 
 export type BurnSubmitted = { submitted: true; hash: Hex } | { submitted: false; reason: 'invalid_transaction_state'; detail: string };
@@ -88,8 +94,19 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     );
   };
 
-  /** The burn's facilitator call (`settleAndBurn`), from the input's signed authorization and our network table. */
-  const burnCall = (input: CrossChainSettleInput) => {
+  /** Today's terms before fast finality existed: a finalized burn with the settlement's `maxBridgeFee`. */
+  const standardTerms = (input: CrossChainSettleInput, fellBack?: string): BurnTerms => ({
+    finality: 'standard',
+    minFinalityThreshold: CCTP_FINALITY_FINALIZED,
+    maxFee: input.maxBridgeFee,
+    ...(fellBack ? { fellBack } : {}),
+  });
+
+  /**
+   * The burn's facilitator call (`settleAndBurn`), from the input's signed authorization, our network
+   * table and the burn's terms (a run started before terms were read burns at standard).
+   */
+  const burnCall = (input: CrossChainSettleInput, terms: BurnTerms = standardTerms(input)) => {
     const src = network(input.network);
     const dst = network(input.destinationNetwork);
     const a = input.paymentPayload.payload.authorization;
@@ -111,12 +128,35 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
           destinationDomain: input.destinationDomain,
           mintRecipient: dst.facilitator,
           destinationCaller: dst.facilitator,
-          maxFee: BigInt(input.maxBridgeFee),
-          minFinalityThreshold: CCTP_FINALITY_FINALIZED,
+          maxFee: BigInt(terms.maxFee),
+          minFinalityThreshold: terms.minFinalityThreshold,
         },
       ],
     });
     return { to: src.facilitator, data };
+  };
+
+  /**
+   * The terms this payment's burn was signed with, when its write-ahead record exists and holds this
+   * very payment's `settleAndBurn` (a record of another call under a reused workflow id is not ours).
+   */
+  const recordedBurnTerms = async (input: CrossChainSettleInput): Promise<BurnTerms | undefined> => {
+    const tx = await deps.relayerFor(input.network).find(relayerTxId(input.workflowId, 'burn'));
+    if (!tx) return undefined;
+    let route: { maxFee: bigint; minFinalityThreshold: number };
+    try {
+      const decoded = decodeFunctionData({ abi: facilitatorBridgeAbi, data: parseTransaction(tx.rawTx as Hex).data ?? '0x' });
+      if (decoded.functionName !== 'settleAndBurn') return undefined;
+      route = decoded.args[7];
+    } catch {
+      return undefined;
+    }
+    const terms: BurnTerms = {
+      finality: route.minFinalityThreshold <= CCTP_FINALITY_FAST ? 'fast' : 'standard',
+      minFinalityThreshold: route.minFinalityThreshold,
+      maxFee: route.maxFee.toString(),
+    };
+    return Relayer.records(tx, burnCall(input, terms)) ? terms : undefined;
   };
 
   const abandoned = async (input: BridgeTransferInput) =>
@@ -132,7 +172,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const payer = input.paymentPayload.payload.authorization.from;
       // Signed already (a retry after a crash that followed the broadcast): never judge it again.
       // A record of another call under this id (a reused workflow id) is not this payment's: judged afresh.
-      if (await callSent(deps.relayerFor(input.network), input.workflowId, 'burn', () => burnCall(input))) return { isValid: true, payer };
+      if (await recordedBurnTerms(input)) return { isValid: true, payer };
       if (!settlementAllowed(deps, input) || !settlementAllowed(deps, { ...input, network: input.destinationNetwork })) {
         await records.rejected(asRecord(input), 'invalid_network'); // a mainnet while MAINNETS_ENABLED is off
         return { isValid: false, invalidReason: 'invalid_network', payer };
@@ -163,12 +203,60 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     },
 
     /**
-     * Pulls the authorization and burns it toward the destination in one facilitator call, once per
-     * workflow (write-ahead relayer record `<workflowId>:burn`); a call that would revert is
-     * reported before anything is signed.
+     * The terms of this payment's burn, read once before it (the workflow records the answer, so a
+     * replay never reads again). The source network's `BRIDGE_FINALITY_<NET>` decides: standard burns
+     * with the settlement's `maxBridgeFee` as today; fast reads the route's fast fee from the
+     * attestation service (`GET /v2/burn/USDC/fees/{src}/{dst}`) and burns with Circle's client's
+     * `maxFee` for it (fee rounded up, +10%). A fast fee above `maxBridgeFee` (BRIDGE_MAX_FEE_BPS of the
+     * value; a top-up: its quote) or above BRIDGE_MAX_FEE_BPS of the value, or a route without a fast
+     * tier, burns at standard instead
+     * (docs/decisions.md). No answer from the service is unknown, never a guess: it throws, retried.
+     * A burn already signed for this payment answers the terms it was signed with.
      */
-    async submitBridgeBurn(input: CrossChainSettleInput): Promise<BurnSubmitted> {
-      const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, burnCall(input), 'burn');
+    async readBridgeBurnTerms(input: CrossChainSettleInput): Promise<BurnTerms> {
+      const recorded = await recordedBurnTerms(input);
+      if (recorded) return recorded;
+      if (network(input.network).bridgeFinality !== 'fast') return standardTerms(input);
+      const service = deps.config.BRIDGE_ATTESTATION_URL;
+      if (!service) throw ApplicationFailure.retryable('BRIDGE_ATTESTATION_URL is not set', 'FeeUnavailable');
+      const url = `${service.replace(/\/$/, '')}/v2/burn/USDC/fees/${input.sourceDomain}/${input.destinationDomain}`;
+      const res = await fetch(url, { signal: AbortSignal.timeout(10_000) }).catch((err: unknown) => {
+        throw ApplicationFailure.retryable(`fee endpoint unreachable: ${String(err)}`, 'FeeUnavailable');
+      });
+      if (!res.ok) throw ApplicationFailure.retryable(`fee endpoint answered ${res.status}`, 'FeeUnavailable');
+      let body: unknown;
+      try {
+        body = JSON.parse(await readBoundedText(res, 64 * 1024));
+      } catch {
+        body = undefined;
+      }
+      const scaledBps = fastFeeOf(body);
+      if (scaledBps === undefined) throw ApplicationFailure.retryable('fee endpoint answered no fee tiers', 'FeeUnavailable');
+      if (scaledBps === 'none') {
+        log.warn('no fast tier on this route: the burn is standard', { workflowId: input.workflowId });
+        return standardTerms(input, 'the attestation service offers no fast transfer on this route');
+      }
+      const value = BigInt(input.paymentPayload.payload.authorization.value);
+      const maxFee = fastMaxFee(value, scaledBps);
+      // The bound is our configuration's as well as the input's: a run started by hand cannot raise it.
+      const configured = bpsOf(value, deps.config.BRIDGE_MAX_FEE_BPS);
+      const bound = BigInt(input.maxBridgeFee) < configured ? BigInt(input.maxBridgeFee) : configured;
+      if (maxFee > bound) {
+        const fellBack = `fast fee ${maxFee} (${Number(scaledBps) / 100} bps, with Circle's 10% buffer) is over the bound ${bound}`;
+        log.warn('fast fee over the bound: the burn is standard', { workflowId: input.workflowId, fellBack });
+        return standardTerms(input, fellBack);
+      }
+      return { finality: 'fast', minFinalityThreshold: CCTP_FINALITY_FAST, maxFee: maxFee.toString() };
+    },
+
+    /**
+     * Pulls the authorization and burns it toward the destination in one facilitator call, once per
+     * workflow (write-ahead relayer record `<workflowId>:burn`), with the terms read before it (none:
+     * a run started before they were read, standard); a call that would revert is reported before
+     * anything is signed.
+     */
+    async submitBridgeBurn(input: CrossChainSettleInput, terms?: BurnTerms): Promise<BurnSubmitted> {
+      const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, burnCall(input, terms), 'burn');
       if (!sent.sent) {
         await records.rejected(asRecord(input), 'invalid_transaction_state');
         return { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };

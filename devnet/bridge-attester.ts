@@ -16,7 +16,6 @@ import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_FEE_BPS, DEVNET_BRIDGE_SIGNA
 import {
   CCTP_FINALITY_FAST,
   CCTP_FINALITY_FINALIZED,
-  bridgeFeeFor,
   decodeBurnMessage,
   encodeBurnMessage,
   messageTransmitterV2Abi,
@@ -43,16 +42,18 @@ const attesterControls = z
  *     200 {messages: [{message, eventNonce, attestation, cctpVersion, status, decodedMessage}]}
  *         status `pending_confirmations` (attestation "PENDING", the message as emitted) until the
  *         burn is `delayMs` old, then `complete`: the message as the service completes it (nonce
- *         assigned, executed finality = the requested one, `feeExecuted` = `feeBps` of the amount
- *         capped at `maxFee`) with its attestation: one 65-byte signature over keccak256 of that
+ *         assigned, executed finality = the requested one, `feeExecuted` as Circle charges it: a
+ *         fast burn (minFinalityThreshold <= 1000) `feeBps` of the amount capped at `maxFee`, a
+ *         standard one nothing) with its attestation: one 65-byte signature over keccak256 of that
  *         message per attester key, concatenated in increasing signer-address order (as Circle's
  *         MessageTransmitterV2 requires; by default DEVNET_BRIDGE_SIGNATURE_THRESHOLD of the devnet keys)
  *     404 {error} when the transaction is not (yet) known or emitted no burn message
  *     400 {error} for an unknown domain or a malformed hash
  *
  *   GET /v2/burn/USDC/fees/{sourceDomainId}/{destinationDomainId}
- *     200 [{finalityThreshold: 1000, minimumFee}, {finalityThreshold: 2000, minimumFee}]: the fee in
- *         basis points it executes at each finality (fast, standard), what a burn's maxFee must cover
+ *     200 [{finalityThreshold: 1000, minimumFee: feeBps}, {finalityThreshold: 2000, minimumFee: 0}]:
+ *         the fee in basis points it executes at each finality (fast, standard), what a burn's maxFee
+ *         must cover (Circle's standard transfers are free)
  *     400 {error} for an unknown or equal pair of domains
  *
  * It keeps real state: burns are read from the source chain's receipts (the MessageTransmitterV2's
@@ -60,7 +61,8 @@ const attesterControls = z
  * answer for one burn carries the same nonce. Devnet controls (not part of the real API): `hold()` /
  * `release()` withhold every attestation, so a test can stop a worker between burn and mint;
  * `attestWith(keys)` signs with other keys (an attestation the transmitter refuses: an unknown
- * signer, or fewer signatures than its threshold).
+ * signer, or fewer signatures than its threshold); `setFastFee(bps)` changes the fast fee from now on,
+ * `feesDown(true)` answers the fees route 503 (an outage), and `feeRequests` lists the fees routes asked.
  * With `controls`, hold and the signing keys are also served over HTTP for a double that runs in
  * another process (`npm start`, `npm run cluster`):
  *   PUT /devnet/controls {"held"?: boolean, "signWith"?: "0x<private key>" | null}  (a key: sign with it
@@ -85,7 +87,7 @@ export interface BridgeAttesterOptions {
   attesterKeys?: readonly Hex[];
   /** How long after the attester first sees a burn it stays `pending_confirmations`. */
   delayMs?: number;
-  /** The bridge fee it executes (default DEVNET_BRIDGE_FEE_BPS), capped at each message's maxFee. */
+  /** The fast transfer fee it executes in bps (default DEVNET_BRIDGE_FEE_BPS), capped at each message's maxFee; standard is free. */
   feeBps?: number;
   host?: string;
   port?: number;
@@ -102,6 +104,12 @@ export interface BridgeAttester {
   attestWith(keys?: Hex | readonly Hex[]): void;
   /** Number of `complete` answers served so far (a test can see the worker polled). */
   readonly served: number;
+  /** The fast fee (bps, may be fractional) it answers and executes from now on. */
+  setFastFee(bps: number): void;
+  /** While true, the fees route answers 503. */
+  feesDown(down: boolean): void;
+  /** Paths of every fees request received (answered or not), in order. */
+  readonly feeRequests: readonly string[];
   stop(): Promise<void>;
 }
 
@@ -109,7 +117,14 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
   const configured = opts.attesterKeys ?? DEVNET_BRIDGE_ATTESTER_KEYS.slice(0, DEVNET_BRIDGE_SIGNATURE_THRESHOLD);
   let keys: readonly Hex[] = configured;
   const delayMs = opts.delayMs ?? 0;
-  const feeBps = opts.feeBps ?? DEVNET_BRIDGE_FEE_BPS;
+  let feeBps = opts.feeBps ?? DEVNET_BRIDGE_FEE_BPS;
+  let feesAreDown = false;
+  const feeRequests: string[] = [];
+  /** The fast fee of `amount` (feeBps may be fractional, as Circle's are), rounded down, capped at `maxFee`. */
+  const fastFee = (amount: bigint, maxFee: bigint) => {
+    const fee = (amount * BigInt(Math.round(feeBps * 100))) / 1_000_000n;
+    return fee > maxFee ? maxFee : fee;
+  };
   let held = opts.held ?? false;
   let served = 0;
   const firstSeen = new Map<string, number>();
@@ -157,7 +172,11 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
               ...emitted,
               nonce,
               finalityThresholdExecuted: emitted.minFinalityThreshold,
-              body: { ...emitted.body, feeExecuted: bridgeFeeFor(emitted.body.amount, emitted.body.maxFee, feeBps) },
+              body: {
+                ...emitted.body,
+                // Circle charges fast transfers only (CCTP fees: "Standard Transfers are free").
+                feeExecuted: emitted.minFinalityThreshold <= CCTP_FINALITY_FAST ? fastFee(emitted.body.amount, emitted.body.maxFee) : 0n,
+              },
             }
           : emitted;
         const message = complete ? encodeBurnMessage(decoded) : l.args.message;
@@ -228,11 +247,13 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
     };
     const fees = /^\/v2\/burn\/USDC\/fees\/(\d+)\/(\d+)$/.exec(url.pathname);
     if (req.method === 'GET' && fees) {
+      feeRequests.push(url.pathname);
+      if (feesAreDown) return send(503, { error: 'service unavailable' });
       const [src, dst] = [Number(fees[1]), Number(fees[2])];
       if (!clients.has(src) || !clients.has(dst) || src === dst) return send(400, { error: `unsupported domain pair ${src} -> ${dst}` });
       return send(200, [
         { finalityThreshold: CCTP_FINALITY_FAST, minimumFee: feeBps },
-        { finalityThreshold: CCTP_FINALITY_FINALIZED, minimumFee: feeBps },
+        { finalityThreshold: CCTP_FINALITY_FINALIZED, minimumFee: 0 },
       ]);
     }
     if (opts.controls && url.pathname === '/devnet/controls') return control(req, send);
@@ -255,6 +276,11 @@ export async function startBridgeAttester(opts: BridgeAttesterOptions): Promise<
       void (keys = other === undefined ? configured : typeof other === 'string' ? [other] : other),
     get served() {
       return served;
+    },
+    setFastFee: (bps: number) => void (feeBps = bps),
+    feesDown: (down: boolean) => void (feesAreDown = down),
+    get feeRequests() {
+      return [...feeRequests];
     },
     stop: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };

@@ -70,7 +70,7 @@ export async function deployBridge(
       name: 'BridgeMessageTransmitter',
       nonce: 1,
       address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
-      // The fee is the attestation's `feeExecuted` (the attester double applies DEVNET_BRIDGE_FEE_BPS).
+      // The fee is the attestation's `feeExecuted` (the attester double: DEVNET_BRIDGE_FEE_BPS on fast burns, none on standard).
       args: [
         domain,
         DEVNET_USDC_ADDRESS,

@@ -223,6 +223,9 @@ const schema = z.object({
   /**
    * Cross-chain EIP-3009: the bridge attestation service (Iris-style API) and the most of a payment
    * the bridge may keep. The attestation URL defaults to the devnet double outside production only.
+   * Each source network's finality is `BRIDGE_FINALITY_<NET>` (standard | fast, default standard;
+   * src/chains/networks.ts): a fast burn's maxFee is the fee read from the attestation service before
+   * it (+10%, as Circle's client), and one over this bound burns at standard instead.
    */
   BRIDGE_ATTESTATION_URL: z.string().url().optional(),
   BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),

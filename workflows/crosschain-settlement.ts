@@ -27,7 +27,7 @@ const { verifyCrossChainPayment } = proxyActivities<CrossChainActivities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s', maximumAttempts: 5 },
 });
-const { submitBridgeBurn, recordCrossChainOutcome } = proxyActivities<CrossChainActivities>({
+const { readBridgeBurnTerms, submitBridgeBurn, recordCrossChainOutcome } = proxyActivities<CrossChainActivities>({
   startToCloseTimeout: '60s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
@@ -36,6 +36,12 @@ const { awaitBridgeBurn } = proxyActivities<CrossChainActivities>({
   heartbeatTimeout: '5s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
 });
+
+/**
+ * The burn's terms (finality and maxFee; a fast fee read from the attestation service) are read by an
+ * activity before the burn and kept in the history. Runs started before it burn at standard, as then.
+ */
+export const BURN_TERMS_PATCH = 'bridge-burn-terms-v1';
 
 /** Answers once the source transaction is known (or the payment was refused): the settle response. */
 export const sourceTransactionUpdate = defineUpdate<CrossChainOutcome>('sourceTransaction');
@@ -96,7 +102,10 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   const verification = await verifyCrossChainPayment(input);
   if (!verification.isValid) return reject(verification.invalidReason);
 
-  const submitted = await submitBridgeBurn(input);
+  // Read once (the answer is in the history: a replay, or a worker that took over, burns with it).
+  const terms = patched(BURN_TERMS_PATCH) ? await readBridgeBurnTerms(input) : undefined;
+  if (terms?.fellBack) log.warn('the burn is standard', { reason: terms.fellBack });
+  const submitted = terms ? await submitBridgeBurn(input, terms) : await submitBridgeBurn(input);
   if (!submitted.submitted) {
     log.warn('burn would revert', { detail: submitted.detail });
     return reject(submitted.reason);

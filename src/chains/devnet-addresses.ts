@@ -57,7 +57,7 @@ export const DEVNET_BRIDGE_ATTESTER_ADDRESSES: readonly Address[] = DEVNET_BRIDG
 export const DEVNET_BRIDGE_SIGNATURE_THRESHOLD = 2;
 /** Where the devnet transmitters send the bridge fee they keep (an address nobody holds a key for). */
 export const DEVNET_BRIDGE_FEE_COLLECTOR: Address = '0x000000000000000000000000000000000000b71d';
-/** Bridge fee of the devnet transmitters: 10 bps of the burned amount, capped at the message's maxFee. */
+/** Fast-transfer fee of the devnet attester double: 10 bps of the burned amount, capped at the message's maxFee (standard: none, as Circle). */
 export const DEVNET_BRIDGE_FEE_BPS = 10;
 /**
  * Top-up gateway (src/topup): its own devnet-only deployer key, so its contracts never consume the

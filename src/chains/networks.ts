@@ -1,6 +1,7 @@
 import { redactUrls } from '../observability/redact';
 import { z } from 'zod';
 import type { Address } from 'viem';
+import { BRIDGE_FINALITIES, type BridgeFinality } from './evm/bridge';
 import { ConfigError, isProductionEnv } from '../config';
 import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
@@ -304,6 +305,11 @@ export interface EvmNetwork {
   /** CCTP-style bridge pair (cross-chain EIP-3009); the domain is `cctpDomain`. */
   bridgeMessenger: Address | undefined;
   bridgeTransmitter: Address | undefined;
+  /**
+   * Finality of the burns whose source is this network (`BRIDGE_FINALITY_<NET>`, default standard):
+   * `fast` reads the fast fee from the attestation service before each burn (docs/decisions.md).
+   */
+  bridgeFinality: BridgeFinality;
   /** Gateway wallet of batched payments: one address for testnets, one for mainnets (spec). */
   gatewayWallet: Address;
   permit2Only: boolean;
@@ -395,7 +401,7 @@ function maxFeePerGas(env: Record<string, string | undefined>, id: EvmNetworkId)
 /**
  * Builds the network table with env overrides:
  * `RPC_URLS_<NET>` (comma-separated; `none` disables the default), `USDC_ADDRESS_<NET>`, `CHAIN_ID_<NET>`, `MIN_SETTLE_AMOUNT_<NET>`,
- * `MAX_FEE_PER_GAS_<NET>` (wei), `CONFIRMATION_DEPTH_<NET>`, `SMART_WALLET_FACTORIES_<NET>`,
+ * `MAX_FEE_PER_GAS_<NET>` (wei), `CONFIRMATION_DEPTH_<NET>`, `SMART_WALLET_FACTORIES_<NET>`, `BRIDGE_FINALITY_<NET>` (standard | fast),
  * `FACILITATOR_ADDRESS_TESTNET`, `FACILITATOR_ADDRESS_MAINNET`, `FACILITATOR_ADDRESS_FLUENT`,
  * `PERMIT2_ADDRESS`, `EXACT_PERMIT2_PROXY_ADDRESS`, `UPTO_PERMIT2_PROXY_ADDRESS`,
  * `BRIDGE_MESSENGER_ADDRESS`, `BRIDGE_TRANSMITTER_ADDRESS` (defaults: devnet),
@@ -459,6 +465,7 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
       cctpDomain: s.cctpDomain,
       stablecoin: s.stablecoin ?? 'USDC',
       ...bridge,
+      bridgeFinality: readEnv(env, `BRIDGE_FINALITY_${sfx}`, (v) => z.enum(BRIDGE_FINALITIES).parse(v)) ?? 'standard',
       gatewayWallet: s.testnet ? gatewayWallets.testnet : gatewayWallets.mainnet,
       permit2Only: s.permit2Only ?? false,
       sameChainOnly: s.sameChainOnly ?? false,

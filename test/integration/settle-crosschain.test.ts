@@ -30,6 +30,7 @@ import {
 } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import {
+  CCTP_FINALITY_FAST,
   CCTP_FINALITY_FINALIZED,
   decodeBurnMessage,
   facilitatorBridgeAbi,
@@ -52,7 +53,7 @@ import { startSettleHarness, type SettleHarness } from '../support/settle-harnes
  */
 const OPTIMISM_SEPOLIA = 11155420;
 const VALUE = 2_000_000n;
-const BRIDGE_FEE = 2_000n; // the attester double's feeExecuted: 10 bps, under maxFee (BRIDGE_MAX_FEE_BPS 100 = 20,000)
+const BRIDGE_FEE = 0n; // the attester double's feeExecuted of a standard transfer: none, as Circle's
 const PLATFORM_FEE = 20_000n; // the organization's 100 bps of the signed value
 const PAYOUT = VALUE - BRIDGE_FEE - PLATFORM_FEE;
 
@@ -337,7 +338,9 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
       );
       attester.release();
       const m = await provider.fetchAttestation(source as never, hash, { maxRetries: 5, retryDelay: 100 });
-      expect(asked[0]).toBe(`${IRIS_SANDBOX}/v2/messages/6?transactionHash=${hash}`);
+      // The API runs in this process too: its own requests (RPC) are not the client's.
+      const circle = () => asked.filter((u) => u.startsWith(IRIS_SANDBOX));
+      expect(circle()[0]).toBe(`${IRIS_SANDBOX}/v2/messages/6?transactionHash=${hash}`);
       expect(m).toMatchObject({
         status: 'complete',
         cctpVersion: 2,
@@ -357,7 +360,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
         token: 'USDC',
         config: { transferSpeed: 'FAST' },
       } as never);
-      expect(asked.at(-1)).toBe(`${IRIS_SANDBOX}/v2/burn/USDC/fees/6/2`);
+      expect(circle().at(-1)).toBe(`${IRIS_SANDBOX}/v2/burn/USDC/fees/6/2`);
       expect(fees).toEqual({ providerFee: 2_200n, forwarderFee: 0n });
     } finally {
       globalThis.fetch = realFetch;
@@ -391,7 +394,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
       address: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       abi: tokenMessengerV2Abi,
       functionName: 'depositForBurn',
-      args: [amount, 2, pad(recipient!.address), h.stack.usdc, pad('0x'), 5_000n, CCTP_FINALITY_FINALIZED],
+      args: [amount, 2, pad(recipient!.address), h.stack.usdc, pad('0x'), 5_000n, CCTP_FINALITY_FAST], // fast: the fee is charged
     });
     expect((await h.chain.waitForTransactionReceipt({ hash: burnTx })).status).toBe('success');
 
@@ -446,7 +449,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
       const mint = await target.writeContract({ ...transmitter, functionName: 'receiveMessage', args: [message, twoOfThree] });
       expect((await dest.waitForTransactionReceipt({ hash: mint })).status).toBe('success');
       const fee = decodeBurnMessage(message).body.feeExecuted;
-      expect(fee).toBe(1_000n); // the double's 10 bps, under maxFee 5,000
+      expect(fee).toBe(1_000n); // the double's fast 10 bps, under maxFee 5,000
       expect(await destBalance(recipient!.address)).toBe(amount - fee);
       expect(await destBalance(DEVNET_BRIDGE_FEE_COLLECTOR)).toBe(feeBefore + fee);
       expect(await revertOf(twoOfThree)).toEqual({ error: 'NonceUsed', args: [decodeBurnMessage(message).nonce] });

@@ -6,7 +6,6 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { waitUntil } from '../../devnet/process';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
 import { exactPayer, x402Fetch } from '../../devnet/x402-v2-client';
-import { DEVNET_BRIDGE_FEE_BPS } from '../../src/chains/devnet-addresses';
 import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
@@ -35,7 +34,8 @@ const { decodePaymentResponseHeader, wrapFetchWithPayment } = x402Fetch;
 const FEE_FIXED = 10_000n;
 const FEE_BPS = 30n;
 const fee = (gross: bigint) => FEE_FIXED + (gross * FEE_BPS) / 10_000n;
-const bridgeFee = (gross: bigint) => (gross * BigInt(DEVNET_BRIDGE_FEE_BPS)) / 10_000n;
+/** The bridge's fee of a standard transfer: none (Circle charges fast transfers only; so does the devnet's attester). */
+const BRIDGE_FEE = 0n;
 /** The quoted bridge fee: TOPUP_BRIDGE_FEE_FALLBACK 50,000 + 20 % buffer. */
 const QUOTED_BRIDGE_FEE = 60_000n;
 const OPTIMISM_DOMAIN = 2;
@@ -177,8 +177,8 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
 
   test('bridging: 503 + Retry-After until the fill, a worker SIGKILLed while bridging, then exactly one mint and one deposit of the exact net', async () => {
     const gross = 5_000_000n;
-    const net = gross - fee(gross) - bridgeFee(gross);
-    expect(net).toBe(4_970_000n);
+    const net = gross - fee(gross) - BRIDGE_FEE;
+    expect(net).toBe(4_975_000n);
     const payer = await opPayer();
     const header = await opPayment(payer, gross);
     const opBefore = await opUsdc(payer.address);
@@ -251,7 +251,7 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
     expect(await h.usdcOf(h.feeRecipient)).toBe(feeBefore + fee(gross));
     expect(await opUsdc(payer.address)).toBe(opBefore - gross);
     const row = (await h.tdb.db.em.fork().findOne(TopUp, { id: topupId }))!;
-    expect({ fee: row.fee, bridgeFee: row.bridgeFee, net: row.netAmount }).toEqual({ fee: '25000', bridgeFee: '5000', net: '4970000' });
+    expect({ fee: row.fee, bridgeFee: row.bridgeFee, net: row.netAmount }).toEqual({ fee: '25000', bridgeFee: '0', net: '4975000' });
 
     // One mint (the fill) and one deposit, both on base.
     const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, {
@@ -266,13 +266,13 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
       mintTx: done.body.fillTx,
       sourceTx: done.body.settlementTx,
       recipient: h.relayer.address.toLowerCase(),
-      bridgeFee: '5000',
+      bridgeFee: '0',
       fee: '25000',
       payoutAmount: net.toString(),
     });
     const payouts = await payoutsOn(bridge.bridgeNonce!);
     expect(payouts.map((p) => [p.transactionHash, p.args.payout, p.args.received, p.args.fee])).toEqual([
-      [done.body.fillTx, h.relayer.address, gross - bridgeFee(gross), fee(gross)],
+      [done.body.fillTx, h.relayer.address, gross - BRIDGE_FEE, fee(gross)],
     ]);
     const fill = await h.chain.getTransactionReceipt({ hash: done.body.fillTx });
     expect(fill.status).toBe('success');
@@ -491,7 +491,7 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
     await poll(pending.topupId, 'bridging', account);
     attester.release();
     const final = await poll(pending.topupId, 'deposited', account);
-    const net = 3_000_000n - fee(3_000_000n) - bridgeFee(3_000_000n);
+    const net = 3_000_000n - fee(3_000_000n) - BRIDGE_FEE;
     expect(final.body).toMatchObject({
       success: true,
       grossAmount: '3000000',

@@ -5,7 +5,6 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
-import { DEVNET_BRIDGE_FEE_BPS } from '../../src/chains/devnet-addresses';
 import { tokenAbi } from '../../src/chains/evm/abi';
 import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
@@ -31,7 +30,8 @@ import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 const FEE_FIXED = 10_000n;
 const FEE_BPS = 30n;
 const fee = (gross: bigint) => FEE_FIXED + (gross * FEE_BPS) / 10_000n;
-const bridgeFee = (gross: bigint) => (gross * BigInt(DEVNET_BRIDGE_FEE_BPS)) / 10_000n;
+/** The bridge's fee of a standard transfer: none (Circle charges fast transfers only; so does the devnet's attester). */
+const BRIDGE_FEE = 0n;
 /** The quoted bridge fee: TOPUP_BRIDGE_FEE_FALLBACK 50,000 + 20 % buffer. */
 const QUOTED_BRIDGE_FEE = 60_000n;
 const OPTIMISM_DOMAIN = 2;
@@ -122,7 +122,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
 
   test('ops list shows it; ops retry-deposit after the attester is fixed: one mint, one deposit of the exact net; a repeat is refused (exit 2)', async () => {
     const gross = 3_000_000n;
-    const net = gross - fee(gross) - bridgeFee(gross);
+    const net = gross - fee(gross) - BRIDGE_FEE;
     const t = await needsReview(gross);
     const relayerBefore = await h.usdcOf(h.relayer.address);
     const bridge = (await h.tdb.db.em.fork().findOne(BridgeTransfer, { settlementId: t.settlementId }))!;

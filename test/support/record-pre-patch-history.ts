@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { temporal } from '@temporalio/proto';
 import * as topUp from './topup-workflow-mocks';
 import * as settlement from './settlement-workflow-mocks';
+import * as crossChain from './crosschain-workflow-mocks';
 import { startWorkflowTestEnv } from './workflow-env';
 
 /**
@@ -15,6 +16,7 @@ import { startWorkflowTestEnv } from './workflow-env';
  * (needs git and the Temporal CLI, as the workflows tests do):
  *
  *   npx tsx test/support/record-pre-patch-history.ts [topUpNeedsReview] [settlementThreeActivities] [settlementStuckAtStart]
+ *     [crossChainPreBurnTerms]
  */
 const ROOT = join(__dirname, '..', '..');
 const HISTORIES = join(ROOT, 'test', 'fixtures', 'histories');
@@ -70,6 +72,20 @@ export const PRE_PATCH_HISTORIES = {
     args: () => [{ ...settlement.input(1), workflowId: 'settle:base-sepolia:pre-one-local-activity' }],
     activities: () => settlement.mocks().activities,
     outcome: { response: settlement.settled, organizationId: 'org-1' },
+  },
+  /**
+   * A delivered cross-chain settlement: before `bridge-burn-terms-v1` (added after 3ba09dd) it burned
+   * at once after verification, at standard finality; today it reads the burn's terms first.
+   */
+  crossChainPreBurnTerms: {
+    patch: 'bridge-burn-terms-v1',
+    commit: '3ba09dd',
+    file: join(HISTORIES, 'crosschain-pre-burn-terms.binpb'),
+    workflowType: 'crossChainSettlementWorkflow',
+    workflowId: 'settle:base-sepolia:pre-burn-terms',
+    args: () => [{ ...crossChain.input(1), workflowId: 'settle:base-sepolia:pre-burn-terms' }],
+    activities: () => crossChain.mocks().activities,
+    outcome: crossChain.outcome,
   },
 } satisfies Record<string, PrePatchHistory>;
 

@@ -63,6 +63,7 @@ export function mocks(opts: { refund?: () => Promise<{ hash: string }>; attestat
     }),
     checkSettlementGas: count('checkSettlementGas', () => ({ broadcast: true, costUsdc: '0' })),
     verifyCrossChainPayment: count('verifyCrossChainPayment', () => ({ isValid: true, payer: PAYER })),
+    readBridgeBurnTerms: count('readBridgeBurnTerms', () => ({ finality: 'standard', minFinalityThreshold: 2000, maxFee: '20000' })),
     submitBridgeBurn: count('submitBridgeBurn', () => ({ submitted: true, hash: HASH })),
     awaitBridgeBurn: count('awaitBridgeBurn', () => ({
       response: { success: true, transaction: HASH, network: 'optimism', payer: PAYER },

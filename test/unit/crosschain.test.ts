@@ -5,6 +5,8 @@ import {
   decodeBurnMessage,
   destinationSplit,
   encodeBurnMessage,
+  fastFeeOf,
+  fastMaxFee,
   isAttestationForm,
   isAttestedFormOf,
   type BurnMessage,
@@ -80,6 +82,32 @@ describe('fee arithmetic (exact input)', () => {
     expect(bridgeFeeFor(2_000_000n, 20_000n, 10)).toBe(2_000n);
     expect(bridgeFeeFor(2_000_000n, 500n, 10)).toBe(500n);
     expect(bridgeFeeFor(2_000_000n, 0n, 10)).toBe(0n);
+  });
+
+  test("a fast burn's maxFee is Circle's client's: the fee rounded up, plus 10%", () => {
+    expect(fastMaxFee(2_000_000n, 1_000n)).toBe(2_200n); // 10 bps of 2 USDC (the client's getMaxFee gives 2,200 in settle-crosschain.test.ts)
+    expect(fastMaxFee(1_000_000n, 130n)).toBe(143n); // 1.3 bps of 1 USDC: 130 + 13
+    expect(fastMaxFee(1_001n, 130n)).toBe(1n); // 0.013 rounds up to 1; the buffer of 1 rounds down to 0
+    expect(fastMaxFee(2_000_000n, 0n)).toBe(0n);
+  });
+
+  test("the fees endpoint's fast tier in hundredths of a bp; no fast tier; anything else is no answer", () => {
+    const standard = { finalityThreshold: 2000, minimumFee: 0 };
+    expect(fastFeeOf([{ finalityThreshold: 1000, minimumFee: 10 }, standard])).toBe(1_000n);
+    expect(fastFeeOf([{ finalityThreshold: 1000, minimumFee: '1.3' }, standard])).toBe(130n);
+    expect(fastFeeOf([standard])).toBe('none');
+    expect(fastFeeOf([])).toBe('none');
+    for (const body of [
+      undefined,
+      null,
+      {},
+      'x',
+      [{ finalityThreshold: 1000 }],
+      [{ finalityThreshold: 1000, minimumFee: '-1' }],
+      [{ finalityThreshold: '1000', minimumFee: 1 }],
+      [{ finalityThreshold: 1000, minimumFee: -1 }],
+    ])
+      expect(fastFeeOf(body)).toBeUndefined();
   });
 
   test('the payout is what arrives minus the platform fee, the fee capped at what arrives', () => {

@@ -95,6 +95,7 @@ describe('buildNetworkTable defaults', () => {
       stablecoin: 'USDC',
       bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+      bridgeFinality: 'standard',
       gatewayWallet: DEVNET_GATEWAY_WALLET_ADDRESS,
       permit2Only: false,
       sameChainOnly: false,
@@ -134,6 +135,7 @@ describe('buildNetworkTable defaults', () => {
       stablecoin: 'USDC',
       bridgeMessenger: DEVNET_BRIDGE_MESSENGER_ADDRESS,
       bridgeTransmitter: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+      bridgeFinality: 'standard',
       gatewayWallet: '0x77777777Dcc4d5A8B6E418Fd04D8997ef11000eE',
       permit2Only: false,
       sameChainOnly: false,
@@ -276,6 +278,14 @@ describe('buildNetworkTable env overrides', () => {
         .map((n) => n.id)
         .sort(),
     ).toEqual(['base-sepolia', 'optimism-sepolia']);
+  });
+
+  test('BRIDGE_FINALITY_<NET> is standard unless set to fast; anything else is refused by name', () => {
+    const t = buildNetworkTable({ BRIDGE_FINALITY_BASE_SEPOLIA: 'fast', BRIDGE_FINALITY_OPTIMISM_SEPOLIA: 'standard' });
+    expect(t.get('base-sepolia')!.bridgeFinality).toBe('fast');
+    expect(t.get('optimism-sepolia')!.bridgeFinality).toBe('standard');
+    expect(t.get('base')!.bridgeFinality).toBe('standard');
+    expect(() => buildNetworkTable({ BRIDGE_FINALITY_BASE: 'FAST' })).toThrow('BRIDGE_FINALITY_BASE: "FAST" is not valid');
   });
 
   test('RPC_URLS is a comma-separated, trimmed list', () => {

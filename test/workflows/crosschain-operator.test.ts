@@ -47,6 +47,7 @@ function mocks(opts: { deliver?: (mint: number) => boolean; refund?: () => Promi
     };
   const activities = {
     verifyCrossChainPayment: count('verifyCrossChainPayment', () => ({ isValid: true, payer: PAYER })),
+    readBridgeBurnTerms: count('readBridgeBurnTerms', () => ({ finality: 'standard', minFinalityThreshold: 2000, maxFee: '20000' })),
     submitBridgeBurn: count('submitBridgeBurn', () => ({ submitted: true, hash: HASH })),
     awaitBridgeBurn: count('awaitBridgeBurn', () => ({
       response: { success: true, transaction: HASH, network: 'base-sepolia', payer: PAYER },

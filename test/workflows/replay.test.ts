@@ -12,6 +12,7 @@ import { EARLIER_HISTORIES, PRE_PATCH_HISTORIES, type RecordedHistory } from '..
  *  - a cross-chain top-up that ended in needs_review at once, before `operator-actions-v1` (since
  *    which needs_review waits for an operator);
  *  - a valid settlement run as three local activities, before `settlement-one-local-activity`;
+ *  - a delivered cross-chain settlement that burned right after verification, before `bridge-burn-terms-v1`;
  * and histories of code since changed without a patch (EARLIER_HISTORIES):
  *  - a settlement whose first task carried the stuck scan's `markStuck`, before the API's type was split
  *    from `settlementWorkflow`.
@@ -48,4 +49,12 @@ test('the stuck-at-start settlement ran the stuck mark before its fast path', ()
 test('the pre-patch settlement ran its three steps as three local activities', () => {
   const history = decode(PRE_PATCH_HISTORIES.settlementThreeActivities);
   expect(markersNamed(history.events ?? [], 'core_local_activity')).toHaveLength(3);
+});
+
+test('the pre-patch cross-chain settlement burned right after verification, without reading its terms', () => {
+  const history = decode(PRE_PATCH_HISTORIES.crossChainPreBurnTerms);
+  const scheduled = (history.events ?? [])
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED)
+    .map((e) => e.activityTaskScheduledEventAttributes!.activityType!.name);
+  expect(scheduled.slice(0, 3)).toEqual(['verifyCrossChainPayment', 'submitBridgeBurn', 'awaitBridgeBurn']);
 });

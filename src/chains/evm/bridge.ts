@@ -130,6 +130,57 @@ export function isAttestedFormOf(emitted: Hex, attested: Hex): boolean {
   );
 }
 
+/** Finality of a network's burns (`BRIDGE_FINALITY_<NET>`): standard waits for finality, fast is attested sooner for a fee. */
+export type BridgeFinality = 'standard' | 'fast';
+export const BRIDGE_FINALITIES = ['standard', 'fast'] as const satisfies readonly BridgeFinality[];
+
+/**
+ * What a burn is sent with: its `minFinalityThreshold` and `maxFee`. Decided once per settlement
+ * before its burn (activity `readBridgeBurnTerms`, recorded in the workflow's history).
+ */
+export interface BurnTerms {
+  finality: BridgeFinality;
+  minFinalityThreshold: number;
+  /** Base units: the read fast fee with Circle's buffer, or (standard) the settlement's `maxBridgeFee`. */
+  maxFee: string;
+  /** Why a network set to fast burns at standard (its fast fee over the bound, or no fast tier on the route). */
+  fellBack?: string;
+}
+
+/**
+ * The fast tier of the attestation service's `GET /v2/burn/USDC/fees/{src}/{dst}` answer
+ * (`[{finalityThreshold, minimumFee}]`, the fee in basis points, possibly fractional, e.g. "1.3"), in
+ * hundredths of a basis point as Circle's client (`@circle-fin/provider-cctp-v2`) scales it;
+ * `'none'` for a well-formed answer without a fast tier; undefined for anything else (not an answer).
+ */
+export function fastFeeOf(body: unknown): bigint | 'none' | undefined {
+  if (!Array.isArray(body)) return undefined;
+  const tiers = body as { finalityThreshold?: unknown; minimumFee?: unknown }[];
+  const wellFormed = tiers.every(
+    (t) =>
+      typeof t === 'object' &&
+      t !== null &&
+      typeof t.finalityThreshold === 'number' &&
+      (typeof t.minimumFee === 'number' || (typeof t.minimumFee === 'string' && /^\d+(\.\d+)?$/.test(t.minimumFee))),
+  );
+  if (!wellFormed) return undefined;
+  const fast = tiers.find((t) => t.finalityThreshold === CCTP_FINALITY_FAST);
+  if (!fast) return 'none';
+  const bps = Number(fast.minimumFee);
+  if (!Number.isFinite(bps) || bps < 0) return undefined;
+  return BigInt(Math.round(bps * 100));
+}
+
+/**
+ * A fast burn's `maxFee` as Circle's client computes it (`getMaxFee`, transfer speed FAST): the fee
+ * at `scaledBps` (hundredths of a bp) of `amount` rounded up, plus a 10% buffer for the fee moving
+ * between the read and the attestation.
+ */
+export function fastMaxFee(amount: bigint, scaledBps: bigint): bigint {
+  const fee = (scaledBps * amount + 999_999n) / 1_000_000n;
+  return fee + fee / 10n;
+}
+
 /** One signature of an attestation: (r, s, v). */
 export const ATTESTATION_SIGNATURE_BYTES = 65;
 
