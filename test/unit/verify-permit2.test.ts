@@ -288,6 +288,10 @@ describe('verifyPermit2: each rule and its reason', () => {
     ).toBe('invalid_permit2_2612_signature');
     const good = await permit2612For(buyer, { ...base, value: 1_000_000n });
     expect(await reasonWith({ ...good, v: 29 })).toBe('invalid_permit2_2612_signature');
+    // The high-s twin recovers to the owner too, but FiatToken's ECRecover refuses it.
+    const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+    const twin = { ...good, s: numberToHex(N - hexToBigInt(good.s), { size: 32 }), v: good.v === 27 ? 28 : 27 };
+    expect(await reasonWith(twin)).toBe('invalid_permit2_2612_signature');
     expect(await reasonWith(good)).toBe('valid');
   });
 
