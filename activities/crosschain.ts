@@ -20,6 +20,7 @@ import { eip3009 } from '../src/schemes/eip3009';
 import type { Verification, WorkerDeps } from '../src/schemes/scheme';
 import { revertOf, sendCall } from '../src/chains/evm/calls';
 import { Relayer } from '../src/chains/evm/relayer';
+import { ensureWalletDeployed } from '../src/chains/evm/wallet-deploy';
 import { settlementRecords } from '../src/settle/records';
 import { Settlement } from '../src/db/entities';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
@@ -120,8 +121,8 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         BigInt(a.validAfter),
         BigInt(a.validBefore),
         a.nonce as Hex,
-        // A smart wallet's signature goes to the token as is (EIP-1271); an EIP-6492 wrapper's inner one
-        // (the wallet must be deployed: this route sends no factory call, so the burn's estimate refuses it).
+        // A smart wallet's signature goes to the token as is (EIP-1271); an EIP-6492 wrapper's inner one,
+        // once submitBridgeBurn has deployed the wallet.
         onChainSignature(input.paymentPayload.payload.signature as Hex),
         {
           messenger: src.bridgeMessenger,
@@ -253,10 +254,27 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
      * Pulls the authorization and burns it toward the destination in one facilitator call, once per
      * workflow (write-ahead relayer record `<workflowId>:burn`), with the terms read before it (none:
      * a run started before they were read, standard); a call that would revert is reported before
-     * anything is signed.
+     * anything is signed. A counterfactual wallet (EIP-6492) is deployed first, as for a same-chain
+     * settlement (src/chains/evm/wallet-deploy.ts: its own write-ahead record `<workflowId>:deploy`, a
+     * listed factory only, gas-capped), so a retry after a crash re-sends that deployment's bytes, never
+     * a second one, and the burn's estimate runs against the deployed wallet.
      */
     async submitBridgeBurn(input: CrossChainSettleInput, terms?: BurnTerms): Promise<BurnSubmitted> {
-      const sent = await sendCall(deps.relayerFor(input.network), input.workflowId, burnCall(input, terms), 'burn');
+      const relayer = deps.relayerFor(input.network);
+      const { from } = input.paymentPayload.payload.authorization;
+      const ready = await ensureWalletDeployed(
+        relayer,
+        input.workflowId,
+        network(input.network),
+        from as Address,
+        input.paymentPayload.payload.signature as Hex,
+        deps.config.RECEIPT_WAIT_MS,
+      );
+      if (!ready.ready) {
+        await records.rejected(asRecord(input), 'invalid_transaction_state');
+        return { submitted: false, reason: 'invalid_transaction_state', detail: ready.detail };
+      }
+      const sent = await sendCall(relayer, input.workflowId, burnCall(input, terms), 'burn');
       if (!sent.sent) {
         await records.rejected(asRecord(input), 'invalid_transaction_state');
         return { submitted: false, reason: 'invalid_transaction_state', detail: sent.revert };

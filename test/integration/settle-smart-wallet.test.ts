@@ -1,15 +1,13 @@
 import {
-  createPublicClient,
   createWalletClient,
-  defineChain,
   http,
   encodeFunctionData,
   hashTypedData,
   isErc6492Signature,
   parseErc6492Signature,
+  parseSignature,
   serializeErc6492Signature,
   maxUint256,
-  numberToHex,
   parseEventLogs,
   type Address,
   type Hex,
@@ -19,22 +17,23 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import type { SmartAccount } from 'viem/account-abstraction';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
-import { devnetSmartAccount, replaySafeHash } from '../../devnet/smart-wallet';
+import { replaySafeHash } from '../../devnet/smart-wallet';
 import {
   DEVNET_WALLET_FACTORY_ADDRESS,
   PERMIT2_CANONICAL_ADDRESS,
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { tokenAbi, walletFactoryAbi } from '../../src/chains/evm/abi';
+import { tokenAbi } from '../../src/chains/evm/abi';
 import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { RelayerTransaction } from '../../src/db/entities';
 import { permit2SettleWorkflowId, settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
-import { fundUsdc, waitForReceipt } from '../support/evm';
-import { permit2Payment } from '../support/permit2-payments';
+import { EIP2612_PERMIT_TYPES, waitForReceipt } from '../support/evm';
+import { permit2612For, permit2Payment } from '../support/permit2-payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { smartWallets } from '../support/smart-wallets';
 
 /**
  * Smart-wallet buyers on the real stack (docs/decisions.md "Smart-wallet buyers"): a viem smart account
@@ -54,6 +53,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
       env: { SETTLE_WAIT_MS: '1500', RECEIPT_WAIT_MS: '5000' },
     });
     ({ rpcUrl, chainId } = h.stack.chains['base-sepolia']);
+    wallets = smartWallets(h);
     // One EOA settlement first: a new worker's first workflow task can outlast its timeout, and its
     // retry then runs the settlement's local activity beside the first attempt (see the report of
     // issue 40); the tests below are about smart wallets, not about that.
@@ -64,36 +64,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     await h?.close();
   });
 
-  const chain = () =>
-    defineChain({
-      id: chainId,
-      name: 'base-sepolia',
-      nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-      rpcUrls: { default: { http: [rpcUrl] } },
-    });
-  const client = () => createPublicClient({ chain: chain(), transport: http(rpcUrl) });
-  const hasCode = async (a: Address) => ((await h.chain.getCode({ address: a })) ?? '0x') !== '0x';
-
-  /** A fresh owner key, its wallet's account, and that wallet funded with `usdc` (not deployed). */
-  async function freshWallet(usdc = 5_000_000n): Promise<{ owner: LocalAccount; account: SmartAccount }> {
-    const owner = privateKeyToAccount(generatePrivateKey());
-    const account = await devnetSmartAccount({ client: client(), owner });
-    await fundUsdc(h.stack.chains['base-sepolia'], h.stack.usdc, account.address, usdc);
-    return { owner, account };
-  }
-
-  /** Deploys the wallet through the factory, as its owner would (not our relayer). */
-  async function deploy(owner: LocalAccount) {
-    await rpc(rpcUrl, 'anvil_setBalance', [owner.address, numberToHex(10n ** 18n)]);
-    const wallet = createWalletClient({ account: owner, chain: chain(), transport: http(rpcUrl) });
-    const hash = await wallet.writeContract({
-      address: DEVNET_WALLET_FACTORY_ADDRESS,
-      abi: walletFactoryAbi,
-      functionName: 'createAccount',
-      args: [owner.address, 0n],
-    });
-    expect((await waitForReceipt(h.chain, hash)).status).toBe('success');
-  }
+  let wallets: ReturnType<typeof smartWallets>;
 
   const payFrom = (account: SmartAccount, o: { signer?: LocalAccount; value?: bigint } = {}) =>
     h.pay(account as unknown as LocalAccount, { value: o.value ?? 1_000_000n, signer: o.signer });
@@ -108,6 +79,24 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
         key.sign({ hash: replaySafeHash(wallet, chainId, hashTypedData(typed)) }),
     } as LocalAccount;
   };
+
+  /** A Permit2 `exact` payment of `amount` signed by `account` (its permit2612 riding along when given). */
+  const permit2From = (account: SmartAccount, amount: bigint, permit2612?: Awaited<ReturnType<typeof permit2612For>>) =>
+    permit2Payment({
+      scheme: 'exact',
+      buyer: account as unknown as LocalAccount,
+      network: 'base-sepolia',
+      chainId,
+      usdc: h.stack.usdc,
+      facilitator: h.stack.facilitator,
+      permit2: PERMIT2_CANONICAL_ADDRESS,
+      exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
+      uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
+      amount,
+      ...(permit2612 ? { permit2612 } : {}),
+    });
+  const permit2Allowance = (wallet: Address) =>
+    h.chain.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'allowance', args: [wallet, PERMIT2_CANONICAL_ADDRESS] });
 
   const rejected = (errorReason: string, payer: Address) => ({
     success: false,
@@ -125,8 +114,8 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
   const balances = (wallet: Address) => Promise.all([h.balanceOf(wallet), h.balanceOf(h.payout)]);
 
   test('a deployed wallet (EIP-1271) pays with EIP-3009: one transaction, exact deltas, no deployment', async () => {
-    const { owner, account } = await freshWallet();
-    await deploy(owner);
+    const { owner, account } = await wallets.fresh();
+    await wallets.deploy(owner);
     const body = await payFrom(account, { value: 2_000_000n });
     const signature = body.paymentPayload.payload.signature;
     expect(isErc6492Signature(signature)).toBe(false); // a deployed wallet's plain EIP-1271 signature
@@ -142,10 +131,10 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
   });
 
   test('a deployed wallet (EIP-1271) pays with Permit2 exact', async () => {
-    const { owner, account } = await freshWallet();
-    await deploy(owner);
+    const { owner, account } = await wallets.fresh();
+    await wallets.deploy(owner);
     // The wallet's one-time Permit2 approval, made by its owner through the wallet.
-    const wallet = createWalletClient({ account: owner, chain: chain(), transport: http(rpcUrl) });
+    const wallet = createWalletClient({ account: owner, chain: wallets.chain, transport: http(rpcUrl) });
     const approve = await wallet.writeContract({
       address: account.address,
       abi: [
@@ -169,18 +158,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
       ],
     });
     expect((await waitForReceipt(h.chain, approve)).status).toBe('success');
-    const body = await permit2Payment({
-      scheme: 'exact',
-      buyer: account as unknown as LocalAccount,
-      network: 'base-sepolia',
-      chainId,
-      usdc: h.stack.usdc,
-      facilitator: h.stack.facilitator,
-      permit2: PERMIT2_CANONICAL_ADDRESS,
-      exactProxy: X402_EXACT_PERMIT2_PROXY_ADDRESS,
-      uptoProxy: X402_UPTO_PERMIT2_PROXY_ADDRESS,
-      amount: 1_500_000n,
-    });
+    const body = await permit2From(account, 1_500_000n);
     const [walletBefore, payoutBefore] = await balances(account.address);
 
     const res = await h.settleUntilFinal(body);
@@ -193,18 +171,71 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     expect(permit2SettleWorkflowId('base-sepolia', account.address, body.paymentPayload.payload.permit.nonce)).toMatch(/^settle:/);
   });
 
-  test('a counterfactual wallet (EIP-6492): our relayer deploys it through the listed factory, then settles; a repeat moves nothing', async () => {
-    const { account } = await freshWallet();
-    const body = await payFrom(account, { value: 1_000_000n });
-    expect(isErc6492Signature(body.paymentPayload.payload.signature)).toBe(true);
-    expect(await hasCode(account.address)).toBe(false);
+  test("a deployed wallet (EIP-1271) pays with Permit2 and a permit2612 instead of an approval: FiatToken's v/r/s permit asks the wallet", async () => {
+    const { owner, account } = await wallets.fresh();
+    await wallets.deploy(owner);
+    expect(await permit2Allowance(account.address)).toBe(0n);
+    // The wallet's EIP-2612 permit for Permit2: its 65-byte EIP-1271 signature, split into v/r/s.
+    const eip2612 = await permit2612For(account as unknown as LocalAccount, {
+      chainId,
+      usdc: h.stack.usdc,
+      permit2: PERMIT2_CANONICAL_ADDRESS,
+      value: 10_000_000n,
+      nonce: 0n,
+    });
+    const body = await permit2From(account, 1_500_000n, eip2612);
     const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
     const [walletBefore, payoutBefore] = await balances(account.address);
 
     const res = await h.settleUntilFinal(body);
 
     expect({ status: res.status, body: res.body }).toEqual(paidAnswer(account.address));
-    expect(await hasCode(account.address)).toBe(true);
+    expect(await balances(account.address)).toEqual([walletBefore - 1_500_000n, payoutBefore + 1_500_000n]);
+    // The permit was applied in the settlement itself: Permit2's allowance is the permit's less what it pulled.
+    expect(await permit2Allowance(account.address)).toBe(10_000_000n - 1_500_000n);
+    expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore + 1);
+  });
+
+  test("a counterfactual wallet's permit2612 (an EIP-6492 signature does not fit v/r/s) -> invalid_permit2_2612_signature, nothing deployed or moved", async () => {
+    const { account } = await wallets.fresh();
+    const deadline = BigInt(Math.floor(Date.now() / 1000)) + 300n;
+    const wrapped = await account.signTypedData({
+      domain: { name: 'USDC', version: '2', chainId, verifyingContract: h.stack.usdc },
+      types: EIP2612_PERMIT_TYPES,
+      primaryType: 'Permit',
+      message: { owner: account.address, spender: PERMIT2_CANONICAL_ADDRESS, value: 10_000_000n, nonce: 0n, deadline },
+    });
+    expect(isErc6492Signature(wrapped)).toBe(true);
+    // The most v/r/s can carry: the wallet's inner signature, which only the deployed wallet would accept.
+    const { r, s, v } = parseSignature(parseErc6492Signature(wrapped).signature);
+    const body = await permit2From(account, 1_000_000n, { value: '10000000', deadline: deadline.toString(), v: Number(v), r, s });
+    expect(isErc6492Signature(body.paymentPayload.payload.signature as Hex)).toBe(true);
+    const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
+    const walletBefore = await h.balanceOf(account.address);
+
+    const res = await h.settle(body);
+
+    expect({ status: res.status, body: res.body }).toEqual({
+      status: 400,
+      body: rejected('invalid_permit2_2612_signature', account.address),
+    });
+    expect(await wallets.hasCode(account.address)).toBe(false);
+    expect(await h.balanceOf(account.address)).toBe(walletBefore);
+    expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore);
+  });
+
+  test('a counterfactual wallet (EIP-6492): our relayer deploys it through the listed factory, then settles; a repeat moves nothing', async () => {
+    const { account } = await wallets.fresh();
+    const body = await payFrom(account, { value: 1_000_000n });
+    expect(isErc6492Signature(body.paymentPayload.payload.signature)).toBe(true);
+    expect(await wallets.hasCode(account.address)).toBe(false);
+    const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
+    const [walletBefore, payoutBefore] = await balances(account.address);
+
+    const res = await h.settleUntilFinal(body);
+
+    expect({ status: res.status, body: res.body }).toEqual(paidAnswer(account.address));
+    expect(await wallets.hasCode(account.address)).toBe(true);
     expect(await balances(account.address)).toEqual([walletBefore - 1_000_000n, payoutBefore + 1_000_000n]);
     // Two transactions of ours: the deployment, then the settlement, each under its write-ahead record.
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore + 2);
@@ -224,8 +255,8 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
   });
 
   test('a deployed wallet signed by another key (wrong EIP-1271 signature) -> invalid_exact_evm_payload_signature, nothing moves', async () => {
-    const { owner, account } = await freshWallet();
-    await deploy(owner);
+    const { owner, account } = await wallets.fresh();
+    await wallets.deploy(owner);
     const body = await payFrom(account, { signer: impostorFor(account.address) });
     const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });
     const walletBefore = await h.balanceOf(account.address);
@@ -241,7 +272,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
   });
 
   test('a counterfactual wallet whose EIP-6492 wrapper holds another key’s signature -> invalid_exact_evm_payload_signature, nothing deployed', async () => {
-    const { account } = await freshWallet();
+    const { account } = await wallets.fresh();
     // The right wallet's factory call, the wrong key's signature inside.
     const good = await payFrom(account);
     const wrong = await payFrom(account, { signer: impostorFor(account.address) });
@@ -261,12 +292,12 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
       body: rejected('invalid_exact_evm_payload_signature', account.address),
     });
     expect(await h.balanceOf(account.address)).toBe(walletBefore);
-    expect(await hasCode(account.address)).toBe(false);
+    expect(await wallets.hasCode(account.address)).toBe(false);
     expect(await h.chain.getTransactionCount({ address: relayer.address })).toBe(nonceBefore);
   });
 
   test('worker SIGKILLed after the deployment was broadcast: exactly one deployment and one settlement', async () => {
-    const { account } = await freshWallet();
+    const { account } = await wallets.fresh();
     const body = await payFrom(account, { value: 1_000_000n });
     const workflowId = settleWorkflowId('base-sepolia', account.address, body.paymentPayload.payload.authorization.nonce);
     const nonceBefore = await h.chain.getTransactionCount({ address: relayer.address });

@@ -1,9 +1,10 @@
-import { hashDomain, hexToBigInt, numberToHex, parseSignature, serializeSignature, type Address, type Hex } from 'viem';
+import { concat, hashDomain, hexToBigInt, numberToHex, parseSignature, serializeSignature, toHex, type Address, type Hex } from 'viem';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { uptoSettleAmount, verifyPermit2, type Permit2ChainReads } from '../../src/schemes/permit2/verify';
 import { permit2PaymentPayloadSchema, type Permit2PaymentPayload } from '../../src/schemes/permit2/payload';
 import { paymentRequirementsSchema, type PaymentRequirements } from '../../src/x402/schemas';
 import { settleStatusFor } from '../../src/x402/error-reasons';
+import { permitDigest } from '../../src/permit/signature';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { permit2612For, permit2Payment, type Permit2PaymentOptions } from '../support/permit2-payments';
 
@@ -46,7 +47,7 @@ function fakeReads(s: ChainState = {}) {
     nonceBitmap: jest.fn(async () => s.bitmap ?? 0n),
     eip2612: jest.fn(async () => (s.noEip2612 ? undefined : { domainSeparator: USDC_DOMAIN, nonce: s.tokenNonce ?? 0n })),
     // The owner is an EOA: the chain accepts no signature local recovery refused.
-    verifyHash: jest.fn(async () => false),
+    verifyHash: jest.fn(async (): Promise<boolean> => false),
     hasCode: jest.fn(async () => false),
   } satisfies Permit2ChainReads;
 }
@@ -133,6 +134,34 @@ describe('verifyPermit2: valid payments', () => {
     expect(v).toMatchObject({ isValid: true, applyPermit2612: true });
     const zeroOne = await verify(await pay({ permit2612: { ...permit, v: permit.v - 27 } }), fakeReads({ allowance: 0n, tokenNonce: 3n }));
     expect(zeroOne).toMatchObject({ isValid: true, applyPermit2612: true });
+  });
+
+  test("a smart wallet's permit2612: the 65 bytes r‖s‖v the token's v/r/s permit packs are asked of the wallet (EIP-1271)", async () => {
+    // Signed by the wallet's owner key, not the wallet's address: local recovery does not confirm it.
+    const permit = await permit2612For(buyer, {
+      chainId: network.chainId!,
+      usdc,
+      permit2: network.permit2,
+      value: 1_000_000n,
+      nonce: 3n,
+      deadline: BigInt(NOW + 300),
+      signer: stranger,
+    });
+    const digest = permitDigest(USDC_DOMAIN, {
+      owner: buyer.address,
+      spender: network.permit2,
+      value: 1_000_000n,
+      nonce: 3n,
+      deadline: BigInt(NOW + 300),
+    });
+    const accepting = fakeReads({ allowance: 0n, tokenNonce: 3n });
+    accepting.verifyHash.mockResolvedValue(true);
+    expect(await verify(await pay({ permit2612: permit }), accepting)).toMatchObject({ isValid: true, applyPermit2612: true });
+    expect(accepting.verifyHash.mock.calls).toEqual([[buyer.address, digest, concat([permit.r, permit.s, toHex(permit.v, { size: 1 })])]]);
+    // The wallet's isValidSignature refuses it (or the owner has no code): not the owner's signature.
+    expect(await reasonOf(pay({ permit2612: permit }), fakeReads({ allowance: 0n, tokenNonce: 3n }))).toBe(
+      'invalid_permit2_2612_signature',
+    );
   });
 });
 
@@ -259,6 +288,10 @@ describe('verifyPermit2: each rule and its reason', () => {
     ).toBe('invalid_permit2_2612_signature');
     const good = await permit2612For(buyer, { ...base, value: 1_000_000n });
     expect(await reasonWith({ ...good, v: 29 })).toBe('invalid_permit2_2612_signature');
+    // The high-s twin recovers to the owner too, but FiatToken's ECRecover refuses it.
+    const N = 0xfffffffffffffffffffffffffffffffebaaedce6af48a03bbfd25e8cd0364141n;
+    const twin = { ...good, s: numberToHex(N - hexToBigInt(good.s), { size: 32 }), v: good.v === 27 ? 28 : 27 };
+    expect(await reasonWith(twin)).toBe('invalid_permit2_2612_signature');
     expect(await reasonWith(good)).toBe('valid');
   });
 

@@ -1,10 +1,10 @@
-import { hashTypedData, isAddressEqual, size, type Address, type Hex } from 'viem';
+import { concat, hashTypedData, isAddressEqual, size, toHex, type Address, type Hex } from 'viem';
 import { isHighS, isSignedBy, type SignatureReads } from '../../chains/evm/buyer-signature';
 import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
 import type { Permit2PaymentPayload } from './payload';
 import type { SettleReason } from '../../x402/error-reasons';
-import { isPermitSignedByOwner } from '../../permit/signature';
+import { permitDigest } from '../../permit/signature';
 import { isNonceBitSet, permit2WitnessTypedData, type Permit2Scheme } from './typed-data';
 
 /** Chain reads the Permit2 verification needs; the activity implements them with viem over RPC. */
@@ -16,6 +16,9 @@ export interface Permit2ChainReads extends SignatureReads {
   /** The token's EIP-2612 `DOMAIN_SEPARATOR()` and `nonces(owner)`; undefined when it has none. */
   eip2612(token: Address, owner: Address): Promise<{ domainSeparator: Hex; nonce: bigint } | undefined>;
 }
+
+/** A `permit2612` deploys nothing: no factory counts for its signature. */
+const NO_FACTORIES = { walletFactories: [] };
 
 export type Permit2Verification =
   | { isValid: true; payer: string; scheme: Permit2Scheme; amount: string; spender: Address; applyPermit2612: boolean }
@@ -126,14 +129,28 @@ export async function verifyPermit2(
     if (BigInt(e.deadline) < now + BigInt(opts.minValiditySeconds)) return fail('permit2_2612_deadline_expired');
     const domain = await opts.reads.eip2612(token, owner);
     const v = e.v < 27 ? e.v + 27 : e.v;
+    // The contract calls the token's v/r/s `permit`, which FiatToken V2.2 checks as the 65 bytes
+    // r‖s‖v: recovered for an EOA, asked of a wallet with code through its EIP-1271
+    // `isValidSignature`. So a deployed smart wallet whose signature is 65 bytes is judged here as the
+    // token will judge it; a longer one, or an EIP-6492 wrapper of a wallet not deployed yet, does not
+    // fit the spec's v/r/s and fails as a signature that is not the owner's (docs/decisions.md
+    // "Smart-wallet buyers").
     const signed =
       domain !== undefined &&
       (v === 27 || v === 28) &&
-      isPermitSignedByOwner(
-        domain.domainSeparator,
-        { owner, spender: network.permit2, value: BigInt(e.value), nonce: domain.nonce, deadline: BigInt(e.deadline) },
-        { v, r: e.r as Hex, s: e.s as Hex },
-      );
+      (await isSignedBy(
+        NO_FACTORIES,
+        opts.reads,
+        owner,
+        permitDigest(domain.domainSeparator, {
+          owner,
+          spender: network.permit2,
+          value: BigInt(e.value),
+          nonce: domain.nonce,
+          deadline: BigInt(e.deadline),
+        }),
+        concat([e.r as Hex, e.s as Hex, toHex(v, { size: 1 })]),
+      ));
     if (!signed) return fail('invalid_permit2_2612_signature');
     applyPermit2612 = true;
   }
