@@ -2,13 +2,13 @@ import { isEvmNetworkId, type NetworkTable } from '../chains/networks';
 import type { AuthContext } from '../auth/key-mode';
 import type { ServiceDeps } from '../deps';
 import { belowMinimum } from '../settle/minimum';
-import { settleFailure, skeletonRoute, verifyRefusal, type SettleReply, type SettleRequest } from '../settle/run';
+import { settleFailure, skeletonRoute, verifyRefusal } from '../settle/run';
 import { paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../x402/schemas';
 import { batched } from './batched';
 import { eip3009 } from './eip3009';
 import { eip3009CrossChain } from './eip3009-crosschain';
 import { permit2 } from './permit2';
-import type { RoutingView, SettleRoute, VerifyReply } from './scheme';
+import type { RoutingView, SettleReply, SettleRequest, SettleRoute, VerifyReply } from './scheme';
 import { solana } from './solana';
 
 /**
@@ -24,9 +24,6 @@ export const SETTLE_ROUTES: readonly SettleRoute[] = [
   eip3009CrossChain,
   skeletonRoute(eip3009),
 ];
-
-/** The schemes the settlement skeleton runs, by the `route` of their workflow input (the worker's view). */
-export const SKELETON_SCHEMES = { eip3009, permit2, solana } as const;
 
 /** Answers a body no route claims: its checks say what is wrong (`invalid_payload`, `invalid_payment_requirements`). */
 const FALLBACK = SETTLE_ROUTES[SETTLE_ROUTES.length - 1];

@@ -6,7 +6,6 @@ import type { Relayer } from '../chains/evm/relayer';
 import type { ServiceDeps } from '../deps';
 import type { SettleReason } from '../x402/error-reasons';
 import type { SettleResponse } from '../x402/schemas';
-import type { SettleReply, SettleRequest } from '../settle/run';
 import type { SettlementInput } from '../settle/types';
 import type { RecordSent } from '../chains/evm/calls';
 import type { EntityManager } from '@mikro-orm/core';
@@ -111,6 +110,21 @@ export interface SettleRoute {
   claims(body: RoutingView): boolean;
   settle(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply>;
   verify(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply>;
+}
+
+export interface SettleReply {
+  status: number;
+  body: SettleResponse;
+}
+
+/** An authenticated POST /v1/settle request. */
+export interface SettleRequest {
+  em: EntityManager;
+  auth: AuthContext;
+  requestId: string;
+  body: unknown;
+  /** How long to wait for the outcome before answering 202 `settlement_pending`. */
+  waitMs: number;
 }
 
 export interface VerifyReply {

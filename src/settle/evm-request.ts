@@ -8,7 +8,7 @@ import { callerOrganization } from '../auth/organizations';
 import type { Organization } from '../db/entities';
 import { marketplaceFeeOf } from './marketplace-fee';
 import type { PaymentRequirements } from '../x402/schemas';
-import type { SettleRequest } from './run';
+import type { SettleRequest } from '../schemes/scheme';
 import type { SettlementBase } from './types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
 import { publicClientFor } from '../chains/evm/clients';

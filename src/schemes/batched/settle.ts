@@ -13,7 +13,7 @@ import { batchedSettlementWorkflow } from '../../../workflows/batched-settlement
 import { batchedWorkflowId } from '../../temporal/workflow-ids';
 import { x402SearchAttributes } from '../../temporal/search-attributes';
 import { exactEvmPayloadSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
-import type { SettleReply, SettleRequest } from '../../settle/run';
+import type { SettleReply, SettleRequest } from '../scheme';
 
 /**
  * Batched nanopayments (settle routing step 2): the upstream batching gateway verifies the buyer's

@@ -6,13 +6,13 @@ import { Settlement } from '../../db/entities';
 import { evmSettlementBase, undeliverableLeg } from '../../settle/evm-request';
 import { underGasBudget } from '../../settle/gas-budget';
 import { runsOrCompleted } from '../../temporal/run-status';
-import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
+import { pendingReply, replyFor, settleFailure, skeletonRoute } from '../../settle/run';
 import { x402SearchAttributes } from '../../temporal/search-attributes';
 import type { SettleResponse } from '../../x402/schemas';
 import { crossChainSettlementWorkflow, sourceTransactionUpdate } from '../../../workflows/crosschain-settlement';
 import { eip3009 } from '../eip3009';
 import type { Eip3009Payment } from '../eip3009/types';
-import type { SettleRoute } from '../scheme';
+import type { SettleReply, SettleRequest, SettleRoute } from '../scheme';
 import { crossChainRouteOf, type CrossChainRoute } from './route';
 import type { CrossChainSettleInput } from './types';
 
