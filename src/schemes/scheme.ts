@@ -4,7 +4,7 @@ import type { Config } from '../config';
 import type { NetworkTable, EvmNetworkId } from '../chains/networks';
 import type { Relayer } from '../chains/evm/relayer';
 import type { ServiceDeps } from '../deps';
-import type { SettleReason } from '../x402/error-reasons';
+import type { SettleReason } from './reasons';
 import type { SettleResponse } from '../x402/schemas';
 import type { SettlementInput } from '../settle/types';
 import type { RecordSent } from '../chains/evm/calls';
@@ -59,7 +59,7 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
   confirm(input: I, deps: WorkerDeps, record: RecordOutcome, waitMs?: number): Promise<Confirmed>;
 }
 
-/** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/schemes/registry.ts). */
+/** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/settle/routes.ts). */
 export interface RoutingView {
   network: string;
   payload: Record<string, unknown>;

@@ -5,7 +5,7 @@ import { findRow } from '../db/rows';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { x402SearchAttributes } from '../temporal/search-attributes';
-import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
+import { settleStatusFor, type SettleReason } from '../schemes/reasons';
 import type { SettleResponse } from '../x402/schemas';
 import type { Scheme, SettleReply, SettleRequest, SettleRoute, VerifyReply } from '../schemes/scheme';
 import { fastSettlementWorkflow } from '../../workflows/settlement';
