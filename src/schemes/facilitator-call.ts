@@ -2,9 +2,8 @@ import type { Address, Hex } from 'viem';
 import type { EvmNetwork, EvmNetworkId } from '../chains/networks';
 import { awaitCall, callSent, revertOf, sendCall, type RecordSent } from '../chains/evm/calls';
 import { evmNetworkOf } from '../settle/records';
-import type { SettlementInput } from '../settle/types';
 import type { SettleResponse } from '../x402/schemas';
-import type { Confirmed, RecordOutcome, SubmitResult, WorkerDeps } from './scheme';
+import type { Confirmed, RecordOutcome, SettlementBase, SubmitResult, WorkerDeps } from './scheme';
 import { relayerTxId } from '../temporal/workflow-ids';
 import { ensureWalletDeployed } from '../chains/evm/wallet-deploy';
 
@@ -18,7 +17,7 @@ export type BuyerSignature = { wallet: Address; signature: Hex };
  * and whose signature it carries: a wallet not deployed yet is deployed first (wallet-deploy.ts).
  * Each scheme's `sent`, `simulate`, `submit` and `confirm` call the method of the same name here.
  */
-export class FacilitatorCall<I extends SettlementInput & { network: EvmNetworkId }> {
+export class FacilitatorCall<I extends SettlementBase & { network: EvmNetworkId }> {
   constructor(
     private readonly callData: (input: I, network: EvmNetwork) => Hex,
     private readonly buyer: (input: I) => BuyerSignature,

@@ -9,7 +9,7 @@ import type { Organization } from '../db/entities';
 import { marketplaceFeeOf } from './marketplace-fee';
 import type { PaymentRequirements } from '../x402/schemas';
 import type { SettleRequest } from '../schemes/scheme';
-import type { SettlementBase } from './types';
+import type { SettlementBase } from '../schemes/scheme';
 import { mainnetAllowed } from '../chains/mainnet-gate';
 import { publicClientFor } from '../chains/evm/clients';
 import { tokenAbi } from '../chains/evm/abi';
