@@ -121,7 +121,7 @@ function pending(network: EvmNetwork, payer: string, testnet: boolean): SettleRe
   };
 }
 
-/** Request errors in the settle shape (not imported from settle-service, which imports this file). */
+/** Request errors in the settle shape: 400, the body run.ts's settleFailure gives them. */
 const requestFailure = (reason: 'invalid_payload' | 'invalid_payment_requirements', network: string): SettleReply => ({
   status: 400,
   body: { success: false, errorReason: reason, transaction: '', network },
