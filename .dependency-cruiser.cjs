@@ -2,7 +2,7 @@
 //   entry points → workflow starters → workflows and activities → leaf contracts → protocol → primitives
 // Type-only imports count: a type-only edge up a layer is still a back-edge.
 const PRIMITIVES =
-  '^src/(x402|chains|db|observability|upstream)/|^src/(config|errors|logger|production)\\.ts$|^src/temporal/(workflow-ids|search-attributes|states|codec-keys|payload-codec|operator-decisions)\\.ts$';
+  '^src/(x402|chains|db|observability|upstream)/|^src/(config|errors|logger)\\.ts$|^src/temporal/(workflow-ids|search-attributes|states|codec-keys|payload-codec|operator-decisions)\\.ts$';
 const PROTOCOL = '^src/schemes/';
 const ORCHESTRATION = '^(workflows|activities)/';
 const STARTERS =
