@@ -2,10 +2,11 @@
 //   entry points → workflow starters → workflows and activities → leaf contracts → protocol → primitives
 // Type-only imports count: a type-only edge up a layer is still a back-edge.
 const PRIMITIVES =
-  '^src/(x402|chains|db|observability)/|^src/(config|errors|logger|production)\\.ts$|^src/temporal/(workflow-ids|search-attributes|states|codec-keys|payload-codec)\\.ts$';
+  '^src/(x402|chains|db|observability|upstream)/|^src/(config|errors|logger)\\.ts$|^src/temporal/(workflow-ids|search-attributes|states|codec-keys|payload-codec|operator-decisions)\\.ts$';
 const PROTOCOL = '^src/schemes/';
 const ORCHESTRATION = '^(workflows|activities)/';
-const STARTERS = '^src/(api|topup|http)/|^src/settle/run\\.ts$|^src/temporal/start-or-attach\\.ts$';
+const STARTERS =
+  '^src/(api|http)/|^src/topup/(app|context|health|quote|replies|topup-service)\\.ts$|^src/settle/(run|routes|batched|crosschain)\\.ts$|^src/temporal/start-or-attach\\.ts$';
 const ENTRY = '^(workers|ops|devnet|bench|scripts|tools|temporal)/|^src/(api|topup)/main\\.ts$|^src/temporal/codec-server-main\\.ts$';
 
 // The violations known when this check was added are listed in .dependency-cruiser-known-violations.json

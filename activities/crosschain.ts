@@ -27,7 +27,7 @@ import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
 import { relayerTxId } from '../src/temporal/workflow-ids';
 import type { BridgeTransferInput, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import type { SettleResponse } from '../src/x402/schemas';
-import { readBoundedText } from '../src/http/bounded-body';
+import { readBoundedText } from '../src/upstream/bounded-body';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
 import { undeliverableLeg } from '../src/settle/evm-request';
 import { termsRefusal, type TermsDeps } from './settlement-terms';

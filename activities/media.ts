@@ -10,7 +10,8 @@ import { INFERENCE_ORGANIZATION_ID } from '../src/inference/types';
 import { settleWorkflowId } from '../src/temporal/workflow-ids';
 import { asProviderError, cancelJob, download, generateImages, jobStatus, MediaProviderError, submitJob } from '../src/media/provider';
 import type { ByteCap } from '../src/media/artifact-download';
-import { createMediaStore, type MediaStore } from '../src/media/store';
+import { createMediaStore } from '../src/media/create-store';
+import type { MediaStore } from '../src/media/store';
 import { FINAL_JOB_STATES, mediaChargeId, type MediaJobInput, type MediaJobState, type ProviderJobStatus } from '../src/media/types';
 import { heartbeatWhile } from './heartbeat';
 

@@ -1,6 +1,17 @@
 import type { SettleResponse } from '../src/x402/schemas';
-import { CONFIRMATION_PENDING, type Scheme, type WorkerDeps } from '../src/schemes/scheme';
-import { SKELETON_SCHEMES } from '../src/schemes/registry';
+import {
+  CONFIRMATION_PENDING,
+  type Confirmed,
+  type RecordOutcome,
+  type Scheme,
+  type SubmitResult,
+  type Verification,
+  type WorkerDeps,
+} from '../src/schemes/scheme';
+import { eip3009 } from '../src/schemes/eip3009';
+import { permit2 } from '../src/schemes/permit2';
+import { solana } from '../src/schemes/solana';
+import type { RecordSent } from '../src/chains/evm/calls';
 import { settlementRecords } from '../src/settle/records';
 import { VERIFY_ATTEMPTS, type SettlementInput } from '../src/settle/types';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
@@ -83,13 +94,47 @@ export function settlementStepActivities(steps: SettlementSteps, receiptWaitMs: 
   };
 }
 
+/** A settlement's scheme, bound to its workflow input: what the skeleton's steps ask of it. */
+interface SchemeOfInput {
+  sent(deps: WorkerDeps): Promise<boolean>;
+  simulate?(deps: WorkerDeps): Promise<boolean>;
+  verify(deps: WorkerDeps, simulated?: Promise<boolean>): Promise<Verification>;
+  submit(deps: WorkerDeps, record: RecordSent): Promise<SubmitResult>;
+  confirm(deps: WorkerDeps, record: RecordOutcome, waitMs?: number): Promise<Confirmed>;
+}
+
+/**
+ * The scheme that settles a workflow input, by its `route`: the worker's registry of the skeleton's
+ * schemes (a new scheme adds its case; the compiler names a route without one).
+ */
+export function schemeOf(input: SettlementInput): SchemeOfInput {
+  switch (input.route) {
+    case 'eip3009':
+      return bind(eip3009, input);
+    case 'permit2':
+      return bind(permit2, input);
+    case 'solana':
+      return bind(solana, input);
+  }
+}
+
+function bind<P, I extends SettlementInput & P>(scheme: Scheme<P, I>, input: I): SchemeOfInput {
+  const simulate = scheme.simulate;
+  return {
+    sent: (deps) => scheme.sent(input, deps),
+    simulate: simulate && ((deps) => simulate.call(scheme, input, deps)),
+    verify: (deps, simulated) => scheme.verify(input, deps, simulated),
+    submit: (deps, record) => scheme.submit(input, deps, record),
+    confirm: (deps, record, waitMs) => scheme.confirm(input, deps, record, waitMs),
+  };
+}
+
 /**
  * Activities of the settlement skeleton. Each one records the state it ends in (one round trip) and
  * hands the scheme-specific part to the input's scheme. Each is idempotent: safe to retry after any crash.
  */
 export function createSettlementActivities(deps: SettlementActivityDeps) {
   const records = settlementRecords(deps.db);
-  const schemeOf = (input: SettlementInput) => SKELETON_SCHEMES[input.route] as unknown as Scheme<SettlementInput, SettlementInput>;
 
   const steps: SettlementSteps = {
     /** Every rule the chain must confirm (no transaction); a rejection is recorded. */
@@ -100,7 +145,7 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
       // A switched-off mainnet (the API checks this too; a workflow started by hand must not settle there)
       // has no relayer here, so `sent` may throw: only a transaction already out goes on to be confirmed.
       const allowed = settlementAllowed(deps, input);
-      const sent = Promise.resolve().then(() => scheme.sent(input, deps));
+      const sent = Promise.resolve().then(() => scheme.sent(deps));
       if (!allowed) {
         if (await sent.catch(() => false)) return { isValid: true };
         return { isValid: false, response: await records.rejected(input, 'invalid_network') };
@@ -109,10 +154,10 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
       // that lookup; its answer counts only when nothing was signed yet. A simulation that reverted
       // makes the scheme read the chain to name the reason; one that got no answer fails verification
       // as a read would (retried).
-      const simulate = scheme.simulate?.bind(scheme);
-      const simulated = simulate && Promise.resolve().then(() => simulate(input, deps));
+      const simulate = scheme.simulate;
+      const simulated = simulate && Promise.resolve().then(() => simulate(deps));
       simulated?.catch(() => undefined); // awaited by the reads, unless a rule without the chain failed first
-      const verified = Promise.resolve().then(() => scheme.verify(input, deps, simulated));
+      const verified = Promise.resolve().then(() => scheme.verify(deps, simulated));
       verified.catch(() => undefined); // awaited below unless the payment was signed already
       // Who is paid comes from our records and configuration, never from the input alone (settlement-terms.ts).
       const terms = input.route === 'solana' ? Promise.resolve(undefined) : termsRefusal(deps, input);
@@ -130,13 +175,13 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
       // concurrently (a workflow task timed out and its local activity started again) may have
       // written it and broadcast since: the chain then shows the nonce used by our own transaction.
       // Read it again before a verdict that would report a payment that moved as rejected.
-      if (await scheme.sent(input, deps)) return { isValid: true };
+      if (await scheme.sent(deps)) return { isValid: true };
       return { isValid: false, response: await records.rejected(input, v.invalidReason) };
     },
 
     /** Sends the scheme's transaction once (write-ahead); a retry re-sends the recorded one. */
     async submit(input) {
-      const sent = await schemeOf(input).submit(input, deps, (em, transaction) => records.submitted(input, transaction, em));
+      const sent = await schemeOf(input).submit(deps, (em, transaction) => records.submitted(input, transaction, em));
       if (!sent.submitted) {
         return { submitted: false, detail: sent.detail, response: await records.rejected(input, sent.reason, sent.transaction) };
       }
@@ -146,7 +191,6 @@ export function createSettlementActivities(deps: SettlementActivityDeps) {
     /** Waits for the outcome of the sent transaction and records the response repeats of the request get. */
     async confirm(input, waitMs) {
       const { response } = await schemeOf(input).confirm(
-        input,
         deps,
         (em, response, transaction) => records.final(input, response, transaction, em),
         waitMs,

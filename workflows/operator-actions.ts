@@ -1,29 +1,17 @@
 import { defineUpdate } from '@temporalio/workflow';
 import type { TopUpOutcome } from '../src/topup/types';
 import type { CrossChainOutcome } from '../src/schemes/eip3009-crosschain/types';
+import type { OperatorAction, OperatorActionName, OperatorDecision } from '../src/temporal/operator-decisions';
+
+export type { OperatorAction, OperatorActionName, OperatorDecision };
 
 /**
  * Operator actions on payments that wait for a human (README "For operators"). Each is a typed
  * Temporal update, defined once here and imported by the workflows (handlers and validators) and by
  * the operator CLI (`ops/cli.ts`), as in Temporal's `early-return` sample. Who decided and why
  * travel with every action: they are logged, recorded on our row and put in the workflow's memo and
- * result.
+ * result. Who decided and the action as recorded are typed in src/temporal/operator-decisions.ts.
  */
-export interface OperatorDecision {
-  /** Who decided (a name or e-mail: recorded, not authenticated; Temporal access is the gate). */
-  operator: string;
-  /** Why, in the operator's words. */
-  reason: string;
-}
-
-/** One operator action as recorded (memo `operatorActions`, the workflow's result). */
-export interface OperatorAction extends OperatorDecision {
-  action: OperatorActionName;
-  /** Workflow time (ISO) when the workflow took the action. */
-  at: string;
-}
-
-export type OperatorActionName = 'retry-deposit' | 'refund' | 'rebroadcast' | 'replace' | 'retry-mint' | 'abandon-bridge';
 
 /** Top-up in `needs_review`: run the bridge leg again and deposit what arrives on Base. */
 export const retryDepositUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('retryDeposit');

@@ -28,10 +28,12 @@ export function createApp(deps: ServiceDeps): Koa<HttpState> {
   app.use(securityHeaders({ publicUrl: deps.config.publicUrl }));
   app.use(errorHandler());
   app.use(refuseNulInUrl());
-  deps.rateLimits ??= new RateLimits(deps.config, deps.logger);
+  // Created here when not given; shared with the services through deps (they see its RequestBudgets side).
+  const rateLimits = deps.rateLimits instanceof RateLimits ? deps.rateLimits : new RateLimits(deps.config, deps.logger);
+  deps.rateLimits = rateLimits;
   // A request with an API key or a session is limited by its caller's budget once it authenticates.
   app.use(
-    deps.rateLimits.middleware({
+    rateLimits.middleware({
       credentials: (ctx) => ctx.get('authorization') !== '' || ctx.get('cookie').includes(`${SESSION_COOKIE}=`),
     }),
   );

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import type { ApiKeyRecord, CreatedApiKey } from '../auth/api-keys';
 import type { OrganizationBody } from '../auth/organizations';
 import type { PermitResponse } from '../permit/schema';
-import type { SupportedKind } from '../settle/supported';
+import type { SupportedKind } from '../schemes/scheme';
 import type { SettleResponse } from '../x402/schemas';
 
 /**

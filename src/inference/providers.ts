@@ -1,4 +1,4 @@
-import { readBoundedText } from '../http/bounded-body';
+import { readBoundedText } from '../upstream/bounded-body';
 import type { InferenceConfig, ProviderConfig } from './config';
 
 /** Model and template lists are small; a provider answering more is broken. */

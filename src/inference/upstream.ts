@@ -1,4 +1,4 @@
-import { readPrefix } from '../http/bounded-body';
+import { readPrefix } from '../upstream/bounded-body';
 import { redactUrls } from '../observability/redact';
 import type { ProviderConfig } from './config';
 

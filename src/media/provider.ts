@@ -1,4 +1,4 @@
-import { BodyTooLarge, readBoundedText } from '../http/bounded-body';
+import { BodyTooLarge, readBoundedText } from '../upstream/bounded-body';
 import { ArtifactRefused, ArtifactUnavailable, openArtifact, type ArtifactBody } from './artifact-download';
 import { redactUrls } from '../observability/redact';
 import type { MediaConfig } from './config';

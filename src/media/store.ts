@@ -1,6 +1,5 @@
 import type { Readable } from 'node:stream';
 import type { MediaConfig } from './config';
-import { FsStore } from './fs-store';
 
 /**
  * Object storage of media artifacts (DESIGN §3). Keys are relative paths chosen by the service
@@ -26,11 +25,3 @@ export function assertKey(key: string): void {
 }
 
 export const mediaUrlOf = (c: MediaConfig, key: string) => `${c.mediaUrl}/${key}`;
-
-export function createMediaStore(c: MediaConfig): MediaStore {
-  if (c.store !== 's3') return new FsStore(c.storeDir);
-  // Loaded only when configured: the AWS SDK is large and the default store does not need it.
-  // eslint-disable-next-line @typescript-eslint/no-require-imports -- lazy on purpose (see above)
-  const { S3Store } = require('./s3-store') as typeof import('./s3-store');
-  return new S3Store({ bucket: c.s3.bucket!, region: c.s3.region, endpoint: c.s3.endpoint });
-}

@@ -28,7 +28,6 @@ import {
 } from '@temporalio/interceptors-opentelemetry';
 import type { ActivityInterceptorsFactory, InjectedSinks } from '@temporalio/worker';
 import type { Middleware } from 'koa';
-import type { HttpState } from '../http/context';
 import { REQUEST_ID_ATTRIBUTE, WORKFLOW_ID_ATTRIBUTE } from './trace-attributes';
 
 /**
@@ -113,7 +112,7 @@ const traceContext = new W3CTraceContextPropagator();
  * template, child of the caller's `traceparent` when it sends one. Its context (with the request id
  * as baggage) is active for everything the handlers do, the Temporal start included.
  */
-export function httpServerSpans(): Middleware<HttpState> {
+export function httpServerSpans<S extends { requestId: string }>(): Middleware<S> {
   if (!active) return (_ctx, next) => next();
   const tracer = trace.getTracer('x402-http');
   return async (ctx, next) => {

@@ -4,12 +4,38 @@ import type { Config } from '../config';
 import type { NetworkTable, EvmNetworkId } from '../chains/networks';
 import type { Relayer } from '../chains/evm/relayer';
 import type { ServiceDeps } from '../deps';
-import type { SettleReason } from '../x402/error-reasons';
+import type { SettleReason } from './reasons';
 import type { SettleResponse } from '../x402/schemas';
-import type { SettleReply, SettleRequest } from '../settle/run';
-import type { SettlementInput } from '../settle/types';
 import type { RecordSent } from '../chains/evm/calls';
 import type { EntityManager } from '@mikro-orm/core';
+
+/**
+ * What every settlement workflow input carries, whatever its scheme. Resolved by the API from our own
+ * records at request time (payout and fee from the organization), so the worker never decides who is
+ * paid. Visible in the Temporal UI: no secret.
+ */
+export interface SettlementBase {
+  workflowId: string;
+  requestId?: string;
+  organizationId: string;
+  apiKeyId: string;
+  network: string;
+  payer: string;
+  /** Base units that move from the payer. */
+  amount: string;
+  /** Wallet paid `amount - fee - platformFee`: the organization's payout wallet, `extra.creditedRecipient`, or Solana's `payTo`. */
+  payout: string;
+  fee: string;
+  feeRecipient: string;
+  /** A marketplace's cut (`extra.platform` / `extra.platformFeeBps`), also taken from `amount`; absent or '0' when none. */
+  platformFee?: string;
+  platform?: string;
+  /**
+   * How long a sent transaction may stay without a proven outcome before the settlement waits in
+   * `needs_review` (ms; the API's SETTLE_PARK_AFTER_MS). Absent: PARK_AFTER_MS (workflows/park.ts).
+   */
+  parkAfterMs?: number;
+}
 
 /** Where the skeleton records a settlement's final response (see Scheme.confirm). */
 export type RecordOutcome = (em: EntityManager, response: SettleResponse, transaction: string | null) => Promise<unknown>;
@@ -21,7 +47,7 @@ export type RecordOutcome = (em: EntityManager, response: SettleResponse, transa
  * the single settlement skeleton (src/settle/run.ts, workflows/settlement.ts, activities/settlement.ts)
  * runs every scheme the same way.
  */
-export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementInput & P> {
+export interface Scheme<P = unknown, I extends SettlementBase & { route: string } & P = SettlementBase & { route: string } & P> {
   /** Recorded on settlements and metrics; also the discriminator of the workflow input. */
   readonly route: I['route'];
   /** Routing (spec "POST /v1/settle", steps 1-4): whether a request belongs to this scheme. */
@@ -60,7 +86,7 @@ export interface Scheme<P = unknown, I extends SettlementInput & P = SettlementI
   confirm(input: I, deps: WorkerDeps, record: RecordOutcome, waitMs?: number): Promise<Confirmed>;
 }
 
-/** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/schemes/registry.ts). */
+/** The parts of a raw settle/verify body routing looks at (parsed leniently; see src/settle/routes.ts). */
 export interface RoutingView {
   network: string;
   payload: Record<string, unknown>;
@@ -113,7 +139,31 @@ export interface SettleRoute {
   verify(deps: ServiceDeps, auth: AuthContext, body: unknown): Promise<VerifyReply>;
 }
 
+export interface SettleReply {
+  status: number;
+  body: SettleResponse;
+}
+
+/** An authenticated POST /v1/settle request. */
+export interface SettleRequest {
+  em: EntityManager;
+  auth: AuthContext;
+  requestId: string;
+  body: unknown;
+  /** How long to wait for the outcome before answering 202 `settlement_pending`. */
+  waitMs: number;
+}
+
 export interface VerifyReply {
   status: number;
   body: Record<string, unknown>;
+}
+
+/** A kind of GET /v1/supported (src/settle/supported.ts). */
+export interface SupportedKind {
+  x402Version: 1 | 2;
+  scheme: 'exact' | 'upto';
+  network: string;
+  /** Solana kinds: the fee payer a buyer's transaction must name (as x402 advertises it). */
+  extra?: { feePayer?: string; facilitatorAddress?: string };
 }

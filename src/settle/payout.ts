@@ -1,6 +1,6 @@
 import type { Organization } from '../db/entities';
 import type { Config } from '../config';
-import type { SettlementBase } from './types';
+import type { SettlementBase } from '../schemes/scheme';
 import type { Address } from 'viem';
 
 export const ZERO_ADDRESS = '0x0000000000000000000000000000000000000000';

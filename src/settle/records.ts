@@ -4,7 +4,8 @@ import type { EvmNetwork, EvmNetworkId, NetworkTable } from '../chains/networks'
 import { Settlement } from '../db/entities';
 import { upsertRow } from '../db/rows';
 import type { SettleResponse } from '../x402/schemas';
-import { rejectedResponse, type SettlementBase } from './types';
+import type { SettlementBase } from '../schemes/scheme';
+import { rejectedResponse } from './types';
 import type { Eip3009SettleInput } from '../schemes/eip3009/types';
 
 /**

@@ -1,4 +1,3 @@
-import type { EntityManager } from '@mikro-orm/core';
 import type { AuthContext } from '../auth/key-mode';
 import type { ServiceDeps } from '../deps';
 import { Settlement } from '../db/entities';
@@ -6,9 +5,9 @@ import { findRow } from '../db/rows';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
 import { x402SearchAttributes } from '../temporal/search-attributes';
-import { settleStatusFor, type SettleReason } from '../x402/error-reasons';
+import { settleStatusFor, type SettleReason } from '../schemes/reasons';
 import type { SettleResponse } from '../x402/schemas';
-import type { Scheme, SettleRoute, VerifyReply } from '../schemes/scheme';
+import type { Scheme, SettleReply, SettleRequest, SettleRoute, VerifyReply } from '../schemes/scheme';
 import { fastSettlementWorkflow } from '../../workflows/settlement';
 import { settlementRejection, type SettleOutcome, type SettlementInput } from './types';
 import { underGasBudget } from './gas-budget';
@@ -18,21 +17,6 @@ import { underGasBudget } from './gas-budget';
  * settled payments, start-or-attach of the settlement workflow, the bounded wait and the 202 pending
  * answer. Every skeleton scheme is served by `skeletonRoute`; no scheme repeats any of it.
  */
-
-export interface SettleReply {
-  status: number;
-  body: SettleResponse;
-}
-
-/** An authenticated POST /v1/settle request. */
-export interface SettleRequest {
-  em: EntityManager;
-  auth: AuthContext;
-  requestId: string;
-  body: unknown;
-  /** How long to wait for the outcome before answering 202 `settlement_pending`. */
-  waitMs: number;
-}
 
 const FINAL_STATES = new Set(['settled', 'failed']);
 

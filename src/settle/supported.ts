@@ -3,14 +3,7 @@ import { mainnetAllowed } from '../chains/mainnet-gate';
 import { solanaSupportedKinds } from '../schemes/solana/supported';
 import { caip2Of } from './v2';
 import { EIP2612_GAS_SPONSORING } from '../schemes/permit2/sdk-payload';
-
-export interface SupportedKind {
-  x402Version: 1 | 2;
-  scheme: 'exact' | 'upto';
-  network: string;
-  /** Solana kinds: the fee payer a buyer's transaction must name (as x402 advertises it). */
-  extra?: { feePayer?: string; facilitatorAddress?: string };
-}
+import type { SupportedKind } from '../schemes/scheme';
 
 /**
  * v1 kinds from the network table: on every enabled EVM network (mainnets only with

@@ -3,34 +3,7 @@ import type { SettleResponse } from '../x402/schemas';
 import type { Eip3009SettleInput } from '../schemes/eip3009/types';
 import type { Permit2SettleInput } from '../schemes/permit2/types';
 import type { SolanaSettleInput } from '../schemes/solana/types';
-
-/**
- * What every settlement workflow input carries, whatever its scheme. Resolved by the API from our own
- * records at request time (payout and fee from the organization), so the worker never decides who is
- * paid. Visible in the Temporal UI: no secret.
- */
-export interface SettlementBase {
-  workflowId: string;
-  requestId?: string;
-  organizationId: string;
-  apiKeyId: string;
-  network: string;
-  payer: string;
-  /** Base units that move from the payer. */
-  amount: string;
-  /** Wallet paid `amount - fee - platformFee`: the organization's payout wallet, `extra.creditedRecipient`, or Solana's `payTo`. */
-  payout: string;
-  fee: string;
-  feeRecipient: string;
-  /** A marketplace's cut (`extra.platform` / `extra.platformFeeBps`), also taken from `amount`; absent or '0' when none. */
-  platformFee?: string;
-  platform?: string;
-  /**
-   * How long a sent transaction may stay without a proven outcome before the settlement waits in
-   * `needs_review` (ms; the API's SETTLE_PARK_AFTER_MS). Absent: PARK_AFTER_MS (workflows/park.ts).
-   */
-  parkAfterMs?: number;
-}
+import type { SettlementBase } from '../schemes/scheme';
 
 /** The input of the one settlement skeleton (workflows/settlement.ts), told apart by `route`. */
 export type SettlementInput = Eip3009SettleInput | Permit2SettleInput | SolanaSettleInput;

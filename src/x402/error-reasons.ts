@@ -1,11 +1,10 @@
-import { PERMIT2_SETTLE_REASON_STATUS } from '../schemes/permit2/reasons';
-
 /**
  * x402 v1 `errorReason` / `invalidReason` strings we emit on the settle path, with the HTTP status
  * the settle endpoint answers for each (the spec leaves non-batched statuses to us; see
  * docs/decisions.md, "Settlement: POST /v1/settle, EIP-3009 same-chain", the order-of-checks table).
+ * A scheme with a table of its own (Permit2) adds it in src/schemes/reasons.ts.
  */
-export const SETTLE_REASON_STATUS = {
+export const X402_SETTLE_REASON_STATUS = {
   invalid_payload: 400,
   invalid_payment_requirements: 400,
   invalid_network: 400,
@@ -24,7 +23,6 @@ export const SETTLE_REASON_STATUS = {
   invalid_transaction_state: 409,
   settlement_pending: 202,
   unexpected_settle_error: 500,
-  ...PERMIT2_SETTLE_REASON_STATUS,
   cross_chain_not_supported: 400, // a same-chain-only network (or one without a bridge) on either end of a cross-chain payment
   unsupported_destination_chain: 400, // extra.destinationChainId names no enabled bridgeable network of the same mode
   // Solana exact (x402 reference names; docs/decisions.md "Solana settlement")
@@ -49,8 +47,3 @@ export const SETTLE_REASON_STATUS = {
   invalid_exact_svm_payload_transaction_simulation_failed: 400,
   settle_exact_svm_block_height_exceeded: 400,
 } as const;
-
-export type SettleReason = keyof typeof SETTLE_REASON_STATUS;
-
-export const settleStatusFor = (reason: string): number =>
-  Object.hasOwn(SETTLE_REASON_STATUS, reason) ? SETTLE_REASON_STATUS[reason as SettleReason] : 400;

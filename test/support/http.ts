@@ -9,6 +9,7 @@ import { createApp } from '../../src/api/app';
 import { answerClientErrors } from '../../src/http/client-errors';
 import type { ServiceDeps } from '../../src/deps';
 import type { HttpState } from '../../src/http/context';
+import type { RateLimits } from '../../src/http/rate-limit';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { createLogger } from '../../src/logger';
 import { temporalDataConverter } from '../../src/temporal/payload-codec';
@@ -24,7 +25,8 @@ export interface StartApiOptions {
 
 export interface RunningApi {
   baseUrl: string;
-  deps: ServiceDeps;
+  /** The app's deps; createApp has put its RateLimits in them. */
+  deps: ServiceDeps & { rateLimits?: RateLimits };
   app: Koa<HttpState>;
   close(): Promise<void>;
 }
@@ -44,7 +46,7 @@ export async function startApi(
         connection: Connection.lazy({ address: given.config.TEMPORAL_ADDRESS }),
         dataConverter: temporalDataConverter(given.config),
       });
-  const deps: ServiceDeps = {
+  const deps: RunningApi['deps'] = {
     networks: given.networks ?? buildNetworkTable(given.config.env),
     logger: given.logger ?? createLogger(process.env.LOG_LEVEL ?? 'silent', 'test-api'),
     temporal: given.temporal ?? ownTemporal!,

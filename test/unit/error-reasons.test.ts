@@ -1,4 +1,4 @@
-import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/x402/error-reasons';
+import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/schemes/reasons';
 
 // Literal statuses: the spec leaves non-batched statuses to us; these are the order-of-checks tables
 // of docs/decisions.md (EIP-3009 same-chain, Permit2 settlement, cross-chain settlement).

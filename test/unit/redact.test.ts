@@ -2,7 +2,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { HttpRequestError } from 'viem';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { BodyTooLarge, readBounded, readPrefix } from '../../src/http/bounded-body';
+import { BodyTooLarge, readBounded, readPrefix } from '../../src/upstream/bounded-body';
 import { createLogger } from '../../src/logger';
 import { redactError, redactUrls } from '../../src/observability/redact';
 import { RedactingActivityInbound } from '../../src/temporal/redacting-interceptor';

@@ -1,5 +1,5 @@
 import { buildNetworkTable } from '../../src/chains/networks';
-import { routeOf } from '../../src/schemes/registry';
+import { routeOf } from '../../src/settle/routes';
 
 const networks = buildNetworkTable({});
 const settleRouteOf = (body: unknown) => routeOf(networks, body)?.route;

@@ -1,7 +1,7 @@
 import { createSettlementActivities, type SettlementActivityDeps } from '../../activities/settlement';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { Settlement } from '../../src/db/entities';
-import { SKELETON_SCHEMES } from '../../src/schemes/registry';
+import { solana } from '../../src/schemes/solana';
 import type { SettlementInput } from '../../src/settle/types';
 import { openTestDatabase, type TestDatabase } from '../support/db';
 
@@ -48,7 +48,7 @@ const activities = () =>
 
 test('a verdict of "nonce used" is not recorded when the record of our own transaction appeared meanwhile', async () => {
   const input = inputOf('settle:solana-devnet:payer:sig-race');
-  const scheme = SKELETON_SCHEMES.solana;
+  const scheme = solana;
   // First read (beside verification): no record yet. Second read: the concurrent attempt wrote it.
   const sent = jest.spyOn(scheme, 'sent').mockResolvedValueOnce(false).mockResolvedValueOnce(true);
   jest.spyOn(scheme, 'verify').mockResolvedValue(refusal);
@@ -60,7 +60,7 @@ test('a verdict of "nonce used" is not recorded when the record of our own trans
 
 test('with no record after the verdict, the rejection is recorded', async () => {
   const input = inputOf('settle:solana-devnet:payer:sig-rejected');
-  const scheme = SKELETON_SCHEMES.solana;
+  const scheme = solana;
   jest.spyOn(scheme, 'sent').mockResolvedValue(false);
   jest.spyOn(scheme, 'verify').mockResolvedValue(refusal);
 

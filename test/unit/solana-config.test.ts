@@ -4,7 +4,7 @@ import { buildSolanaNetworkTable } from '../../src/chains/networks';
 import { base58Encode } from '../../src/chains/solana/base58';
 import { solanaNetworks } from '../../src/chains/solana/context';
 import { DEVNET_SOLANA_FEE_PAYER, parseSolanaSecretKey, solanaFeePayerFor } from '../../src/chains/solana/fee-payer';
-import { routeOf } from '../../src/schemes/registry';
+import { routeOf } from '../../src/settle/routes';
 import { buildNetworkTable } from '../../src/chains/networks';
 
 const settleRouteOf = (body: unknown) => routeOf(buildNetworkTable({}), body)?.route;

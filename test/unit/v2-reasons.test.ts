@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { SETTLE_REASON_STATUS } from '../../src/x402/error-reasons';
+import { SETTLE_REASON_STATUS } from '../../src/schemes/reasons';
 import { v2Reason, V2_REASON_NAMES } from '../../src/x402/v2-reasons';
 
 /** Every reason string the v2 SDK's facilitator of that family can answer (read from its build). */

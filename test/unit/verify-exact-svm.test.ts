@@ -18,7 +18,7 @@ import {
   verifyExactSvmOnChain,
   type Inspection,
 } from '../../src/schemes/solana/verify';
-import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/x402/error-reasons';
+import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/schemes/reasons';
 import { svmPaymentTransaction, toBase64, type SvmPaymentOptions } from '../support/solana';
 
 const MINT = new PublicKey('4zMMC9srt5Ri5X14GAgXhaHii3GnPAEERYPJgZJDncDU');

@@ -3,7 +3,7 @@ import { buildNetworkTable } from '../../src/chains/networks';
 import { uptoSettleAmount, verifyPermit2, type Permit2ChainReads } from '../../src/schemes/permit2/verify';
 import { permit2PaymentPayloadSchema, type Permit2PaymentPayload } from '../../src/schemes/permit2/payload';
 import { paymentRequirementsSchema, type PaymentRequirements } from '../../src/x402/schemas';
-import { settleStatusFor } from '../../src/x402/error-reasons';
+import { settleStatusFor } from '../../src/schemes/reasons';
 import { permitDigest } from '../../src/permit/signature';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { permit2612For, permit2Payment, type Permit2PaymentOptions } from '../support/permit2-payments';

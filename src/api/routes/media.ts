@@ -26,7 +26,8 @@ import {
   startMediaJob,
   type MediaRoute,
 } from '../../media/requests';
-import { createMediaStore, type MediaStore } from '../../media/store';
+import { createMediaStore } from '../../media/create-store';
+import type { MediaStore } from '../../media/store';
 import { FINAL_JOB_STATES, type MediaJobOutcome } from '../../media/types';
 import { assetView, jobView, mediaError } from '../../media/views';
 import { resultBefore } from '../../temporal/start-or-attach';

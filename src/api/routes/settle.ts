@@ -3,7 +3,7 @@ import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
-import { settlePayment } from '../../schemes/registry';
+import { answerSettle } from '../../settle/routes';
 import { settleFailure } from '../../settle/run';
 import { toV1Request, toV2Settle } from '../../settle/v2';
 import { isV2Body } from '../../x402/v2';
@@ -27,7 +27,7 @@ export function registerSettleRoutes(router: Router<HttpState>, deps: ServiceDep
     jsonBody(deps.config.BODY_LIMIT),
     async (ctx) => {
       const settle = (body: unknown, waitMs: number) =>
-        settlePayment(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body, waitMs });
+        answerSettle(deps, { em: ctx.state.em, auth: ctx.state.auth!, requestId: ctx.state.requestId, body, waitMs });
       if (!isV2Body(ctx.request.body)) {
         const out = await settle(ctx.request.body, deps.config.SETTLE_WAIT_MS);
         ctx.status = out.status;

@@ -3,7 +3,7 @@ import type { ServiceDeps } from '../../deps';
 import type { HttpState } from '../../http/context';
 import { jsonBody } from '../../http/json-body';
 import { requireApiKey } from '../middleware/auth';
-import { verifyPayment } from '../../schemes/registry';
+import { answerVerify } from '../../settle/routes';
 import { toV1Request, toV2Verify } from '../../settle/v2';
 import { isV2Body } from '../../x402/v2';
 
@@ -27,7 +27,7 @@ export function registerVerifyRoutes(router: Router<HttpState>, deps: ServiceDep
     jsonBody(deps.config.BODY_LIMIT),
     async (ctx) => {
       if (!isV2Body(ctx.request.body)) {
-        const out = await verifyPayment(deps, ctx.state.auth!, ctx.request.body);
+        const out = await answerVerify(deps, ctx.state.auth!, ctx.request.body);
         ctx.status = out.status;
         ctx.body = out.body;
         return;
@@ -35,7 +35,7 @@ export function registerVerifyRoutes(router: Router<HttpState>, deps: ServiceDep
       // x402 v2: the same verification, asked and answered in v2's words.
       const v1 = toV1Request(deps, ctx.request.body);
       const out = v1.ok
-        ? await verifyPayment(deps, ctx.state.auth!, v1.body, { v2: true })
+        ? await answerVerify(deps, ctx.state.auth!, v1.body, { v2: true })
         : { status: 400, body: { errorReason: v1.reason } };
       ctx.status = out.status;
       ctx.body = toV2Verify(out.body, v1.ok ? v1.network : '');

@@ -1,6 +1,6 @@
 import type { Config } from '../../config';
 import type { EvmNetwork } from '../../chains/networks';
-import { readBoundedText } from '../../http/bounded-body';
+import { readBoundedText } from '../../upstream/bounded-body';
 import { redactUrls } from '../../observability/redact';
 
 /**

@@ -1,15 +1,8 @@
-import type { SettleRoute } from '../scheme';
-import { settleBatched } from './settle';
-import { verifyBatched } from './verify';
+import type { RoutingView } from '../scheme';
 
 /**
- * Batched nanopayments (spec routing step 2, requirements marked `GatewayWalletBatched` v1): the
- * upstream batching gateway verifies and moves the money in its batches, so this route forwards
- * (a short workflow for settle) instead of running the settlement skeleton.
+ * Batched nanopayments (spec routing step 2): requirements marked `GatewayWalletBatched` v1. The
+ * upstream batching gateway verifies and moves the money; the route that forwards to it is
+ * `batchedRoute` (src/settle/batched.ts).
  */
-export const batched: SettleRoute = {
-  route: 'batched',
-  claims: (body) => body.extra?.name === 'GatewayWalletBatched' && body.extra?.version === '1',
-  settle: settleBatched,
-  verify: verifyBatched,
-};
+export const claimsBatched = (body: RoutingView): boolean => body.extra?.name === 'GatewayWalletBatched' && body.extra?.version === '1';

@@ -1,5 +1,5 @@
 import type { EvmNetworkId } from '../../chains/networks';
-import type { OperatorAction } from '../../../workflows/operator-actions';
+import type { OperatorAction } from '../../temporal/operator-decisions';
 import type { ExactEvmPayload, PaymentRequirements, SettleResponse } from '../../x402/schemas';
 
 /**

@@ -6,13 +6,19 @@ import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
 import { contractPayout } from '../../settle/payout';
 import { settleWorkflowId } from '../../temporal/workflow-ids';
 import { exactEvmPayloadSchema, paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../../x402/schemas';
-import { facilitatorCall } from '../facilitator-call';
+import { FacilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme, VerifyDeps } from '../scheme';
 import { balanceAndNonceUnread, readsUnlessSimulated, tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
 import { verifyExactEvm } from './verify';
 
 const bodyOf = (raw: unknown) => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
+
+/** The settling call: the facilitator's `settleSplit` with the buyer's authorization (a counterfactual wallet deployed first). */
+const settleCall = new FacilitatorCall<Eip3009SettleInput>(settleCallData, (input) => ({
+  wallet: input.paymentPayload.payload.authorization.from as Address,
+  signature: input.paymentPayload.payload.signature as Hex,
+}));
 
 /**
  * EIP-3009 `exact` (spec routing step 4): the buyer signs `TransferWithAuthorization` to our
@@ -73,10 +79,10 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
     });
   },
 
-  ...facilitatorCall<Eip3009SettleInput>(settleCallData, (input) => ({
-    wallet: input.paymentPayload.payload.authorization.from as Address,
-    signature: input.paymentPayload.payload.signature as Hex,
-  })),
+  sent: (input, deps) => settleCall.sent(input, deps),
+  simulate: (input, deps) => settleCall.simulate(input, deps),
+  submit: (input, deps, record) => settleCall.submit(input, deps, record),
+  confirm: (input, deps, record, waitMs) => settleCall.confirm(input, deps, record, waitMs),
 };
 
 /**

@@ -1,6 +1,6 @@
 import type { EvmNetworkId } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
-import type { SettlementBase } from '../../settle/types';
+import type { SettlementBase } from '../scheme';
 
 /** An EIP-3009 `exact` payment as parsed: what verification and the settle call need. */
 export interface Eip3009Payment {

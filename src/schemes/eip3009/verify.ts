@@ -2,7 +2,7 @@ import { getAddress, hashTypedData, isAddressEqual, type Address, type Hex } fro
 import { isSignedBy, type SignatureReads } from '../../chains/evm/buyer-signature';
 import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { ExactEvmPayload, PaymentRequirements } from '../../x402/schemas';
-import type { SettleReason } from '../../x402/error-reasons';
+import type { SettleReason } from '../reasons';
 import { transferWithAuthorizationTypedData, type TokenDomain } from './typed-data';
 import { windowTooLong } from '../../x402/window';
 

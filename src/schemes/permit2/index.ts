@@ -5,7 +5,7 @@ import { contractPayout } from '../../settle/payout';
 import { permit2SettleWorkflowId } from '../../temporal/workflow-ids';
 import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/schemas';
 import { onChainSignature } from '../../chains/evm/buyer-signature';
-import { facilitatorCall } from '../facilitator-call';
+import { FacilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme } from '../scheme';
 import { facilitatorPermit2Abi } from './abi';
 import { permit2PaymentPayloadSchema } from './payload';
@@ -14,6 +14,14 @@ import type { Permit2Payment, Permit2SettleInput } from './types';
 import { uptoSettleAmount, verifyPermit2 } from './verify';
 
 const ZERO32 = `0x${'0'.repeat(64)}` as Hex;
+
+/** The settling call: `settlePermit2Exact` or `settlePermit2Upto` with the owner's signature (a counterfactual wallet deployed first). */
+const settleCall = new FacilitatorCall<Permit2SettleInput>(
+  settlePermit2CallData,
+  (input) => ({ wallet: input.paymentPayload.payload.owner as Address, signature: input.paymentPayload.payload.signature as Hex }),
+  // An upto settlement says how much it took.
+  (input) => (input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {}),
+);
 
 /**
  * Permit2 `exact` and `upto` (spec routing step 3): the buyer signs a Permit2 witness transfer to
@@ -73,12 +81,10 @@ export const permit2: Scheme<Permit2Payment, Permit2SettleInput> = {
     });
   },
 
-  ...facilitatorCall<Permit2SettleInput>(
-    settlePermit2CallData,
-    (input) => ({ wallet: input.paymentPayload.payload.owner as Address, signature: input.paymentPayload.payload.signature as Hex }),
-    // An upto settlement says how much it took.
-    (input) => (input.paymentPayload.scheme === 'upto' ? { amount: input.amount } : {}),
-  ),
+  sent: (input, deps) => settleCall.sent(input, deps),
+  simulate: (input, deps) => settleCall.simulate(input, deps),
+  submit: (input, deps, record) => settleCall.submit(input, deps, record),
+  confirm: (input, deps, record, waitMs) => settleCall.confirm(input, deps, record, waitMs),
 };
 
 /**

@@ -1,7 +1,7 @@
 import type { EvmNetworkId } from '../../chains/networks';
 import type { Permit2PaymentPayload } from './payload';
 import type { PaymentRequirements } from '../../x402/schemas';
-import type { SettlementBase } from '../../settle/types';
+import type { SettlementBase } from '../scheme';
 
 /** A Permit2 payment (`exact` or `upto`) as parsed. */
 export interface Permit2Payment {

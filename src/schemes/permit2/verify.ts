@@ -3,7 +3,7 @@ import { isHighS, isSignedBy, type SignatureReads } from '../../chains/evm/buyer
 import { isListedToken, type EvmNetwork } from '../../chains/networks';
 import type { PaymentRequirements } from '../../x402/schemas';
 import type { Permit2PaymentPayload } from './payload';
-import type { SettleReason } from '../../x402/error-reasons';
+import type { SettleReason } from '../reasons';
 import { permitDigest } from '../../permit/signature';
 import { isNonceBitSet, permit2WitnessTypedData, type Permit2Scheme } from './typed-data';
 

@@ -1,6 +1,6 @@
 import type { Config } from '../../config';
 import { solanaNetworks } from '../../chains/solana/context';
-import type { SupportedKind } from '../../settle/supported';
+import type { SupportedKind } from '../scheme';
 
 /** `exact` on every configured Solana network, with our fee payer in `extra.feePayer` (as x402 does). */
 export function solanaSupportedKinds(config: Pick<Config, 'env' | 'SOLANA_FEE_PAYER_KEY' | 'MAINNETS_ENABLED'>): SupportedKind[] {

@@ -1,5 +1,5 @@
 import type { SolanaNetworkId } from '../../chains/networks';
-import type { SettlementBase } from '../../settle/types';
+import type { SettlementBase } from '../scheme';
 
 /**
  * A Solana `exact` payment as parsed: the buyer's partially signed transaction, exactly as received.

@@ -1,19 +1,33 @@
 import { WorkflowFailedError } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
-import type { ServiceDeps } from '../../deps';
-import { assertKeyModeAllows } from '../../auth/key-mode';
-import { gatewayNetwork, settleTestnetFlag } from './gateway-networks';
-import { batchedSettleFailure, batchedSettleReply, forwardedBody, type BatchedReply } from './responses';
-import { BATCHED_FORWARD_FAILED, BATCHED_REJECTED, type BatchedSettleInput, type BatchedSettleOutcome } from './types';
-import type { EvmNetwork } from '../../chains/networks';
-import { Settlement } from '../../db/entities';
-import { observeWorkflowStart } from '../../observability/workflow-starts';
-import { resultBefore, startOrAttach } from '../../temporal/start-or-attach';
-import { batchedSettlementWorkflow } from '../../../workflows/batched-settlement';
-import { batchedWorkflowId } from '../../temporal/workflow-ids';
-import { x402SearchAttributes } from '../../temporal/search-attributes';
-import { exactEvmPayloadSchema, paymentRequirementsSchema, type SettleResponse } from '../../x402/schemas';
-import type { SettleReply, SettleRequest } from '../../settle/run';
+import type { ServiceDeps } from '../deps';
+import { assertKeyModeAllows } from '../auth/key-mode';
+import { gatewayNetwork, settleTestnetFlag } from '../schemes/batched/gateway-networks';
+import { batchedSettleFailure, batchedSettleReply, forwardedBody, type BatchedReply } from '../schemes/batched/responses';
+import { BATCHED_FORWARD_FAILED, BATCHED_REJECTED, type BatchedSettleInput, type BatchedSettleOutcome } from '../schemes/batched/types';
+import type { EvmNetwork } from '../chains/networks';
+import { Settlement } from '../db/entities';
+import { observeWorkflowStart } from '../observability/workflow-starts';
+import { resultBefore, startOrAttach } from '../temporal/start-or-attach';
+import { batchedSettlementWorkflow } from '../../workflows/batched-settlement';
+import { batchedWorkflowId } from '../temporal/workflow-ids';
+import { x402SearchAttributes } from '../temporal/search-attributes';
+import { exactEvmPayloadSchema, paymentRequirementsSchema, type SettleResponse } from '../x402/schemas';
+import type { SettleReply, SettleRequest, SettleRoute } from '../schemes/scheme';
+import { claimsBatched } from '../schemes/batched';
+import { verifyBatched } from '../schemes/batched/verify';
+
+/**
+ * Batched nanopayments (spec routing step 2, requirements marked `GatewayWalletBatched` v1): the
+ * upstream batching gateway verifies and moves the money in its batches, so this route forwards
+ * (a short workflow for settle) instead of running the settlement skeleton.
+ */
+export const batchedRoute: SettleRoute = {
+  route: 'batched',
+  claims: claimsBatched,
+  settle: settleBatched,
+  verify: verifyBatched,
+};
 
 /**
  * Batched nanopayments (settle routing step 2): the upstream batching gateway verifies the buyer's
@@ -107,7 +121,7 @@ function pending(network: EvmNetwork, payer: string, testnet: boolean): SettleRe
   };
 }
 
-/** Request errors in the settle shape (not imported from settle-service, which imports this file). */
+/** Request errors in the settle shape: 400, the body run.ts's settleFailure gives them. */
 const requestFailure = (reason: 'invalid_payload' | 'invalid_payment_requirements', network: string): SettleReply => ({
   status: 400,
   body: { success: false, errorReason: reason, transaction: '', network },

@@ -1,32 +1,29 @@
 import { isEvmNetworkId, type NetworkTable } from '../chains/networks';
 import type { AuthContext } from '../auth/key-mode';
 import type { ServiceDeps } from '../deps';
-import { belowMinimum } from '../settle/minimum';
-import { settleFailure, skeletonRoute, verifyRefusal, type SettleReply, type SettleRequest } from '../settle/run';
+import { belowMinimum } from './minimum';
+import { settleFailure, skeletonRoute, verifyRefusal } from './run';
 import { paymentPayloadEnvelopeSchema, paymentRequirementsSchema } from '../x402/schemas';
-import { batched } from './batched';
-import { eip3009 } from './eip3009';
-import { eip3009CrossChain } from './eip3009-crosschain';
-import { permit2 } from './permit2';
-import type { RoutingView, SettleRoute, VerifyReply } from './scheme';
-import { solana } from './solana';
+import { batchedRoute } from './batched';
+import { eip3009 } from '../schemes/eip3009';
+import { eip3009CrossChain } from './crosschain';
+import { permit2 } from '../schemes/permit2';
+import type { RoutingView, SettleReply, SettleRequest, SettleRoute, VerifyReply } from '../schemes/scheme';
+import { solana } from '../schemes/solana';
 
 /**
  * Every settlement scheme, in the spec's routing order ("POST /v1/settle", steps 1-4): Solana
  * network, the batched gateway marker, a payload that parses as Permit2, then EIP-3009 (bridged when
  * the destination chain differs). A payment that looks like two kinds takes the earlier step.
- * Adding a scheme: one folder under src/schemes/ and one line here (docs/architecture.md).
+ * Adding a scheme: one folder under src/schemes/ and one line here (docs/architecture.md "Adding a scheme").
  */
 export const SETTLE_ROUTES: readonly SettleRoute[] = [
   skeletonRoute(solana),
-  batched,
+  batchedRoute,
   skeletonRoute(permit2),
   eip3009CrossChain,
   skeletonRoute(eip3009),
 ];
-
-/** The schemes the settlement skeleton runs, by the `route` of their workflow input (the worker's view). */
-export const SKELETON_SCHEMES = { eip3009, permit2, solana } as const;
 
 /** Answers a body no route claims: its checks say what is wrong (`invalid_payload`, `invalid_payment_requirements`). */
 const FALLBACK = SETTLE_ROUTES[SETTLE_ROUTES.length - 1];
@@ -47,7 +44,7 @@ export function routeOf(networks: NetworkTable, body: unknown): SettleRoute | un
 }
 
 /** POST /v1/settle after authentication: the scheme's route answers; counted in x402_settlements_total. */
-export async function settlePayment(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
+export async function answerSettle(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const started = performance.now();
   const route = routeOf(deps.networks, req.body);
   const { status, body } =
@@ -71,7 +68,7 @@ const V1_VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain'])
  * any transaction. Request errors answer `{errorReason}` with 400; a payment that fails a rule is a
  * 200 verify response with `isValid: false`, as x402 verifiers answer.
  */
-export async function verifyPayment(deps: ServiceDeps, auth: AuthContext, body: unknown, opts = { v2: false }): Promise<VerifyReply> {
+export async function answerVerify(deps: ServiceDeps, auth: AuthContext, body: unknown, opts = { v2: false }): Promise<VerifyReply> {
   const route = routeOf(deps.networks, body) ?? FALLBACK;
   if (!opts.v2 && !V1_VERIFIED_ROUTES.has(route.route)) return verifyRefusal(auth, 'unsupported_scheme');
   if (belowMinimum(deps, auth, body, route.route)) return verifyRefusal(auth, 'amount_too_low');

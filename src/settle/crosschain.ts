@@ -1,20 +1,20 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, isGrpcServiceError } from '@temporalio/client';
-import type { AuthContext } from '../../auth/key-mode';
-import type { ServiceDeps } from '../../deps';
-import { bpsOf } from '../../chains/evm/bridge';
-import { Settlement } from '../../db/entities';
-import { evmSettlementBase, undeliverableLeg } from '../../settle/evm-request';
-import { underGasBudget } from '../../settle/gas-budget';
-import { runsOrCompleted } from '../../temporal/run-status';
-import { pendingReply, replyFor, settleFailure, skeletonRoute, type SettleReply, type SettleRequest } from '../../settle/run';
-import { x402SearchAttributes } from '../../temporal/search-attributes';
-import type { SettleResponse } from '../../x402/schemas';
-import { crossChainSettlementWorkflow, sourceTransactionUpdate } from '../../../workflows/crosschain-settlement';
-import { eip3009 } from '../eip3009';
-import type { Eip3009Payment } from '../eip3009/types';
-import type { SettleRoute } from '../scheme';
-import { crossChainRouteOf, type CrossChainRoute } from './route';
-import type { CrossChainSettleInput } from './types';
+import type { AuthContext } from '../auth/key-mode';
+import type { ServiceDeps } from '../deps';
+import { bpsOf } from '../chains/evm/bridge';
+import { Settlement } from '../db/entities';
+import { evmSettlementBase, undeliverableLeg } from './evm-request';
+import { underGasBudget } from './gas-budget';
+import { runsOrCompleted } from '../temporal/run-status';
+import { pendingReply, replyFor, settleFailure, skeletonRoute } from './run';
+import { x402SearchAttributes } from '../temporal/search-attributes';
+import type { SettleResponse } from '../x402/schemas';
+import { crossChainSettlementWorkflow, sourceTransactionUpdate } from '../../workflows/crosschain-settlement';
+import { eip3009 } from '../schemes/eip3009';
+import type { Eip3009Payment } from '../schemes/eip3009/types';
+import type { SettleReply, SettleRequest, SettleRoute } from '../schemes/scheme';
+import { crossChainRouteOf, type CrossChainRoute } from '../schemes/eip3009-crosschain/route';
+import type { CrossChainSettleInput } from '../schemes/eip3009-crosschain/types';
 
 /**
  * States whose recorded response is the answer (the source transaction succeeded, or it ended). An
