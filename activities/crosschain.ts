@@ -3,14 +3,7 @@ import { ApplicationFailure, Context, log } from '@temporalio/activity';
 import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
-import {
-  CCTP_FINALITY_FINALIZED,
-  decodeBurnMessage,
-  facilitatorBridgeAbi,
-  isAttestationForm,
-  isAttestedFormOf,
-  messageTransmitterV2Abi,
-} from '../src/chains/evm/bridge';
+import { CCTP_FINALITY_FINALIZED, decodeBurnMessage, isAttestationForm, isAttestedFormOf } from '../src/chains/evm/bridge';
 import { eip3009 } from '../src/schemes/eip3009';
 import type { Verification, WorkerDeps } from '../src/schemes/scheme';
 import { callSent, revertOf, sendCall } from '../src/chains/evm/calls';
@@ -24,6 +17,7 @@ import { readBoundedText } from '../src/http/bounded-body';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
 import { undeliverableLeg } from '../src/settle/evm-request';
 import { termsRefusal, type TermsDeps } from './settlement-terms';
+import { facilitatorAbi, messageTransmitterV2Abi } from '../src/chains/evm/abi';
 
 /** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (src/chains/mainnet-gate.ts). */
 export interface CrossChainActivityDeps extends WorkerDeps, TermsDeps {
@@ -94,7 +88,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     const dst = network(input.destinationNetwork);
     const a = input.paymentPayload.payload.authorization;
     const data = encodeFunctionData({
-      abi: facilitatorBridgeAbi,
+      abi: facilitatorAbi,
       functionName: 'settleAndBurn',
       args: [
         input.paymentRequirements.asset as Address,
@@ -284,7 +278,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         if (used !== 0n) return { submitted: false, error: 'bridge message already delivered by another caller' };
       }
       const data = encodeFunctionData({
-        abi: facilitatorBridgeAbi,
+        abi: facilitatorAbi,
         functionName: 'receiveAndPayout',
         args: [
           dst.bridgeTransmitter,
@@ -317,7 +311,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
       if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
       const dst = network(input.destinationNetwork);
-      const paid = parseEventLogs({ abi: facilitatorBridgeAbi, logs: receipt.logs, eventName: 'BridgePayout' }).find(
+      const paid = parseEventLogs({ abi: facilitatorAbi, logs: receipt.logs, eventName: 'BridgePayout' }).find(
         (l) => l.address.toLowerCase() === dst.facilitator.toLowerCase(),
       );
       if (receipt.status !== 'success' || !paid) {

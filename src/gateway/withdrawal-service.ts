@@ -8,7 +8,6 @@ import { ApiError } from '../errors';
 import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
 import { publicClientFor } from '../chains/evm/clients';
-import { gatewayWalletAbi } from '../chains/evm/gateway-wallet-abi';
 import { Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
@@ -17,6 +16,7 @@ import { withdrawalWorkflowId } from '../temporal/workflow-ids';
 import { x402SearchAttributes } from '../temporal/search-attributes';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from './withdrawal-types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
+import { gatewayWalletAbi } from '../chains/evm/abi';
 
 /**
  * The facilitator's own account in the gateway wallet (docs/decisions.md "Batched payments and

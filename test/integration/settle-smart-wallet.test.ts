@@ -26,8 +26,6 @@ import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { tokenAbi, walletFactoryAbi } from '../../src/chains/evm/abi';
-import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { RelayerTransaction } from '../../src/db/entities';
 import { permit2SettleWorkflowId, settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -35,6 +33,8 @@ import { oneDbKind } from '../support/db';
 import { fundUsdc, waitForReceipt } from '../support/evm';
 import { permit2Payment } from '../support/permit2-payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { facilitatorPermit2Abi, tokenAbi, walletFactoryAbi } from '../../src/chains/evm/abi';
+import { devnetSmartWalletAbi } from '../../src/chains/evm/abi/generated';
 
 /**
  * Smart-wallet buyers on the real stack (docs/decisions.md "Smart-wallet buyers"): a viem smart account
@@ -148,19 +148,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     const wallet = createWalletClient({ account: owner, chain: chain(), transport: http(rpcUrl) });
     const approve = await wallet.writeContract({
       address: account.address,
-      abi: [
-        {
-          type: 'function',
-          name: 'execute',
-          stateMutability: 'nonpayable',
-          inputs: [
-            { name: 'to', type: 'address' },
-            { name: 'value', type: 'uint256' },
-            { name: 'data', type: 'bytes' },
-          ],
-          outputs: [{ type: 'bytes' }],
-        },
-      ] as const,
+      abi: devnetSmartWalletAbi,
       functionName: 'execute',
       args: [
         h.stack.usdc,

@@ -1,5 +1,4 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { facilitatorAbi } from '../../chains/evm/abi';
 import { onChainSignature } from '../../chains/evm/buyer-signature';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
@@ -11,6 +10,7 @@ import type { Parsed, Scheme, VerifyDeps } from '../scheme';
 import { balanceAndNonceUnread, readsUnlessSimulated, tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
 import { verifyExactEvm } from './verify';
+import { facilitatorAbi } from '../../chains/evm/abi';
 
 const bodyOf = (raw: unknown) => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
 
