@@ -546,7 +546,7 @@ export const isEvmNetworkId = (v: string): v is EvmNetworkId => (EVM_NETWORK_IDS
 export const isSolanaNetworkId = (v: string): v is SolanaNetworkId => (SOLANA_NETWORK_IDS as readonly string[]).includes(v);
 
 // ---------------------------------------------------------------------------------------------
-// Solana (routing step 1; docs/decisions.md "Solana settlement"). `payTo` is the seller's wallet
+// Solana (routing step 1; docs/decisions/solana-settlement.md). `payTo` is the seller's wallet
 // (owner) and `asset` the SPL mint; the service is fee payer (src/chains/solana/fee-payer.ts).
 
 export interface SolanaNetwork {

@@ -19,8 +19,8 @@ import { mainnetAllowed } from '../chains/mainnet-gate';
 import { gatewayWalletAbi } from '../chains/evm/abi';
 
 /**
- * The facilitator's own account in the gateway wallet (docs/decisions.md "Batched payments and
- * withdrawals"): balances, and withdrawals as durable WithdrawalWorkflows. The depositor is the
+ * The facilitator's own account in the gateway wallet (docs/decisions/batched-payments-and-withdrawals.md):
+ * balances, and withdrawals as durable WithdrawalWorkflows. The depositor is the
  * relayer (RELAYER_ADDRESS; the worker signs the withdrawal with its key, which the API never holds).
  */
 

@@ -49,7 +49,7 @@ type Case = { name: string; method: string; path: string; headers?: Record<strin
 
 const STACK_TRACE = /\n\s+at |node_modules|\/work\/|\/src\/|\.ts:\d|\bError: |Traceback/;
 
-/** The error shapes the spec and docs/decisions.md give the routes (4xx only). */
+/** The error shapes the spec and docs/decisions/README.md give the routes (4xx only). */
 function hasErrorShape(status: number, body: any, route: 'api' | 'topup'): boolean {
   if (!body || typeof body !== 'object') return false;
   const text = (v: unknown) => typeof v === 'string' && v.length > 0;

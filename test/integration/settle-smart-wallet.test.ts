@@ -37,7 +37,7 @@ import { facilitatorPermit2Abi, tokenAbi, walletFactoryAbi } from '../../src/cha
 import { devnetSmartWalletAbi } from '../../src/chains/evm/abi/generated';
 
 /**
- * Smart-wallet buyers on the real stack (docs/decisions.md "Smart-wallet buyers"): a viem smart account
+ * Smart-wallet buyers on the real stack (docs/decisions/smart-wallet-buyers.md): a viem smart account
  * over the devnet's wallet signs as an embedded wallet does; a deployed wallet's signature is checked
  * by its EIP-1271 `isValidSignature` (by us through viem, then by FiatToken or Permit2), a
  * counterfactual one's EIP-6492 wrapper makes our relayer deploy it through the listed factory first.

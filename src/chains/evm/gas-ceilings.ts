@@ -18,8 +18,7 @@ import { depositorAbi, facilitatorAbi, facilitatorPermit2Abi, gatewayWalletAbi, 
  * 169,636; transferWithPermit 145,499; settleAndBurn 207,721; receiveAndPayout 241,827 (a 2-of-3 attestation);
  * transferWithAuthorization 104,365 (a fresh payee); increaseAllowance 56,103; depositOnce 195,443;
  * initiateWithdrawal 76,714; withdraw 60,713 (deposit was 98,360 with the old token). What is left of
- * the margin covers Arbitrum, which counts its L1 data cost in gas units (docs/decisions.md "Gas
- * ceilings per call type").
+ * the margin covers Arbitrum, which counts its L1 data cost in gas units (docs/decisions/gas-ceilings.md).
  */
 export const GAS_CEILINGS = {
   /** A call without a function selector: a bare transfer (21,000) and a few bytes of calldata. */

@@ -23,7 +23,7 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
   claims: () => true, // the last routing step takes every payment the earlier ones did not
 
   /**
-   * The request checks settle and verify share, in order (docs/decisions.md, rules 2-8): both objects
+   * The request checks settle and verify share, in order (docs/decisions/settle-eip3009-same-chain.md, rules 2-8): both objects
    * parse, the network is known, allowed for the key's mode (403 ApiError) and enabled.
    */
   parse(deps, auth, raw): Parsed<Eip3009Payment> {

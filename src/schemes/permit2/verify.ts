@@ -50,7 +50,7 @@ function signedFor(
 
 /**
  * Verifies a Permit2 `exact` or `upto` payment before any transaction, in this order
- * (docs/decisions.md "Permit2 settlement"): network, scheme, recipients, upto facilitator, token,
+ * (docs/decisions/permit.md): network, scheme, recipients, upto facilitator, token,
  * amount, signature and spender, deadline, validAfter; then the chain: nonce, balance, allowance
  * (or a valid `permit2612` for Permit2). Pure checks run first so a bad payment costs no RPC call.
  */
