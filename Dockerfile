@@ -16,7 +16,7 @@ RUN npm run build
 
 FROM ${NODE_IMAGE} AS runtime
 ENV NODE_ENV=production
-# Heap flags (docs/decisions.md "Heap flags in the image"): without them V8 sizes the heap from the
+# Heap flags (docs/decisions/heap-flags.md): without them V8 sizes the heap from the
 # host's RAM and collects lazily, and the worker ended `npm run bench:settle -- --n 100` at ~345 MiB
 # RSS, half of it garbage. A 1 GiB old space (V8 then grows the heap less eagerly) and 4 MiB
 # semi-spaces: ~250 MiB, 64 settlements in flight included, with no CPU cost the bench could tell from

@@ -16,7 +16,7 @@ export type BridgeRefundDeps = CrossChainActivityDeps & RoleSigners;
 
 /**
  * An operator's refund of a plain cross-chain settlement whose bridge leg did not deliver
- * (docs/decisions.md "Abandoning a bridge leg"): the payer gets the gross amount back on the source
+ * (docs/decisions/abandoning-a-bridge-leg.md): the payer gets the gross amount back on the source
  * network from the revenue wallet. Who and how much come only from our records; the leg is marked
  * abandoned before anything is signed, so no later run of it mints (submitBridgeMint refuses).
  */

@@ -11,10 +11,8 @@ import {
   fastFeeOf,
   fastMaxFee,
   type BurnTerms,
-  facilitatorBridgeAbi,
   isAttestationForm,
   isAttestedFormOf,
-  messageTransmitterV2Abi,
 } from '../src/chains/evm/bridge';
 import { eip3009 } from '../src/schemes/eip3009';
 import type { Verification, WorkerDeps } from '../src/schemes/scheme';
@@ -31,6 +29,7 @@ import { readBoundedText } from '../src/upstream/bounded-body';
 import { settlementAllowed } from '../src/chains/mainnet-gate';
 import { undeliverableLeg } from '../src/settle/evm-request';
 import { termsRefusal, type TermsDeps } from './settlement-terms';
+import { facilitatorAbi, messageTransmitterV2Abi } from '../src/chains/evm/abi';
 
 /** `topUpRelayer`: the top-up gateway's relayer wallet, whose settlements are top-up legs (src/chains/mainnet-gate.ts). */
 export interface CrossChainActivityDeps extends WorkerDeps, TermsDeps {
@@ -112,7 +111,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     const dst = network(input.destinationNetwork);
     const a = input.paymentPayload.payload.authorization;
     const data = encodeFunctionData({
-      abi: facilitatorBridgeAbi,
+      abi: facilitatorAbi,
       functionName: 'settleAndBurn',
       args: [
         input.paymentRequirements.asset as Address,
@@ -146,7 +145,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
     if (!tx) return undefined;
     let route: { maxFee: bigint; minFinalityThreshold: number };
     try {
-      const decoded = decodeFunctionData({ abi: facilitatorBridgeAbi, data: parseTransaction(tx.rawTx as Hex).data ?? '0x' });
+      const decoded = decodeFunctionData({ abi: facilitatorAbi, data: parseTransaction(tx.rawTx as Hex).data ?? '0x' });
       if (decoded.functionName !== 'settleAndBurn') return undefined;
       route = decoded.args[7];
     } catch {
@@ -211,7 +210,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
      * `maxFee` for it (fee rounded up, +10%). A fast fee above `maxBridgeFee` (BRIDGE_MAX_FEE_BPS of the
      * value; a top-up: its quote) or above BRIDGE_MAX_FEE_BPS of the value, or a route without a fast
      * tier, burns at standard instead
-     * (docs/decisions.md). No answer from the service is unknown, never a guess: it throws, retried.
+     * (docs/decisions/fast-finality.md). No answer from the service is unknown, never a guess: it throws, retried.
      * A burn already signed for this payment answers the terms it was signed with.
      */
     async readBridgeBurnTerms(input: CrossChainSettleInput): Promise<BurnTerms> {
@@ -390,7 +389,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
         if (used !== 0n) return { submitted: false, error: 'bridge message already delivered by another caller' };
       }
       const data = encodeFunctionData({
-        abi: facilitatorBridgeAbi,
+        abi: facilitatorAbi,
         functionName: 'receiveAndPayout',
         args: [
           dst.bridgeTransmitter,
@@ -423,7 +422,7 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       const receipt = await relayer.waitForReceipt(tx, deps.config.RECEIPT_WAIT_MS, () => Context.current().heartbeat());
       if (!receipt) throw ApplicationFailure.retryable(`no receipt for ${tx.hash} yet`, 'ReceiptTimeout');
       const dst = network(input.destinationNetwork);
-      const paid = parseEventLogs({ abi: facilitatorBridgeAbi, logs: receipt.logs, eventName: 'BridgePayout' }).find(
+      const paid = parseEventLogs({ abi: facilitatorAbi, logs: receipt.logs, eventName: 'BridgePayout' }).find(
         (l) => l.address.toLowerCase() === dst.facilitator.toLowerCase(),
       );
       if (receipt.status !== 'success' || !paid) {

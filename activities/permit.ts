@@ -4,7 +4,6 @@ import { encodeFunctionData, type Address, type Hex } from 'viem';
 import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { NetworkTable, EvmNetworkId } from '../src/chains/networks';
-import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
 import { publicClientFor } from '../src/chains/evm/clients';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { relayerTxId } from '../src/temporal/workflow-ids';
@@ -12,6 +11,7 @@ import { revertReason } from '../src/permit/chain-errors';
 import { verifyPermit, type PermitVerification } from '../src/permit/verify';
 import type { PermitInput } from '../src/permit/types';
 import { networkAllowed } from '../src/chains/mainnet-gate';
+import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
 
 export interface PermitActivityDeps {
   config: Pick<Config, 'MIN_VALIDITY_SECONDS' | 'RECEIPT_WAIT_MS' | 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>;

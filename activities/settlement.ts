@@ -57,8 +57,7 @@ export interface SettlementSteps {
 /**
  * The settlement activities over its steps: one per step (the path of workflows written before
  * `settlement-one-local-activity`, and `confirmPayment` after a fast path that ran out of wait),
- * and `settlePayment`, all three in one local activity (docs/decisions.md "Local activities on the
- * settlement path").
+ * and `settlePayment`, all three in one local activity (docs/decisions/local-activities.md).
  */
 export function settlementStepActivities(steps: SettlementSteps, receiptWaitMs: number) {
   return {

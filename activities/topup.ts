@@ -14,13 +14,10 @@ import type { MikroORM } from '@mikro-orm/core';
 import type { Config } from '../src/config';
 import type { EvmNetworkId, NetworkTable } from '../src/chains/networks';
 import type { Relayer } from '../src/chains/evm/relayer';
-import { facilitatorAbi } from '../src/chains/evm/abi';
 import { Settlement, TopUp } from '../src/db/entities';
 import { BridgeTransfer } from '../src/db/bridge-transfer';
 import { nonceOfId, provenPayment, provenReceived } from '../src/chains/evm/payment-proof';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import { tokenAbi } from '../src/chains/evm/abi';
-import { merchantAbi } from '../src/topup/merchant-abi';
 import { loadTopupConfig } from '../src/topup/config';
 import { l1GasVerdict, type GasVerdict } from '../src/topup/gas-protection';
 import { gasCeilingRefusal, owedDespiteGas } from '../src/chains/evm/gas-ceilings';
@@ -34,7 +31,7 @@ import type { RoleSigners } from './signers';
 import { awaitRecordedReceipt } from '../src/chains/evm/calls';
 import { refundOwed } from './topup-refund';
 import { recordedCall, sendAsRecorded, sendTransferOnce } from './transfer-once';
-import { depositorAbi } from '../src/topup/depositor-abi';
+import { depositorAbi, facilitatorAbi, merchantAbi, tokenAbi } from '../src/chains/evm/abi';
 
 export interface TopUpActivityDeps extends RoleSigners {
   config: Pick<Config, 'RECEIPT_WAIT_MS' | 'TOPUP_DEPOSITOR_CONTRACT'> & Partial<Pick<Config, 'env'>>;

@@ -1,8 +1,8 @@
 import { encodeFunctionData, keccak256, maxUint256, parseTransaction, toHex, type Address, type Hex } from 'viem';
-import { tokenAbi } from '../src/chains/evm/abi';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { owedDespiteGas } from '../src/chains/evm/gas-ceilings';
 import { transferWithAuthorizationTypedData, type TokenDomain } from '../src/schemes/eip3009/typed-data';
+import { tokenAbi } from '../src/chains/evm/abi';
 
 /** Each token's EIP-712 domain, read once per process (name and version never change for a deployment). */
 const domains = new Map<string, Promise<TokenDomain>>();

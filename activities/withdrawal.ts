@@ -1,7 +1,6 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
 import type { Config } from '../src/config';
 import type { NetworkTable, EvmNetworkId } from '../src/chains/networks';
-import { gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
 import { publicClientFor } from '../src/chains/evm/clients';
 import type { Relayer } from '../src/chains/evm/relayer';
 import { revertReason } from '../src/permit/chain-errors';
@@ -10,6 +9,7 @@ import type { WithdrawalInput } from '../src/gateway/withdrawal-types';
 import { awaitRecordedReceipt, type ReceiptResult } from '../src/chains/evm/calls';
 import type { RoleSigners } from './signers';
 import { networkAllowed } from '../src/chains/mainnet-gate';
+import { gatewayWalletAbi } from '../src/chains/evm/abi';
 
 export interface WithdrawalActivityDeps extends RoleSigners {
   config: Pick<Config, 'RECEIPT_WAIT_MS' | 'MAINNETS_ENABLED' | 'env' | 'SOLANA_FEE_PAYER_KEY'>;

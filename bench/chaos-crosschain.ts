@@ -11,14 +11,13 @@ import { deployDevnet } from '../devnet/deploy';
 import { attesterChainsFrom, startBridgeAttester } from '../devnet/bridge-attester';
 import type { LogFn } from '../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../devnet/rpc-provider-double';
-import { tokenAbi } from '../src/chains/evm/abi';
-import { facilitatorBridgeAbi } from '../src/chains/evm/bridge';
 import { BridgeTransfer } from '../src/db/bridge-transfer';
 import { Settlement } from '../src/db/entities';
 import type { Database } from '../src/db/orm';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { PROVIDER_RULES } from './chaos-faults';
 import { settleDown } from './chaos-kinds';
+import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
 
 export const DESTINATION_CHAIN_ID = 11155420;
 export const CROSSCHAIN_ROUTE = 'eip3009-crosschain';
@@ -110,7 +109,7 @@ export async function auditCrosschain(o: {
     logs: await o.source.getLogs({ address: o.usdc, fromBlock: 0n, toBlock: 'latest' }),
   }).filter((l) => buyers.has(l.args.from.toLowerCase()) && l.args.to.toLowerCase() === o.facilitator.toLowerCase());
   const payoutEvents = parseEventLogs({
-    abi: facilitatorBridgeAbi,
+    abi: facilitatorAbi,
     eventName: 'BridgePayout',
     logs: await o.dest.getLogs({ address: o.facilitator, fromBlock: 0n, toBlock: 'latest' }),
   }).filter((l) => l.args.payout.toLowerCase() === o.payout.toLowerCase());

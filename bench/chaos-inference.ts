@@ -14,7 +14,6 @@ import { parseEventLogs, type Address, type LocalAccount, type PublicClient } fr
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { startDevnetInferenceProviders } from '../devnet/inference-provider';
 import { startMediaProvider } from '../devnet/media-provider';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { InferenceCharge } from '../src/db/entities';
 import { MediaJob } from '../src/db/media';
 import { refundWorkflowId } from '../src/inference/types';
@@ -30,6 +29,7 @@ import {
   type ChaosKind,
   type KindContext,
 } from './chaos-kinds';
+import { tokenAbi } from '../src/chains/evm/abi';
 
 const CHAT_PRICE = 10_000n;
 /** The media prices (MEDIA_*_PRICE defaults): one image per request. */

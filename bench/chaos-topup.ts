@@ -14,10 +14,8 @@ import { mainnetDevnetEnv } from '../devnet/start-topup';
 import { findFreePort, type LogFn, type ManagedProcess } from '../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../devnet/rpc-provider-double';
 import { DEVNET_MERCHANT_ADDRESS } from '../src/chains/devnet-addresses';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { TopUp } from '../src/db/entities';
 import { topupWorkflowId } from '../src/temporal/workflow-ids';
-import { merchantAbi } from '../src/topup/merchant-abi';
 import { exactPayment } from '../test/support/payments';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { waitForReceipt } from '../test/support/evm';
@@ -34,6 +32,7 @@ import {
   type ChaosKind,
   type KindContext,
 } from './chaos-kinds';
+import { merchantAbi, tokenAbi } from '../src/chains/evm/abi';
 
 /** Each payer's credit: one top-up of about 5 USDC fits, two do not. */
 const CREDIT_LIMIT = 6_000_000n;

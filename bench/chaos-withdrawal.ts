@@ -7,8 +7,6 @@
  */
 import { createWalletClient, erc20Abi, http, parseEventLogs, type Address, type LocalAccount, type PublicClient } from 'viem';
 import { deployGatewayWallet } from '../devnet/deploy-gateway-wallet';
-import { gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { Settlement } from '../src/db/entities';
 import { waitForReceipt } from '../test/support/evm';
 import {
@@ -22,6 +20,7 @@ import {
   type ChaosKind,
   type KindContext,
 } from './chaos-kinds';
+import { gatewayWalletAbi, tokenAbi } from '../src/chains/evm/abi';
 
 const DELAY_BLOCKS = 2;
 export const WITHDRAWAL_ENV = { WITHDRAWAL_POLL_MS: '200' };

@@ -44,7 +44,6 @@ import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { startSolanaDevnet } from '../devnet/solana-rpc';
 import { describeExit, prefixedStderr, type ManagedProcess } from '../devnet/process';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { PERMIT2_CANONICAL_ADDRESS } from '../src/chains/devnet-addresses';
 import { DEVNET_SOLANA_FEE_PAYER } from '../src/chains/solana/fee-payer';
 import { Settlement } from '../src/db/entities';
@@ -99,6 +98,7 @@ function parseArgs(argv: string[]): Options {
 }
 
 import { settlementBody, SOLANA_USDC, type Kind, type Payment } from './chaos-payments';
+import { tokenAbi } from '../src/chains/evm/abi';
 
 const DEADLINE_MS = 240_000;
 /** The worker's stuck threshold and the API's parking delay in this run (both far shorter than in production). */

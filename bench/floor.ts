@@ -10,11 +10,11 @@ import { performance } from 'node:perf_hooks';
 import type { Client } from '@temporalio/client';
 import { encodeFunctionData, keccak256, parseEventLogs, type Address, type Hex, type LocalAccount, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { waitForReceipt } from '../test/support/evm';
 import { mutex, runClosedLoop, type PhaseResult } from './measure';
+import { tokenAbi } from '../src/chains/evm/abi';
 
 export interface FloorChain {
   network: 'base-sepolia' | 'optimism-sepolia';

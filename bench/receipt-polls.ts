@@ -1,6 +1,6 @@
 /**
  * `npm run bench:receipt-polls`: how many JSON-RPC reads the relayer's receipt waits cost on a chain
- * with 1 s blocks (docs/decisions.md "Receipt polling"). A relayer that has seen receipts take a block
+ * with 1 s blocks (docs/decisions/receipt-waits-and-sync-broadcast.md). A relayer that has seen receipts take a block
  * asks for a transaction's receipt once when its wait starts, then once per new block, and one
  * `eth_blockNumber` every 100 ms serves all of its waiters. Measured through a counting JSON-RPC proxy
  * in front of an anvil of its own: `--waiters` transactions (default 8) waiting together, `--rounds`

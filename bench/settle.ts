@@ -26,7 +26,6 @@ import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { prefixedStderr, repoRoot, spawnManaged, type ManagedProcess } from '../devnet/process';
-import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from '../test/support/accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from '../test/support/db';
 import { request, signIn } from '../test/support/http';
@@ -39,6 +38,7 @@ import { mergeRounds, percentile, runClosedLoop, sleep, type Mode, type PhaseRes
 import { cpuDelta, cpuSnapshot, isAlive, oldestProcessNamed, processTree, rssBytes } from './proc';
 import { spawnApi, spawnFloorWorker, stopTree } from './processes';
 import { WORKFLOWS_PATH, workflowBundleOptions } from '../src/temporal/workflow-bundle';
+import { facilitatorAbi, tokenAbi } from '../src/chains/evm/abi';
 
 // ---------------------------------------------------------------------------------------------
 // Options

@@ -13,16 +13,11 @@ import {
 } from 'viem';
 import { privateKeyToAddress, sign, serializeSignature } from 'viem/accounts';
 import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_FEE_BPS, DEVNET_BRIDGE_SIGNATURE_THRESHOLD } from '../src/chains/devnet-addresses';
-import {
-  CCTP_FINALITY_FAST,
-  CCTP_FINALITY_FINALIZED,
-  decodeBurnMessage,
-  encodeBurnMessage,
-  messageTransmitterV2Abi,
-} from '../src/chains/evm/bridge';
+import { CCTP_FINALITY_FAST, CCTP_FINALITY_FINALIZED, decodeBurnMessage, encodeBurnMessage } from '../src/chains/evm/bridge';
 import { z } from 'zod';
 import { buildNetworkTable } from '../src/chains/networks';
 import { DEVNET_BRIDGE_ATTESTATION_URL } from '../src/config';
+import { messageTransmitterV2Abi } from '../src/chains/evm/abi';
 
 const attesterControls = z
   .object({

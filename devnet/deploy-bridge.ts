@@ -13,6 +13,7 @@ import {
 import { buildNetworkTable } from '../src/chains/networks';
 import { getContract } from './contracts';
 import { ensureUsdcMinter } from './usdc';
+import { messageTransmitterV2Abi } from '../src/chains/evm/abi';
 
 /**
  * Deploys the devnet's CCTP-style bridge pair on one anvil chain (after `deployDevnet` put USDC and
@@ -29,9 +30,6 @@ import { ensureUsdcMinter } from './usdc';
 const bridgeDeployer = privateKeyToAccount(DEVNET_BRIDGE_DEPLOYER_KEY);
 const issuer = privateKeyToAccount(DEVNET_USDC_ISSUER_KEY);
 const ETH = 10n ** 21n;
-const signatureThresholdAbi = [
-  { type: 'function', name: 'signatureThreshold', stateMutability: 'view', inputs: [], outputs: [{ type: 'uint256' }] },
-] as const;
 
 export async function deployBridge(
   rpcUrl: string,
@@ -102,7 +100,7 @@ export async function deployBridge(
 
   // A chain resumed from `.data` whose transmitter predates m-of-n attestations cannot take them.
   const threshold = await client
-    .readContract({ address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS, abi: signatureThresholdAbi, functionName: 'signatureThreshold' })
+    .readContract({ address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS, abi: messageTransmitterV2Abi, functionName: 'signatureThreshold' })
     .catch(() => undefined);
   if (threshold === undefined)
     throw new Error(

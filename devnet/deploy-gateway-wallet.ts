@@ -1,8 +1,8 @@
 import { createPublicClient, createWalletClient, defineChain, http, numberToHex, type Address, type Hash } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { DEVNET_GATEWAY_DEPLOYER_KEY, DEVNET_GATEWAY_OPERATOR_KEY, DEVNET_GATEWAY_WALLET_ADDRESS } from '../src/chains/devnet-addresses';
-import { gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
 import { getContract } from './contracts';
+import { gatewayWalletAbi } from '../src/chains/evm/abi';
 
 /**
  * Deploys our GatewayWallet to a devnet chain from its own deployer key (nonce 0, so the address is

@@ -7,9 +7,8 @@ import {
   DEVNET_TOPUP_DEPLOYER_KEY,
   DEVNET_USDC_ADDRESS,
 } from '../src/chains/devnet-addresses';
-import { depositorAbi } from '../src/topup/depositor-abi';
-import { merchantAbi } from '../src/topup/merchant-abi';
 import { getContract } from './contracts';
+import { depositorAbi, merchantAbi } from '../src/chains/evm/abi';
 
 /**
  * Deploys the merchant contract (MerchantBalances) of the top-up gateway on the devnet `base` chain

@@ -27,11 +27,11 @@ import {
   DEVNET_WALLET_FACTORY_ADDRESS,
   DEVNET_WALLET_FACTORY_DEPLOYER_KEY,
 } from '../src/chains/devnet-addresses';
-import { facilitatorAbi } from '../src/chains/evm/abi';
 import { compileContracts, getContract } from './contracts';
 import { ensureFacilitatorCode } from './upgrade-facilitator';
 import { deployBridge } from './deploy-bridge';
 import { deployUsdcImplementation, fiatTokenAbi, fiatTokenProxyArtifact, initializeUsdc, mintUsdc } from './usdc';
+import { facilitatorAbi } from '../src/chains/evm/abi';
 
 /**
  * Deploys the devnet contracts (USDC, Circle's FiatToken V2.2 behind its proxy, at deployer nonce 0

@@ -37,8 +37,8 @@ import {
 import { privateKeyToAccount } from 'viem/accounts';
 import { z } from 'zod';
 import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
-import { GATEWAY_BATCHED_DOMAIN, gatewayWalletAbi } from '../src/chains/evm/gateway-wallet-abi';
 import { exactEvmPayloadSchema, paymentRequirementsSchema, type ExactEvmPayload } from '../src/x402/schemas';
+import { GATEWAY_BATCHED_DOMAIN, gatewayWalletAbi } from '../src/chains/evm/abi';
 
 export interface GatewayDoubleChain {
   /** Our network name, for logs only: requests must name the chain by its CAIP-2 id, as upstream. */

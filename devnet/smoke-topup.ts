@@ -10,10 +10,10 @@ import { createPublicClient, http, type Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { buildNetworkTable } from '../src/chains/networks';
 import { loadTopupConfig } from '../src/topup/config';
-import { merchantAbi } from '../src/topup/merchant-abi';
 import { DEMO_BUYERS } from './demo-accounts';
 import { topupDevnetEnv } from './start-topup';
 import { exactPayer, x402Fetch } from './x402-v2-client';
+import { merchantAbi } from '../src/chains/evm/abi';
 
 async function main() {
   const env = { ...process.env, ...topupDevnetEnv(process.env) };

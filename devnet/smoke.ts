@@ -13,10 +13,10 @@ import { createPublicClient, formatUnits, http, type Address, type Hex } from 'v
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { loadConfig } from '../src/config';
 import { buildNetworkTable, isEvmNetworkId } from '../src/chains/networks';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { transferWithAuthorizationTypedData } from '../src/schemes/eip3009/typed-data';
 import { DEVNET_USDC_NAME, DEVNET_USDC_VERSION } from './deploy';
 import { DEMO_BUYERS } from './demo-accounts';
+import { tokenAbi } from '../src/chains/evm/abi';
 
 const AMOUNT = 1_000_000n; // 1 USDC
 

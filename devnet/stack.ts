@@ -29,7 +29,6 @@ import { ConfigError, DEVNET_RELAYER_KEY, isProductionEnv, type Config } from '.
 import { loadStartup } from '../src/startup';
 import { DEVNET_KEY_ID_PREFIX, generatePayloadCodecKey, parsePayloadCodecKeys } from '../src/temporal/codec-keys';
 import type { EvmNetwork } from '../src/chains/networks';
-import { tokenAbi } from '../src/chains/evm/abi';
 import { openDatabase } from '../src/db/orm';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
 import { startAnvil, rpc, type Anvil } from './anvil';
@@ -43,6 +42,7 @@ import { startDevnetInferenceProviders } from './inference-provider';
 import { startGatewayForDevnet } from './gateway-devnet';
 import { startMediaProvider } from './media-provider';
 import { canConnect, describeExit, repoRoot, spawnManaged, waitForHttp, waitUntil, type LogFn, type ManagedProcess } from './process';
+import { tokenAbi } from '../src/chains/evm/abi';
 
 const ROOT = repoRoot();
 const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);

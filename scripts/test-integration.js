@@ -18,7 +18,7 @@ const extra = process.argv.slice(2);
 const jest = join(__dirname, '..', 'node_modules', 'jest', 'bin', 'jest.js');
 
 function run(index) {
-  // --no-allocation-site-pretenuring: avoids a Node 20 V8 garbage-collector abort (docs/decisions.md).
+  // --no-allocation-site-pretenuring: avoids a Node 20 V8 garbage-collector abort (docs/decisions/node20-test-runner.md).
   const args = ['--no-allocation-site-pretenuring', jest, '--selectProjects', 'integration', '--runInBand'];
   if (shards > 1) args.push(`--shard=${index}/${shards}`);
   const child = spawn(process.execPath, [...args, ...extra], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });

@@ -159,7 +159,7 @@ const schema = z.object({
   /**
    * How long a v2 settle request waits before 202. x402 SDK sellers read a 202 as a failed payment
    * and refuse the buyer while the payment still settles, so they get nearly all of @x402/core's
-   * 90 s facilitator timeout (docs/decisions.md "settlement_pending and the SDKs").
+   * 90 s facilitator timeout (docs/decisions/settlement-pending-and-sdks.md).
    */
   SETTLE_WAIT_V2_MS: int().pipe(z.number().min(100).max(300_000)).default(80_000),
   /** An authorization must stay valid at least this long after verification (EIP-3009 validBefore). */
@@ -241,7 +241,7 @@ const schema = z.object({
    * above the cap is refused before we sign.
    */
   SOLANA_MAX_FEE_LAMPORTS: int().pipe(z.number().min(5_000)).default(50_000),
-  /** Batched nanopayments (docs/decisions.md "Batched payments and withdrawals"): mainnets forward while on. */
+  /** Batched nanopayments (docs/decisions/batched-payments-and-withdrawals.md): mainnets forward while on. */
   GATEWAY_MAINNET_ENABLED: boolish.default(true),
   /** Upstream batching gateway API for testnets: by default the devnet double that `npm start` runs. */
   GATEWAY_API_URL_TESTNET: z.string().url().default('http://127.0.0.1:4030'),

@@ -40,7 +40,7 @@ async function main() {
     const metricsAddress = await installMetricsRuntime(config.WORKER_METRICS_ADDRESS);
     log.info({ metricsAddress }, 'worker metrics');
     // The activities' RPC calls that got no answer, on the same endpoint and under the API's name
-    // (custom metrics get no temporal_ prefix), so one alert covers both (docs/decisions.md).
+    // (custom metrics get no temporal_ prefix), so one alert covers both (docs/decisions/relayer-nonce-and-worker-metrics.md).
     const rpcErrors = Runtime.instance().metricMeter.createCounter(
       'x402_rpc_errors_total',
       undefined,

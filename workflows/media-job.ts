@@ -51,8 +51,8 @@ const { pollProviderJob, cancelProviderJob } = proxyActivities<MediaActivities>(
 export const cancelMediaJob = defineSignal('cancelMediaJob');
 
 /**
- * One paid media request, id `media:<buyer>:<idempotency-key>` (docs/decisions.md "Media
- * generation"): claim the charge in the shared ledger, settle the payment through the settlement
+ * One paid media request, id `media:<buyer>:<idempotency-key>` (docs/decisions/media-generation.md):
+ * claim the charge in the shared ledger, settle the payment through the settlement
  * workflow (a child keyed by the authorization), then generate. Images are generated and stored in
  * one activity; video and music are submitted to the provider (its idempotency key is this
  * workflow's id), polled on durable timers, and their artifacts are stored before the job reports

@@ -21,7 +21,7 @@ const { awaitRefundReceipt } = proxyActivities<RefundActivities>({
 });
 
 /**
- * Pays back one paid chat request whose provider failed (docs/decisions.md "Paid inference"): the
+ * Pays back one paid chat request whose provider failed (docs/decisions/paid-inference.md): the
  * ledger says refund_pending, the charge's settlement is awaited (it may still be in flight), then
  * the full amount is transferred from the revenue wallet to the payer through the write-ahead
  * relayer. Its id is `refund:<charge id>`, so a charge is refunded at most once. The same workflow,

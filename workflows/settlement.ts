@@ -34,7 +34,7 @@ export const SETTLEMENT_RETRY = {
 } as const;
 
 // Local activities: the whole settlement usually runs inside one workflow task, with no activity
-// task round trips (docs/decisions.md "Local activities on the settlement path"). Their results reach
+// task round trips (docs/decisions/local-activities.md). Their results reach
 // history only when the task completes, so after a crash they run again: verification first asks for
 // the write-ahead record (a payment that was signed is never judged again), and submission re-sends the
 // recorded bytes. `settlePayment` runs the three steps in one of them (one activation, one marker); it
@@ -61,7 +61,7 @@ const { nudgeSettlementTransaction } = proxyActivities<SettlementActivities>({
  *
  * The API starts this type. It is `settlementWorkflow` without the `settlement-one-local-activity`
  * patch, whose marker and `TemporalChangeVersion` upsert are two history events and a visibility write
- * in every settlement (docs/decisions.md "A workflow type without the patch"). An older worker does
+ * in every settlement (docs/decisions/fast-settlement-workflow-type.md). An older worker does
  * not know the type: its task fails and is retried until a worker that does takes it.
  */
 export function fastSettlementWorkflow(input: SettlementInput): Promise<SettleOutcome> {

@@ -7,7 +7,7 @@ import { paymentRequirementsSchema } from '../x402/schemas';
 
 /**
  * OpenAPI operations of media generation (src/api/routes/media.ts), registered into the document by
- * src/api/openapi.ts with its own helpers. Error bodies are `{error: <code>, message}` (docs/decisions.md).
+ * src/api/openapi.ts with its own helpers. Error bodies are `{error: <code>, message}` (docs/decisions/media-generation.md).
  */
 export function registerMediaOpenApi(t: {
   component<T extends ZodType>(refId: string, schema: T): T;
@@ -19,7 +19,7 @@ export function registerMediaOpenApi(t: {
     z
       .object({ error: z.string(), message: z.string() })
       .catchall(z.unknown())
-      .describe('Media error: `error` is a stable code (docs/decisions.md "Media generation"), `message` says what to fix'),
+      .describe('Media error: `error` is a stable code (docs/decisions/media-generation.md), `message` says what to fix'),
   );
   const Challenge = t.component(
     'MediaChallenge',
@@ -81,7 +81,7 @@ export function registerMediaOpenApi(t: {
     name,
     in: 'header' as const,
     required: true,
-    description: 'Buyer signature header (docs/decisions.md)',
+    description: 'Buyer signature header (docs/decisions/media-generation.md)',
     schema: { type: 'string' as const },
   }));
   const idParam = { name: 'id', in: 'path' as const, required: true, schema: { type: 'string' as const } };

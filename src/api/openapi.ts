@@ -332,7 +332,7 @@ route({
   description:
     'Starts, or attaches to, the settlement workflow of this authorization and waits for it up to SETTLE_WAIT_MS. ' +
     'Repeating a request is safe: it answers the same result. Errors other than authentication answer in the settle shape; ' +
-    'see docs/decisions.md for the errorReason of each check.',
+    'see docs/decisions/settle-eip3009-same-chain.md for the errorReason of each check.',
   security: API_KEY,
   request: { body: body(SettleRequest) },
   responses: {

@@ -6,7 +6,7 @@ import { solanaNetworks } from './solana/context';
  * The mainnet switch (`MAINNETS_ENABLED`), one rule for every product of the seller API (settle,
  * verify, supported, permit, withdrawals, chat, media) in the API and again in the worker, so a
  * workflow started by hand cannot move mainnet money either. The top-up gateway is a mainnet product
- * by spec (its destination is Base) and is governed by its own configuration (docs/decisions.md).
+ * by spec (its destination is Base) and is governed by its own configuration (docs/decisions/mainnet-switch.md).
  */
 export const mainnetAllowed = (config: Pick<Config, 'MAINNETS_ENABLED'>, network: { testnet: boolean }) =>
   network.testnet || config.MAINNETS_ENABLED;

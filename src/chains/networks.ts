@@ -307,7 +307,7 @@ export interface EvmNetwork {
   bridgeTransmitter: Address | undefined;
   /**
    * Finality of the burns whose source is this network (`BRIDGE_FINALITY_<NET>`, default standard):
-   * `fast` reads the fast fee from the attestation service before each burn (docs/decisions.md).
+   * `fast` reads the fast fee from the attestation service before each burn (docs/decisions/fast-finality.md).
    */
   bridgeFinality: BridgeFinality;
   /** Gateway wallet of batched payments: one address for testnets, one for mainnets (spec). */
@@ -553,7 +553,7 @@ export const isEvmNetworkId = (v: string): v is EvmNetworkId => (EVM_NETWORK_IDS
 export const isSolanaNetworkId = (v: string): v is SolanaNetworkId => (SOLANA_NETWORK_IDS as readonly string[]).includes(v);
 
 // ---------------------------------------------------------------------------------------------
-// Solana (routing step 1; docs/decisions.md "Solana settlement"). `payTo` is the seller's wallet
+// Solana (routing step 1; docs/decisions/solana-settlement.md). `payTo` is the seller's wallet
 // (owner) and `asset` the SPL mint; the service is fee payer (src/chains/solana/fee-payer.ts).
 
 export interface SolanaNetwork {

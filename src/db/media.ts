@@ -1,7 +1,7 @@
 import { EntitySchema, OptionalProps } from '@mikro-orm/core';
 
 /**
- * Media generation records (docs/decisions.md "Media generation"). The charge of a job lives in the
+ * Media generation records (docs/decisions/media-generation.md). The charge of a job lives in the
  * shared charge ledger (`inference_charges`, id `media:<network>:<payer>:<nonce>`); these tables hold
  * the job, its stored assets and the buyer-signature nonces.
  */

@@ -6,7 +6,7 @@ import { sqlEm } from './orm';
  * shape (entity, kind and fields), for the database it runs on, and every call runs that SQL with its
  * own values through the connection, as the query builder's own `execute` does. Building and
  * compiling a query costs 0.3-0.5 ms of CPU per call, three times what running it costs (measured in
- * docs/decisions.md, "Statements compiled once").
+ * docs/decisions/compiled-statements-and-rpc-fetch.md).
  */
 
 /** A value a compiled statement takes: the query builder binds these as they are. */

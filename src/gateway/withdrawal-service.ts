@@ -8,7 +8,6 @@ import { ApiError } from '../errors';
 import { assertKeyModeAllows } from '../auth/key-mode';
 import { isEvmNetworkId, type EvmNetwork } from '../chains/networks';
 import { publicClientFor } from '../chains/evm/clients';
-import { gatewayWalletAbi } from '../chains/evm/gateway-wallet-abi';
 import { Settlement } from '../db/entities';
 import { observeWorkflowStart } from '../observability/workflow-starts';
 import { startOrAttach } from '../temporal/start-or-attach';
@@ -17,10 +16,11 @@ import { withdrawalWorkflowId } from '../temporal/workflow-ids';
 import { x402SearchAttributes } from '../temporal/search-attributes';
 import { WITHDRAWAL_ROUTE, type WithdrawalInput, type WithdrawalRecord } from './withdrawal-types';
 import { mainnetAllowed } from '../chains/mainnet-gate';
+import { gatewayWalletAbi } from '../chains/evm/abi';
 
 /**
- * The facilitator's own account in the gateway wallet (docs/decisions.md "Batched payments and
- * withdrawals"): balances, and withdrawals as durable WithdrawalWorkflows. The depositor is the
+ * The facilitator's own account in the gateway wallet (docs/decisions/batched-payments-and-withdrawals.md):
+ * balances, and withdrawals as durable WithdrawalWorkflows. The depositor is the
  * relayer (RELAYER_ADDRESS; the worker signs the withdrawal with its key, which the API never holds).
  */
 

@@ -9,7 +9,7 @@ import type { Metrics } from '../observability/metrics';
  * GET /metrics: Prometheus text format, on the API port, unless METRICS_ENABLED=false (then the route
  * does not exist: 404). Reachable with `Authorization: Bearer <METRICS_TOKEN>` when that is set, else
  * from this host only (127.0.0.1 or ::1; 403 otherwise). It exposes counts and latencies by route template, network and
- * outcome only: no organization, key, payer or request data. See docs/decisions.md "OpenAPI, metrics and logs".
+ * outcome only: no organization, key, payer or request data. See docs/decisions/openapi-metrics-and-logs.md.
  * The top-up gateway serves its own the same way, on its port.
  */
 export function registerMetricsRoutes(

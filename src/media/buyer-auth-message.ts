@@ -1,5 +1,5 @@
 /**
- * The buyer-signature message (docs/decisions.md "Media generation"), shared by the server check
+ * The buyer-signature message (docs/decisions/media-generation.md), shared by the server check
  * and the client helper. EIP-191 personal_sign over exactly these lines, joined by "\n":
  *
  *   x402 media request

@@ -15,7 +15,7 @@ import { x402SearchAttributes } from '../temporal/search-attributes';
 import { mediaPrice, type MediaConfig } from './config';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput, type MediaKindName } from './types';
 
-/** Request bodies of the media POST routes (decided: docs/decisions.md). */
+/** Request bodies of the media POST routes (decided: docs/decisions/media-generation.md). */
 const prompt = z.string().trim().min(1, 'prompt must not be empty').max(4000);
 const size = z.enum(['16x16', '32x32', '64x64']).optional();
 export const BODY_SCHEMAS = {

@@ -8,7 +8,7 @@ import type { Eip3009SettleInput } from '../schemes/eip3009/types';
 export type MediaKindName = 'image' | 'video' | 'music';
 
 /**
- * Job states (docs/decisions.md "Media generation"):
+ * Job states (docs/decisions/media-generation.md):
  * paying → (payment_rejected) | submitted → running → storing → succeeded,
  * or failed / cancelling → cancelled. The refund of a failed or cancelled job is tracked on its
  * charge (`refund_pending` → `refunded`), not as a job state.

@@ -41,5 +41,5 @@ export const jobView = (c: MediaConfig, job: MediaJob, assets: MediaAsset[], cha
   assets: assets.map((a) => assetView(c, a)),
 });
 
-/** Media error body (decided: docs/decisions.md): `{error: <code>, message}` plus context fields. */
+/** Media error body (decided: docs/decisions/media-generation.md): `{error: <code>, message}` plus context fields. */
 export const mediaError = (error: string, message: string, extra: Record<string, unknown> = {}) => ({ error, message, ...extra });

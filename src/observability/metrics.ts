@@ -6,7 +6,7 @@ import type { Logger } from '../logger';
 import { registerRelayerGauges, type RelayerGaugeSources } from './relayer-gauges';
 
 /**
- * Prometheus metrics of one API or top-up gateway instance (docs/decisions.md "OpenAPI, metrics and logs").
+ * Prometheus metrics of one API or top-up gateway instance (docs/decisions/openapi-metrics-and-logs.md).
  *
  * Every instance has its own prom-client Registry, never the global default one, so several apps
  * in one process (the tests) do not collide. Label values are bounded: HTTP routes are the router's

@@ -1,5 +1,5 @@
 /**
- * Our span attributes (docs/decisions.md "One request, one trace"). Kept free of imports so the
+ * Our span attributes (docs/decisions/one-request-one-trace.md). Kept free of imports so the
  * workflow bundle (workflows/tracing-interceptors.ts) can use the same names as the API and worker.
  */
 

@@ -31,7 +31,7 @@ import type { Middleware } from 'koa';
 import { REQUEST_ID_ATTRIBUTE, WORKFLOW_ID_ATTRIBUTE } from './trace-attributes';
 
 /**
- * One request, one trace (docs/decisions.md "One request, one trace"): the HTTP server span, the
+ * One request, one trace (docs/decisions/one-request-one-trace.md): the HTTP server span, the
  * Temporal start, the workflow run, its (local) activities and each RPC call share one trace id.
  *
  * Tracing is on when OTEL_EXPORTER_OTLP_ENDPOINT is set (spans go there over OTLP/HTTP; the other

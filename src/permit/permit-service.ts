@@ -44,7 +44,7 @@ export async function executePermit(
 }
 
 /**
- * Validate in the order of docs/decisions.md "Permit" (network, key mode, network configured, body,
+ * Validate in the order of docs/decisions/permit.md (network, key mode, network configured, body,
  * signature form, deadline, tokenAddress given and listed), then start (or attach to) the permit workflow and wait
  * for it up to SETTLE_WAIT_MS.
  */

@@ -3,7 +3,7 @@ import { z } from 'zod';
 /**
  * Wire format of POST /v1/permit (spec "POST /v1/permit"), its error reasons and their statuses.
  * Parsing normalises what the spec lets clients vary: numbers become decimal strings, `r`/`s` get
- * their 0x prefix, empty optional fields count as absent. See docs/decisions.md "Permit".
+ * their 0x prefix, empty optional fields count as absent. See docs/decisions/permit.md.
  */
 
 /** The spec's permit error reasons with their HTTP statuses, plus our pending answer (202). */

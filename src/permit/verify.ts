@@ -16,7 +16,7 @@ export type PermitVerification = { ok: true; nonce: string } | { ok: false; reas
 
 /**
  * A deadline that has passed, or passes before the transaction can be mined (`minValiditySeconds`):
- * the permit can no longer be applied, so nothing is sent (docs/decisions.md "Permit").
+ * the permit can no longer be applied, so nothing is sent (docs/decisions/permit.md).
  */
 export function deadlineProblem(deadline: string, nowSeconds: number, minValiditySeconds: number): string | undefined {
   if (BigInt(deadline) < BigInt(nowSeconds + minValiditySeconds)) {

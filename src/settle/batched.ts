@@ -34,7 +34,7 @@ export const batchedRoute: SettleRoute = {
  * signature against its gateway-wallet balance, accepts, and moves the money in its batches. The
  * forward runs as a short workflow keyed `batched:<network>:<payer>:<nonce>`, so a repeat attaches
  * to the same forward and an accepted payment answers the same result however often it is sent
- * (docs/decisions.md "Batched payments and withdrawals").
+ * (docs/decisions/batched-payments-and-withdrawals.md).
  */
 export async function settleBatched(deps: ServiceDeps, req: SettleRequest): Promise<SettleReply> {
   const body = (req.body ?? {}) as Record<string, unknown>;

@@ -69,7 +69,7 @@ async function settleCrossChain(
     payer: payload.payload.authorization.from,
     amount: value,
     extra: requirements.extra,
-    marketplaceFee: false, // the destination payout (receiveAndPayout) pays one fee; see docs/decisions.md
+    marketplaceFee: false, // the destination payout (receiveAndPayout) pays one fee; see docs/decisions/marketplace-fee.md
   });
   if ('refused' in base) return settleFailure(base.refused, base.network, base.payer, base.message);
   const { workflowId, payer } = base;

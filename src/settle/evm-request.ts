@@ -12,8 +12,8 @@ import type { SettleRequest } from '../schemes/scheme';
 import type { SettlementBase } from '../schemes/scheme';
 import { mainnetAllowed } from '../chains/mainnet-gate';
 import { publicClientFor } from '../chains/evm/clients';
-import { tokenAbi } from '../chains/evm/abi';
 import { BaseError, ContractFunctionRevertedError, ContractFunctionZeroDataError, getAddress } from 'viem';
+import { tokenAbi } from '../chains/evm/abi';
 
 /**
  * What the EVM schemes share at request time, written once: which networks settle for this caller,

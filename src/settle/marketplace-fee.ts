@@ -4,7 +4,7 @@ import { MAX_FEE_BPS, ZERO_ADDRESS } from './payout';
 /**
  * The marketplace fee of the spec's `extra.platform` / `extra.platformFeeBps`: a platform that sells
  * for its sellers names its wallet and its cut in the payment requirements it issues, and the
- * facilitator contract pays that cut in the settling transaction (docs/decisions.md, "Marketplace fee").
+ * facilitator contract pays that cut in the settling transaction (docs/decisions/marketplace-fee.md).
  */
 
 export type MarketplaceFee = { platform: string; bps: number } | { refused: string };

@@ -59,7 +59,7 @@ const tooLow = (body: unknown) => settleFailure('amount_too_low', (body as { pay
 /**
  * The spec's verify is legacy: EIP-3009 and batched only ("It does not validate Permit2 payloads").
  * x402 v2 sellers verify every payment before serving it, so a v2 request is verified whatever its
- * scheme (docs/decisions.md "x402 v2 at the edge").
+ * scheme (docs/decisions/x402-v2-at-the-edge.md).
  */
 const V1_VERIFIED_ROUTES = new Set(['batched', 'eip3009', 'eip3009-crosschain']);
 

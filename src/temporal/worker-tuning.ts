@@ -9,7 +9,7 @@ import type { WorkerOptions } from '@temporalio/worker';
  *   the sticky queue): a settlement usually ends in its first workflow task, which always comes from
  *   the normal queue. With 2 pollers over the server's 4 task-queue partitions, a first task that
  *   found no poller waiting in its partition started up to 2 s late (bench histories at c=16).
- * docs/decisions.md "Worker task slots and pollers".
+ * docs/decisions/worker-task-slots.md.
  */
 export function workerTuning(
   slots: number,

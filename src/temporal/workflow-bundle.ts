@@ -11,7 +11,7 @@ export const WORKFLOWS_PATH = require.resolve('../../workflows');
  * state stays per workflow), unless they are preloaded once into the shared V8 context. Ours hold no
  * state (eslint.config.mjs forbids module-level `let` and `new` in workflows/), so the SDK's workflow
  * API and the workflows themselves are preloaded: creating a settlement workflow takes about half the
- * CPU and a fifth of the heap (docs/decisions.md "Workflow modules loaded once").
+ * CPU and a fifth of the heap (docs/decisions/workflow-modules-preloaded.md).
  */
 export function workflowBundleOptions(workflowsPath = WORKFLOWS_PATH): Pick<BundleOptions, 'workflowsPath' | 'preloadModules'> {
   return { workflowsPath, preloadModules: ['@temporalio/workflow', workflowsPath] };

@@ -3,8 +3,7 @@ import { publicClientFor } from '../chains/evm/clients';
 import { databaseCheck, healthStatus, networkChecks, temporalCheck, timed } from '../observability/health';
 import type { TopupDeps } from './context';
 import { TOPUP_DESTINATION_NETWORK } from './types';
-import { merchantAbi } from './merchant-abi';
-import { depositorAbi } from './depositor-abi';
+import { depositorAbi, merchantAbi } from '../chains/evm/abi';
 
 /**
  * GET /healthz: each dependency is asked, bounded, for real: Temporal (system info), the database

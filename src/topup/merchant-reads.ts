@@ -2,10 +2,9 @@ import { getAddress, type Address } from 'viem';
 import { publicClientFor } from '../chains/evm/clients';
 import type { EvmNetwork } from '../chains/networks';
 import type { BuyerPosition } from './amounts';
-import { tokenAbi } from '../chains/evm/abi';
-import { merchantAbi } from './merchant-abi';
 import { TopupUnavailable } from './unavailable';
 import { TOPUP_DESTINATION_NETWORK } from './types';
+import { merchantAbi, tokenAbi } from '../chains/evm/abi';
 
 /** The buyer's position on the merchant contract; a fresh buyer's when `buyer` is not known yet. */
 export async function readBuyerPosition(destination: EvmNetwork, merchant: Address, buyer?: string): Promise<BuyerPosition> {

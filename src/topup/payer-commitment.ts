@@ -3,7 +3,7 @@ import { encodeAbiParameters, getAddress, keccak256, toBytes, type Address, type
 /**
  * payer-commitment-v1: when the payer (the EIP-3009 signer) is not the buyer credited on the
  * merchant contract, the authorization's 32-byte nonce must be this derivation, so the payer's own
- * signature binds who is credited and where (docs/decisions.md, "Top-up gateway"):
+ * signature binds who is credited and where (docs/decisions/topup-gateway.md):
  *
  *   nonce = keccak256(abi.encode(
  *     keccak256("x402-topup/payer-commitment-v1"),  // bytes32 tag

@@ -55,7 +55,7 @@ const withoutBridgeFee = (s: FeeSchedule): FeeSchedule => ({ ...s, bridgeFee: 0n
 /**
  * The bridge route of a cross-chain source to `base` (same rules as `POST /v1/settle` routing step
  * 4), or undefined when it has none: no CCTP domain or bridge contracts, or a token CCTP does not
- * carry (robinhood's USDG; docs/decisions.md "Top-up sources").
+ * carry (robinhood's USDG; docs/decisions/topup-sources.md).
  */
 export function bridgeRouteOf(deps: Pick<TopupDeps, 'networks'>, source: EvmNetwork) {
   const destination = deps.networks.get(TOPUP_DESTINATION_NETWORK);

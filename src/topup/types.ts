@@ -37,7 +37,7 @@ export interface TopUpInput {
   parkAfterMs?: number;
 }
 
-/** Top-up states (docs/decisions.md "Top-up gateway"). */
+/** Top-up states (docs/decisions/topup-gateway.md). */
 export type TopUpState =
   'settling' | 'depositing' | 'deposited' | 'refunding' | 'refunded' | 'failed' | 'deferred' | 'bridging' | 'needs_review';
 

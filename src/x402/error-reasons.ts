@@ -1,7 +1,7 @@
 /**
  * x402 v1 `errorReason` / `invalidReason` strings we emit on the settle path, with the HTTP status
  * the settle endpoint answers for each (the spec leaves non-batched statuses to us; see
- * docs/decisions.md, "Settlement: POST /v1/settle, EIP-3009 same-chain", the order-of-checks table).
+ * docs/decisions/settle-eip3009-same-chain.md, the order-of-checks table).
  * A scheme with a table of its own (Permit2) adds it in src/schemes/reasons.ts.
  */
 export const X402_SETTLE_REASON_STATUS = {
@@ -25,7 +25,7 @@ export const X402_SETTLE_REASON_STATUS = {
   unexpected_settle_error: 500,
   cross_chain_not_supported: 400, // a same-chain-only network (or one without a bridge) on either end of a cross-chain payment
   unsupported_destination_chain: 400, // extra.destinationChainId names no enabled bridgeable network of the same mode
-  // Solana exact (x402 reference names; docs/decisions.md "Solana settlement")
+  // Solana exact (x402 reference names; docs/decisions/solana-settlement.md)
   invalid_exact_svm_payload_transaction: 400,
   invalid_exact_svm_payload_fee_payer_mismatch: 400,
   invalid_exact_svm_payload_transaction_instructions_length: 400,

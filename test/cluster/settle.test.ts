@@ -4,7 +4,6 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { canConnect, waitUntil } from '../../devnet/process';
 import { devnetAddresses } from '../../devnet/deploy';
 import { DEMO_BUYERS } from '../../devnet/demo-accounts';
-import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 import { rpc } from '../../devnet/anvil';
 import { DEVNET_BRIDGE_FEE_COLLECTOR } from '../../src/chains/devnet-addresses';
 import { X402State, X402Stuck } from '../../src/temporal/search-attributes';
@@ -21,6 +20,7 @@ import {
   type ClusterSeller,
 } from '../support/cluster';
 import { exactPayment } from '../support/payments';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Settlement on `npm run cluster` (the Temporal server on PostgreSQL with 4 history shards, two

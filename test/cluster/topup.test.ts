@@ -5,13 +5,13 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { devnetAddresses } from '../../devnet/deploy';
 import { DEMO_BUYERS } from '../../devnet/demo-accounts';
 import { waitUntil } from '../../devnet/process';
-import { merchantAbi } from '../../src/topup/merchant-abi';
 import { DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
 import { DEVNET_BRIDGE_ATTESTATION_URL } from '../../src/config';
 import { readClusterInfo, type ClusterInfo } from '../support/cluster';
 import { request } from '../support/http';
 import { opsCli } from '../support/ops-cli';
 import { exactPayment } from '../support/payments';
+import { merchantAbi } from '../../src/chains/evm/abi';
 
 /**
  * A cross-chain top-up (optimism -> base) that ends in `needs_review` on `npm run cluster`, and its

@@ -6,26 +6,14 @@ import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import {
-  createPublicClient,
-  createWalletClient,
-  defineChain,
-  http,
-  numberToHex,
-  parseEventLogs,
-  type Abi,
-  type AbiParameter,
-  type Address,
-  type Hex,
-} from 'viem';
+import { createPublicClient, createWalletClient, defineChain, http, numberToHex, parseEventLogs, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { startAnvil, type Anvil } from '../../devnet/anvil';
 import { transferWithAuthorizationTypes } from '../../src/schemes/eip3009/typed-data';
 import { EIP2612_PERMIT_TYPES, revertOf, waitForReceipt } from '../support/evm';
-import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_DEPLOYER_KEY, deployDevnet, devnetAddresses } from '../../devnet/deploy';
 import { fiatTokenAbi, fiatTokenProxyArtifact } from '../../devnet/usdc';
-import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 const CHAIN_ID = 84532;
 const USDC = (units: number): bigint => BigInt(Math.round(units * 1_000_000));
@@ -203,51 +191,6 @@ describe('devnet contracts', () => {
     expect(await client.readContract({ address: facilitator, abi: facilitatorAbi, functionName: 'owner' })).toBe(deployerAddress);
     expect(await client.getBalance({ address: relayer.address })).toBe(10n ** 22n);
     expect(await client.getBalance({ address: buyer.address })).toBe(10n ** 22n);
-  });
-
-  test('the hand-written service ABIs match the compiled contracts', () => {
-    const compiled = compileContracts();
-    const shape = (item: Abi[number]): string => {
-      const params = (ps: readonly AbiParameter[] | undefined): string =>
-        (ps ?? [])
-          .map((p) => {
-            // Tuples compare by their components (names included), so a struct mismatch is caught.
-            const type =
-              p.type.startsWith('tuple') && 'components' in p
-                ? `(${p.components.map((c) => `${c.name}:${params([c])}`).join(',')})${p.type.slice('tuple'.length)}`
-                : p.type;
-            return `${type}${'indexed' in p && p.indexed ? ' indexed' : ''}`;
-          })
-          .join(',');
-      const mutability = 'stateMutability' in item ? item.stateMutability : '';
-      const outputs = 'outputs' in item ? params(item.outputs) : '';
-      const name = 'name' in item ? item.name : '';
-      return `${item.type} ${name}(${params('inputs' in item ? item.inputs : [])}) ${mutability} -> (${outputs})`;
-    };
-    const tokenShapes = new Set(fiatTokenAbi().map(shape)); // Circle's FiatToken V2.2, as the devnet runs it
-    const facilitatorShapes = new Set(compiled.X402Facilitator!.abi.map(shape));
-    for (const item of tokenAbi) expect(tokenShapes.has(shape(item)) ? shape(item) : `missing: ${shape(item)}`).toBe(shape(item));
-    for (const item of facilitatorAbi) {
-      const s = shape(item);
-      // Errors listed in facilitatorAbi may come from the token (bubbled-up revert data).
-      const known = facilitatorShapes.has(s) || (item.type === 'error' && tokenShapes.has(s));
-      expect(known ? s : `missing: ${s}`).toBe(s);
-    }
-    // Permit2 and its proxies: errors may bubble up from Permit2 and from the token.
-    const permit2Shapes = new Set(compiled.Permit2!.abi.map(shape));
-    const checkAbi = (abi: Abi, own: Set<string>): void => {
-      for (const item of abi) {
-        const s = shape(item);
-        const known = own.has(s) || (item.type === 'error' && (permit2Shapes.has(s) || tokenShapes.has(s)));
-        expect(known ? s : `missing: ${s}`).toBe(s);
-      }
-    };
-    checkAbi(permit2Abi, permit2Shapes);
-    checkAbi(exactPermit2ProxyAbi, new Set(compiled.X402ExactPermit2Proxy!.abi.map(shape)));
-    checkAbi(uptoPermit2ProxyAbi, new Set(compiled.X402UptoPermit2Proxy!.abi.map(shape)));
-    // Every settle entry point of the proxies is covered (the service calls nothing else on them).
-    expect(exactPermit2ProxyAbi.some((i) => i.type === 'function' && i.name === 'settle')).toBe(true);
-    expect(uptoPermit2ProxyAbi.some((i) => i.type === 'function' && i.name === 'settle')).toBe(true);
   });
 
   test('settle pulls a TransferWithAuthorization and splits value between payout and fee', async () => {

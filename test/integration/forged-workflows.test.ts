@@ -12,7 +12,6 @@ import { abandonBridgeLegUpdate } from '../../workflows/operator-actions';
 import { fundUsdc } from '../support/evm';
 import { readStackInfo } from '../support/stack-info';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { MediaJob } from '../../src/db/media';
 import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../../src/inference/types';
@@ -29,6 +28,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { IMAGE_PRICE, MEDIA, startMediaHarness, type MediaHarness } from '../support/media-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * docs/security.md "Forged workflows": whoever can start a workflow on Temporal (the API's

@@ -16,8 +16,8 @@ import { deployDevnet } from '../../devnet/deploy';
 import { deployGatewayWallet } from '../../devnet/deploy-gateway-wallet';
 import { DEVNET_GATEWAY_OPERATOR_KEY, DEVNET_GATEWAY_WALLET_ADDRESS } from '../../src/chains/devnet-addresses';
 import { transferWithAuthorizationTypedData } from '../../src/schemes/eip3009/typed-data';
-import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { revertOf, waitForReceipt } from '../support/evm';
+import { gatewayWalletAbi } from '../../src/chains/evm/abi';
 
 /**
  * Our GatewayWallet on its own anvil chain: deposits, the balance views through a withdrawal, and

@@ -4,7 +4,6 @@ import { compileContracts } from '../../devnet/contracts';
 import { DEVNET_USDC_ISSUER_KEY, PERMIT2_CANONICAL_ADDRESS } from '../../src/chains/devnet-addresses';
 import { Settlement, InferenceCharge, Organization, RelayerTransaction, TopUp } from '../../src/db/entities';
 import { fiatTokenAbi } from '../../devnet/usdc';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { settlementRejection } from '../../src/settle/types';
 import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
@@ -29,6 +28,7 @@ import { waitUntil } from '../../devnet/process';
 import { mediaChargeId } from '../../src/media/types';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { IMAGE_PRICE, MEDIA, startMediaHarness, type MediaHarness } from '../support/media-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /* eslint-disable @typescript-eslint/no-require-imports */
 const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
@@ -49,7 +49,7 @@ type Case = { name: string; method: string; path: string; headers?: Record<strin
 
 const STACK_TRACE = /\n\s+at |node_modules|\/work\/|\/src\/|\.ts:\d|\bError: |Traceback/;
 
-/** The error shapes the spec and docs/decisions.md give the routes (4xx only). */
+/** The error shapes the spec and docs/decisions/README.md give the routes (4xx only). */
 function hasErrorShape(status: number, body: any, route: 'api' | 'topup'): boolean {
   if (!body || typeof body !== 'object') return false;
   const text = (v: unknown) => typeof v === 'string' && v.length > 0;

@@ -5,7 +5,6 @@ import { rpc } from '../../devnet/anvil';
 import { DEFAULT_TEMPLATES, doubleReply, type StreamRecord } from '../../devnet/inference-provider';
 import { join } from 'node:path';
 import { entryArgs, findFreePort, retryOnPortClash, spawnManaged, waitForHttp, waitUntil } from '../../devnet/process';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
 import { relayerTxId, settleWorkflowId } from '../../src/temporal/workflow-ids';
@@ -17,6 +16,7 @@ import { waitForReceipt } from '../support/evm';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { readStackInfo } from '../support/stack-info';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Paid inference end to end on the real stack: the devnet provider doubles (OpenAI-compatible

@@ -2,7 +2,6 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { parseEventLogs, type Address, type Hex } from 'viem';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { MediaJob } from '../../src/db/media';
 import { refundWorkflowId } from '../../src/inference/types';
 import { X402State } from '../../src/temporal/search-attributes';
@@ -10,6 +9,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { request } from '../support/http';
 import { MEDIA, startMediaHarness, VIDEO_PRICE, type MediaHarness } from '../support/media-harness';
 import { readStackInfo } from '../support/stack-info';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * The media job workflow survives its worker: SIGKILL mid-job, restart, and the job finishes with

@@ -2,7 +2,6 @@ import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { createWalletClient, defineChain, http, parseEventLogs, type Address } from 'viem';
 import { wrapFetchWithPayment } from 'x402-fetch';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { InferenceCharge } from '../../src/db/entities';
 import { MediaJob } from '../../src/db/media';
 import { buyerAuthHeaders } from '../../src/media/buyer-auth-client';
@@ -23,6 +22,7 @@ import { fingerprintOf } from '../../src/media/requests';
 import { readStackInfo } from '../support/stack-info';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Media generation end to end on the real stack: the media provider double (real PNGs, asynchronous

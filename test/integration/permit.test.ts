@@ -4,7 +4,6 @@ import { createWalletClient, http, numberToHex, parseEventLogs, type Address, ty
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
-import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { permitSighash } from '../../src/permit/signature';
 import { permitWorkflowId } from '../../src/temporal/workflow-ids';
@@ -13,6 +12,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * POST /v1/permit on the real stack (Temporal dev server, anvil with our contracts, real DB, real

@@ -22,11 +22,17 @@ import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { exactPermit2ProxyAbi, facilitatorAbi, permit2Abi, tokenAbi, uptoPermit2ProxyAbi } from '../../src/chains/evm/abi';
-import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { EIP2612_PERMIT_TYPES } from '../support/evm';
 import { PERMIT_WITNESS_TRANSFER_FROM, TOKEN_PERMISSIONS } from '../support/permit2-payments';
 import { parseSignature, zeroAddress, type Abi } from 'viem';
+import {
+  exactPermit2ProxyAbi,
+  facilitatorAbi,
+  facilitatorPermit2Abi,
+  permit2Abi,
+  tokenAbi,
+  uptoPermit2ProxyAbi,
+} from '../../src/chains/evm/abi';
 
 /**
  * The Permit2 contract layer on a real anvil chain: our Permit2 SignatureTransfer and the x402 exact

@@ -3,7 +3,6 @@ import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 
 import { rpc, startAnvil, type Anvil } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { buildNetworkTable, type EvmNetwork } from '../../src/chains/networks';
 import { publicClientFor } from '../../src/chains/evm/clients';
 import { RecordedCallMismatch, Relayer } from '../../src/chains/evm/relayer';
@@ -12,6 +11,7 @@ import { sendTransferOnce, transferOnceNonce } from '../../activities/transfer-o
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind, openTestDatabase, type TestDatabase } from '../support/db';
 import { readStackInfo } from '../support/stack-info';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * A hosted provider's bad days (devnet/rpc-provider-double.ts in front of the shared base-sepolia

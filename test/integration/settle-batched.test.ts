@@ -6,7 +6,6 @@ import { waitUntil, type ManagedProcess } from '../../devnet/process';
 import { startDevnetGateway } from '../../devnet/gateway-devnet';
 import type { GatewayDouble } from '../../devnet/gateway-double';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
-import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { Settlement } from '../../src/db/entities';
 import { batchedWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -15,6 +14,7 @@ import { gatewayHelpers } from '../support/gateway';
 import { request, startApi, type RunningApi } from '../support/http';
 import { startWorker } from '../support/services';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { gatewayWalletAbi } from '../../src/chains/evm/abi';
 
 // The real x402 v1 client (x402-fetch's signer); its subpath types need another moduleResolution.
 // eslint-disable-next-line @typescript-eslint/no-require-imports

@@ -5,14 +5,8 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import {
-  CCTP_FINALITY_FAST,
-  CCTP_FINALITY_FINALIZED,
-  decodeBurnMessage,
-  facilitatorBridgeAbi,
-  messageTransmitterV2Abi,
-} from '../../src/chains/evm/bridge';
+import { facilitatorAbi, messageTransmitterV2Abi, tokenAbi } from '../../src/chains/evm/abi';
+import { CCTP_FINALITY_FAST, CCTP_FINALITY_FINALIZED, decodeBurnMessage } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction } from '../../src/db/entities';
 import { X402State } from '../../src/temporal/search-attributes';
@@ -90,7 +84,7 @@ describe.each(oneDbKind('sqlite'))('cross-chain settlement at fast finality (%s)
   /** The facilitator's BridgeBurned events of this authorization on the source chain, and the burn message of each. */
   const burnsOf = async (nonce: Hex) => {
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    const burned = parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce);
+    const burned = parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce);
     return Promise.all(
       burned.map(async (l) => {
         const receipt = await h.chain.getTransactionReceipt({ hash: l.transactionHash });

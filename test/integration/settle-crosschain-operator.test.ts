@@ -18,8 +18,6 @@ import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/types';
@@ -31,6 +29,7 @@ import { fundUsdc } from '../support/evm';
 import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
 import { opsCli } from '../support/ops-cli';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Operator actions on the bridge leg of a plain cross-chain settlement (POST /v1/settle, base-sepolia
@@ -95,7 +94,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
   const destBalance = (who: Address) => dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
   const payouts = async (nonce: string | null | undefined) => {
     const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+    return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgePayout' }).filter(
       (l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === nonce,
     );
   };

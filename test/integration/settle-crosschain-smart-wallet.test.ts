@@ -12,8 +12,7 @@ import type { SmartAccount } from 'viem/account-abstraction';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { DEVNET_BRIDGE_TRANSMITTER_ADDRESS, DEVNET_WALLET_FACTORY_ADDRESS } from '../../src/chains/devnet-addresses';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { facilitatorBridgeAbi, messageTransmitterV2Abi } from '../../src/chains/evm/bridge';
+import { facilitatorAbi, messageTransmitterV2Abi, tokenAbi } from '../../src/chains/evm/abi';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
@@ -70,7 +69,7 @@ describe.each(oneDbKind('sqlite'))('cross-chain settlement from a counterfactual
   /** BridgeBurned events of the source facilitator for this payer's authorization nonce. */
   const burns = async (from: Address, nonce: Hex) => {
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter(
+    return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgeBurned' }).filter(
       (l) => l.args.from.toLowerCase() === from.toLowerCase() && l.args.nonce === nonce,
     );
   };
@@ -84,7 +83,7 @@ describe.each(oneDbKind('sqlite'))('cross-chain settlement from a counterfactual
       mints: parseEventLogs({ abi: messageTransmitterV2Abi, logs: received, eventName: 'MessageReceived' }).filter(
         (l) => l.args.sourceDomain === 6 && l.args.nonce === bridgeNonce,
       ).length,
-      payouts: parseEventLogs({ abi: facilitatorBridgeAbi, logs: paid, eventName: 'BridgePayout' }).filter(
+      payouts: parseEventLogs({ abi: facilitatorAbi, logs: paid, eventName: 'BridgePayout' }).filter(
         (l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === bridgeNonce,
       ).length,
     };

@@ -28,15 +28,7 @@ import {
   DEVNET_BRIDGE_MESSENGER_ADDRESS,
   DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import {
-  CCTP_FINALITY_FAST,
-  CCTP_FINALITY_FINALIZED,
-  decodeBurnMessage,
-  facilitatorBridgeAbi,
-  messageTransmitterV2Abi,
-  tokenMessengerV2Abi,
-} from '../../src/chains/evm/bridge';
+import { CCTP_FINALITY_FAST, CCTP_FINALITY_FINALIZED, decodeBurnMessage } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
@@ -44,6 +36,7 @@ import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { fundUsdc } from '../support/evm';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { facilitatorAbi, messageTransmitterV2Abi, tokenAbi, tokenMessengerV2Abi } from '../../src/chains/evm/abi';
 
 /**
  * Cross-chain EIP-3009 (spec "POST /v1/settle" routing step 4, destination differs): a buyer signs
@@ -100,7 +93,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
   };
   const payouts = async (nonce: string | null | undefined) => {
     const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+    return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgePayout' }).filter(
       (l) => l.args.sourceDomain === 6 && l.args.bridgeNonce === nonce,
     );
   };
@@ -227,9 +220,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
     expect(answers[1]!.body).toEqual(answers[0]!.body);
     expect(answers[2]!.body).toEqual(answers[0]!.body);
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    expect(
-      parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce),
-    ).toHaveLength(1);
+    expect(parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgeBurned' }).filter((l) => l.args.nonce === nonce)).toHaveLength(1);
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore - VALUE);
 
     attester.release();

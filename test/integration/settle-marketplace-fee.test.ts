@@ -7,7 +7,6 @@ import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { facilitatorAbi } from '../../src/chains/evm/abi';
 import { Settlement } from '../../src/db/entities';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
@@ -15,6 +14,7 @@ import { waitForReceipt } from '../support/evm';
 import { permit2Payment } from '../support/permit2-payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { createWalletClient, defineChain, http } from 'viem';
+import { facilitatorAbi } from '../../src/chains/evm/abi';
 
 /**
  * The marketplace fee (spec `extra.platform` / `extra.platformFeeBps`) on the real stack: the

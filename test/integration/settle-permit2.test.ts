@@ -7,8 +7,6 @@ import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { permit2Abi, tokenAbi } from '../../src/chains/evm/abi';
-import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import { permit2SettleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -17,6 +15,7 @@ import { oneDbKind } from '../support/db';
 import { waitForReceipt } from '../support/evm';
 import { permit2612For, permit2Payment, randomPermit2Nonce, type Permit2PaymentOptions } from '../support/permit2-payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { facilitatorPermit2Abi, permit2Abi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * POST /v1/settle, Permit2 route (exact and upto) on the real stack: buyers sign with viem as an

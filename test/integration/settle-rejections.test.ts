@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { createWalletClient, http, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { defaultPayloadConverter, type Payload } from '@temporalio/common';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { ApiKey } from '../../src/db/entities';
 import { SETTLEMENT_REJECTED } from '../../src/settle/types';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
@@ -12,6 +11,7 @@ import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import type { ExactPaymentOptions } from '../support/payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Every way POST /v1/settle refuses a payment, on the real stack: the exact status and body, and

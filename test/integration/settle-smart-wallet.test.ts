@@ -24,8 +24,9 @@ import {
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
   X402_UPTO_PERMIT2_PROXY_ADDRESS,
 } from '../../src/chains/devnet-addresses';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { facilitatorPermit2Abi } from '../../src/schemes/permit2/abi';
+import { smartWallets } from '../support/smart-wallets';
+import { facilitatorPermit2Abi, tokenAbi } from '../../src/chains/evm/abi';
+import { devnetSmartWalletAbi } from '../../src/chains/evm/abi/generated';
 import { RelayerTransaction } from '../../src/db/entities';
 import { permit2SettleWorkflowId, settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
@@ -33,10 +34,9 @@ import { oneDbKind } from '../support/db';
 import { EIP2612_PERMIT_TYPES, waitForReceipt } from '../support/evm';
 import { permit2612For, permit2Payment } from '../support/permit2-payments';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
-import { smartWallets } from '../support/smart-wallets';
 
 /**
- * Smart-wallet buyers on the real stack (docs/decisions.md "Smart-wallet buyers"): a viem smart account
+ * Smart-wallet buyers on the real stack (docs/decisions/smart-wallet-buyers.md): a viem smart account
  * over the devnet's wallet signs as an embedded wallet does; a deployed wallet's signature is checked
  * by its EIP-1271 `isValidSignature` (by us through viem, then by FiatToken or Permit2), a
  * counterfactual one's EIP-6492 wrapper makes our relayer deploy it through the listed factory first.
@@ -137,19 +137,7 @@ describe.each(oneDbKind('sqlite'))('POST /v1/settle from smart wallets (%s)', (k
     const wallet = createWalletClient({ account: owner, chain: wallets.chain, transport: http(rpcUrl) });
     const approve = await wallet.writeContract({
       address: account.address,
-      abi: [
-        {
-          type: 'function',
-          name: 'execute',
-          stateMutability: 'nonpayable',
-          inputs: [
-            { name: 'to', type: 'address' },
-            { name: 'value', type: 'uint256' },
-            { name: 'data', type: 'bytes' },
-          ],
-          outputs: [{ type: 'bytes' }],
-        },
-      ] as const,
+      abi: devnetSmartWalletAbi,
       functionName: 'execute',
       args: [
         h.stack.usdc,

@@ -1,13 +1,13 @@
 import { createWalletClient, defineChain, http, parseEther, type Hex, type LocalAccount } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { Settlement } from '../../src/db/entities';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { waitForReceipt } from '../support/evm';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Paths the spec names that no other suite drives for real (issue 14): a settlement transaction

@@ -6,14 +6,12 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { waitUntil } from '../../devnet/process';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
 import { exactPayer, x402Fetch } from '../../devnet/x402-v2-client';
-import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, TopUp } from '../../src/db/entities';
 import { createLogger } from '../../src/logger';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { createTopupApp } from '../../src/topup/app';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { X402Kind, X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
@@ -21,6 +19,7 @@ import { waitForReceipt } from '../support/evm';
 import { request, type JsonResponse } from '../support/http';
 import { exactPayment } from '../support/payments';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 const { decodePaymentResponseHeader, wrapFetchWithPayment } = x402Fetch;
 
@@ -108,7 +107,7 @@ describe.each(oneDbKind('postgres'))('cross-chain top-ups (%s)', (kind) => {
   /** BridgePayout events of optimism burns on base (each is one mint + payout). */
   const payoutsOn = async (bridgeNonce: string) => {
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+    return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgePayout' }).filter(
       (l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === bridgeNonce,
     );
   };

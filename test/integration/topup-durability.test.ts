@@ -1,15 +1,15 @@
-import { createWalletClient, encodeAbiParameters, http, keccak256, numberToHex, parseAbi, type Address } from 'viem';
+import { createWalletClient, encodeAbiParameters, http, keccak256, numberToHex, type Address } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { DEVNET_DEPOSITOR_ADDRESS, DEVNET_USDC_ISSUER_KEY } from '../../src/chains/devnet-addresses';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { RelayerTransaction } from '../../src/db/entities';
 import { relayerTxId, settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
 import { PARKED_MEMO } from '../../workflows/park';
 import { oneDbKind } from '../support/db';
 import { opsCli } from '../support/ops-cli';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * The TopUpWorkflow under crashes: the chain is held so the request answers 503 + Retry-After
@@ -39,7 +39,7 @@ describe.each(oneDbKind('postgres'))('top-up durability (%s)', (kind) => {
     // A failed pause test leaves the shared token unpaused for the next files.
     if (h)
       await createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) })
-        .writeContract({ chain: null, address: h.stack.usdc, abi: parseAbi(['function unpause()']), functionName: 'unpause' })
+        .writeContract({ chain: null, address: h.stack.usdc, abi: tokenAbi, functionName: 'unpause' })
         .catch(() => undefined);
     await h?.close();
   });
@@ -229,7 +229,6 @@ describe.each(oneDbKind('postgres'))('top-up durability (%s)', (kind) => {
   test('an approval mined and reverted (USDC paused before it was mined) parks in needs_review with the reason; ops retry-deposit: one deposit', async () => {
     const usdc = h.stack.usdc;
     const pauser = createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) });
-    const pausable = parseAbi(['function pause()', 'function unpause()', 'function paused() view returns (bool)']);
     await rpc(rpcUrl, 'anvil_setBalance', [pauser.account.address, numberToHex(10n ** 20n)]);
     const payer = await h.freshPayer(10_000_000n);
     const pay = await h.xPayment(payer, { value: 5_000_000n });
@@ -266,7 +265,7 @@ describe.each(oneDbKind('postgres'))('top-up durability (%s)', (kind) => {
     const pause = await pauser.writeContract({
       chain: null,
       address: usdc,
-      abi: pausable,
+      abi: tokenAbi,
       functionName: 'pause',
       maxFeePerGas: 1_000_000_000_000n,
       maxPriorityFeePerGas: 500_000_000_000n,
@@ -297,8 +296,8 @@ describe.each(oneDbKind('postgres'))('top-up durability (%s)', (kind) => {
     expect((await records()).map((r) => r.id)).toEqual([relayerTxId(topupId, 'approve')]);
     // A worker SIGKILLed while it waits: the new one replays the parked history and waits on.
     await h.restartWorker({ kill: true });
-    await pauser.writeContract({ chain: null, address: usdc, abi: pausable, functionName: 'unpause' });
-    expect(await h.chain.readContract({ address: usdc, abi: pausable, functionName: 'paused' })).toBe(false);
+    await pauser.writeContract({ chain: null, address: usdc, abi: tokenAbi, functionName: 'unpause' });
+    expect(await h.chain.readContract({ address: usdc, abi: tokenAbi, functionName: 'paused' })).toBe(false);
 
     const ops = opsCli(h.stack.temporalAddress);
     const retried = await ops('retry-deposit', '--workflow-id', topupId, '--operator', 'alice', '--reason', 'USDC unpaused (INC-9)');

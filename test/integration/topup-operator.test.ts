@@ -5,8 +5,6 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { facilitatorBridgeAbi } from '../../src/chains/evm/bridge';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, TopUp } from '../../src/db/entities';
 import { X402State } from '../../src/temporal/search-attributes';
@@ -19,6 +17,7 @@ import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-br
 import { opsCli } from '../support/ops-cli';
 import { exactPayment } from '../support/payments';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Operator actions on a cross-chain top-up in `needs_review` (README "For operators"), on the real
@@ -114,7 +113,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a needs_review top-up (%
   };
   const payoutsOn = async (bridgeNonce: string) => {
     const logs = await h.chain.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
-    return parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).filter(
+    return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgePayout' }).filter(
       (l) => l.args.sourceDomain === OPTIMISM_DOMAIN && l.args.bridgeNonce === bridgeNonce,
     );
   };

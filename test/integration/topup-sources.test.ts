@@ -4,12 +4,12 @@ import { startAnvil, type Anvil } from '../../devnet/anvil';
 import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
 import { deployDevnet } from '../../devnet/deploy';
 import { mainnetDevnetEnv } from '../../devnet/start-topup';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { waitForReceipt } from '../support/evm';
 import { exactPayment } from '../support/payments';
 import { readStackInfo } from '../support/stack-info';
 import { startTopupHarness, TOPUP_TEST_FEE_BPS, TOPUP_TEST_FEE_FIXED, type TopupHarness } from '../support/topup-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * The top-up sources the spec lists (issue 14): `ink` (chain 57073, CCTP domain 21) is a cross-chain

@@ -1,14 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import type { Address, Hex } from 'viem';
 import { DEVNET_DEPOSITOR_ADDRESS, DEVNET_DEPOSITOR_DEPLOYER_KEY, DEVNET_MERCHANT_ADDRESS } from '../../src/chains/devnet-addresses';
-import { depositorAbi } from '../../src/topup/depositor-abi';
 import { topupDepositId } from '../../activities/topup';
 import { TopUp, RelayerTransaction } from '../../src/db/entities';
 import { payerCommitmentNonce } from '../../src/topup/payer-commitment';
 import { settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
 import { X402Kind, X402State } from '../../src/temporal/search-attributes';
 import { TEST_ACCOUNTS } from '../support/accounts';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from '../support/evm';
 import { request } from '../support/http';
 import type { AddressInfo } from 'node:net';
@@ -23,7 +21,6 @@ const { decodeXPaymentResponse, wrapFetchWithPayment } = require('x402-fetch') a
   wrapFetchWithPayment(f: typeof fetch, wallet: unknown, maxValue?: bigint): typeof fetch;
   decodeXPaymentResponse(header: string): unknown;
 };
-import { facilitatorAbi } from '../../src/chains/evm/abi';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
 import { oneDbKind } from '../support/db';
@@ -35,6 +32,7 @@ import { Relayer } from '../../src/chains/evm/relayer';
 import type { TopUpInput } from '../../src/topup/types';
 import { startTopupHarness, type TopupHarness } from '../support/topup-harness';
 import { buyerAuthHeaders } from '../../src/media/buyer-auth-client';
+import { depositorAbi, facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /** Fees of the harness: 0.01 USDC + 0.30 %. Hand-computed expectations below use them. */
 const net = (gross: bigint) => gross - 10_000n - (gross * 30n) / 10_000n;

@@ -14,7 +14,7 @@ import { fromReadable, startOtlpReceiver, type SeenSpan } from '../support/spans
 import { readStackInfo } from '../support/stack-info';
 
 /**
- * One request, one trace (docs/decisions.md): one POST /v1/settle on the real stack. The API runs
+ * One request, one trace (docs/decisions/one-request-one-trace.md): one POST /v1/settle on the real stack. The API runs
  * in this process with an in-memory exporter; the worker is a real process exporting over OTLP/HTTP
  * to a receiver here, as it would to a collector. The spans of both form one tree in one trace.
  */

@@ -2,7 +2,6 @@ import { createWalletClient, http, numberToHex, parseEventLogs, type Hex } from 
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
 import { waitUntil } from '../../devnet/process';
-import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
 import { DEVNET_GATEWAY_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
 import { waitForReceipt } from '../support/evm';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
@@ -12,6 +11,7 @@ import { oneDbKind } from '../support/db';
 import { gatewayHelpers } from '../support/gateway';
 import { request, signIn, type JsonResponse } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
+import { gatewayWalletAbi } from '../../src/chains/evm/abi';
 
 /**
  * Gateway-wallet withdrawals of the facilitator's own balance as a durable WithdrawalWorkflow, on the

@@ -13,7 +13,7 @@ import { facilitatorAuth, fundedBuyer, serveSeller, v1Payer, v2Facilitator } fro
  * SETTLE_WAIT_V2_MS and is answered the final settlement, so its buyer is served. A v1 seller
  * (`x402-express` 1.2) still gets the 202, which its SDK treats as a failed settlement: the buyer is
  * refused, and the payment settles exactly once anyway; repeating the same settle request gives the
- * final answer (docs/decisions.md "settlement_pending and the SDKs").
+ * final answer (docs/decisions/settlement-pending-and-sdks.md).
  */
 /* eslint-disable @typescript-eslint/no-require-imports */
 const v2 = require('@x402/express');

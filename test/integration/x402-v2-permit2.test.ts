@@ -1,6 +1,5 @@
 import type { PrivateKeyAccount } from 'viem/accounts';
 import { createWalletClient, http, numberToHex, type Address } from 'viem';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import {
   PERMIT2_CANONICAL_ADDRESS,
   X402_EXACT_PERMIT2_PROXY_ADDRESS,
@@ -11,6 +10,7 @@ import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
 import { fundedBuyer, serveSeller, v2Facilitator } from '../support/sdk-seller';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * x402 v2 Permit2 end to end (issue 13), real SDKs on both sides: an `@x402/express` 2.x seller whose

@@ -10,8 +10,8 @@ import {
   type PublicClient,
   type TransactionReceipt,
 } from 'viem';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from './accounts';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /** EIP-2612 `Permit` typed-data types, as an owner signs them. */
 export const EIP2612_PERMIT_TYPES = {

@@ -11,10 +11,9 @@ import {
   type PublicClient,
 } from 'viem';
 import { transferWithAuthorizationTypedData } from '../../src/schemes/eip3009/typed-data';
-import { gatewayWalletAbi } from '../../src/chains/evm/gateway-wallet-abi';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { waitForReceipt } from './evm';
 import { readStackInfo } from './stack-info';
+import { gatewayWalletAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Batched-payment helpers on one of the test stack's chains (default base-sepolia; `base` where a test

@@ -11,8 +11,8 @@ import {
   type Address,
   type Hex,
 } from 'viem';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import type { PrivateKeyAccount } from 'viem/accounts';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * An in-memory model of an EVM chain (one node and its mempool) that speaks JSON-RPC over HTTP, for

@@ -3,9 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { createWalletClient, defineChain, http } from 'viem';
 import { wrapFetchWithPayment } from 'x402-fetch';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import { TEST_ACCOUNTS } from './accounts';
 import type { SettleHarness } from './settle-harness';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * Seller apps built with the real x402 SDKs, with our API as their facilitator: the auth headers both

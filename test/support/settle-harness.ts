@@ -3,7 +3,6 @@ import { createPublicClient, http, parseEventLogs, type Address, type Hex, type 
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import type { Client } from '@temporalio/client';
 import { waitUntil, type ManagedProcess } from '../../devnet/process';
-import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 import type { Logger } from '../../src/logger';
 import { TEST_ACCOUNTS } from './accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from './db';
@@ -11,6 +10,7 @@ import { request, signIn, startApi, type JsonResponse, type RunningApi } from '.
 import { exactPayment, type ExactPaymentOptions } from './payments';
 import { connectTestTemporal, dbEnv, stackEnv, startWorker } from './services';
 import { readStackInfo, type StackInfo } from './stack-info';
+import { facilitatorAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * One test file's slice of the real stack for settlement tests: a database of the given kind, the

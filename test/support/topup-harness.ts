@@ -21,8 +21,6 @@ import { createLogger } from '../../src/logger';
 import { TopUp } from '../../src/db/entities';
 import { createTopupApp, topupErrorBody } from '../../src/topup/app';
 import { loadTopupConfig, type TopupConfig } from '../../src/topup/config';
-import { tokenAbi } from '../../src/chains/evm/abi';
-import { merchantAbi } from '../../src/topup/merchant-abi';
 import { TEST_ACCOUNTS } from './accounts';
 import { openTestDatabase, type DbKind, type TestDatabase } from './db';
 import { waitForReceipt } from './evm';
@@ -31,6 +29,7 @@ import { exactPayment, type ExactPaymentOptions } from './payments';
 import { buyerAuthHeaders } from '../../src/media/buyer-auth-client';
 import { connectTestTemporal, dbEnv, stackEnv, startWorker } from './services';
 import { readStackInfo, type StackInfo } from './stack-info';
+import { merchantAbi, tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * One test file's slice of the real stack for the top-up gateway: the `base` devnet chain (8453)

@@ -58,7 +58,7 @@ export async function startWorkflowTestEnv(opts: { workflowsPath?: string } = {}
       const taskQueue = `wf-test-${randomUUID()}`;
       // debugMode: the workflows run in this thread's V8 context (the SDK's reusable VM, as in a
       // worker's workflow thread) instead of a new thread per worker, whose start (a fresh isolate that
-      // loads the SDK and evaluates the bundle) took 1-3 s of each test (docs/decisions.md).
+      // loads the SDK and evaluates the bundle) took 1-3 s of each test (docs/decisions/ci-databases-by-risk.md).
       const worker = await Worker.create({
         connection: env.nativeConnection,
         taskQueue,

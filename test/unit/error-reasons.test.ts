@@ -1,7 +1,7 @@
 import { SETTLE_REASON_STATUS, settleStatusFor } from '../../src/schemes/reasons';
 
 // Literal statuses: the spec leaves non-batched statuses to us; these are the order-of-checks tables
-// of docs/decisions.md (EIP-3009 same-chain, Permit2 settlement, cross-chain settlement).
+// of docs/decisions/ (settle-eip3009-same-chain.md, permit2-settlement.md, crosschain-settlement.md).
 const CASES: [string, number][] = [
   ['invalid_payload', 400],
   ['invalid_payment_requirements', 400],

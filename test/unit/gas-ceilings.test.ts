@@ -2,7 +2,6 @@ import { ApplicationFailure } from '@temporalio/common';
 import { encodeFunctionData, erc20Abi, keccak256, maxUint256, parseTransaction, toHex, type Address, type Hex } from 'viem';
 import { privateKeyToAccount } from 'viem/accounts';
 import { buildNetworkTable } from '../../src/chains/networks';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import {
   GAS_CEILINGS,
   GAS_CEILING_EXCEEDED,
@@ -17,6 +16,7 @@ import { Relayer } from '../../src/chains/evm/relayer';
 import { RelayerTransaction } from '../../src/db/entities';
 import { openTestDatabase, type TestDatabase } from '../support/db';
 import { ModelChain, ModelServer } from '../support/model-chain';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * The relayer signs no call above its type's gas ceiling, and no call of an unlisted type (issue 39:

@@ -9,12 +9,12 @@ import {
   type TransactionReceipt,
 } from 'viem';
 import { buildNetworkTable, type EvmNetworkId } from '../../src/chains/networks';
-import { tokenAbi } from '../../src/chains/evm/abi';
 import type { Relayer } from '../../src/chains/evm/relayer';
 import { InferenceCharge, RelayerTransaction, Settlement } from '../../src/db/entities';
 import { INFERENCE_ORGANIZATION_ID } from '../../src/inference/types';
 import { createRefundActivities } from '../../activities/refund';
 import { openTestDatabase, type TestDatabase } from '../support/db';
+import { tokenAbi } from '../../src/chains/evm/abi';
 
 /**
  * docs/security.md "Forged workflows": a refund pays back only what the settlement transaction's

@@ -65,7 +65,7 @@ export function requireApiKey(deps: ServiceDeps, opts: { allowSession?: boolean 
 }
 
 /**
- * Operator role (docs/decisions.md "Withdrawal operators"): after requireApiKey, lets through only
+ * Operator role (docs/decisions/withdrawal-operators.md): after requireApiKey, lets through only
  * organizations created by a wallet in OPERATOR_ADDRESSES (the SIWE signer that owns them); any
  * other authenticated caller gets 403.
  */

@@ -7,7 +7,7 @@ import { gatewayBalances, getWithdrawal, startWithdrawal } from '../../gateway/w
 
 /**
  * The facilitator's own gateway-wallet account (our endpoints, not in the spec; see
- * docs/decisions.md "Batched payments and withdrawals"): balance views and durable withdrawals.
+ * docs/decisions/batched-payments-and-withdrawals.md): balance views and durable withdrawals.
  * API key auth, operators only (OPERATOR_ADDRESSES); errors use the generic envelope.
  */
 export function registerGatewayRoutes(router: Router<HttpState>, deps: ServiceDeps): void {

@@ -21,7 +21,7 @@ const messagesSchema = z.array(z.object({ role: z.enum(ROLES), content: z.string
  * Paid inference (spec "POST /v1/inference/chat", "GET /v1/inference/models|templates|providers").
  * The three lists are free and live; chat validates the body against the live lists, answers 402
  * with the payment requirements when unpaid, settles X-PAYMENT through the settlement workflow,
- * then relays the provider's stream. See docs/decisions.md "Paid inference".
+ * then relays the provider's stream. See docs/decisions/paid-inference.md.
  */
 export function registerInferenceRoutes(router: Router<HttpState>, deps: ServiceDeps): void {
   const cfg = () => inferenceConfig(deps.config);

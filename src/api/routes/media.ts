@@ -36,7 +36,7 @@ const BASE = '/v1/inference/media';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /**
- * Media generation (spec "Media routes"; docs/decisions.md "Media generation"): paid POSTs start a
+ * Media generation (spec "Media routes"; docs/decisions/media-generation.md): paid POSTs start a
  * MediaJobWorkflow keyed by (buyer, Idempotency-Key); jobs, library and assets are read with the
  * buyer signature headers; stored objects are served under /media when the filesystem store is used.
  */

@@ -13,7 +13,7 @@ import { publicClientFor } from './clients';
 import { recoverSigner, SECP256K1N_HALF } from './recover-signer';
 
 /**
- * Buyer signatures over typed data, from an EOA or a smart-contract wallet (docs/decisions.md
+ * Buyer signatures over typed data, from an EOA or a smart-contract wallet (docs/decisions/smart-wallet-buyers.md
  * "Smart-wallet buyers"). An EOA's 65-byte signature is checked here without a call; any other
  * signature, or one that does not recover to the signer, is asked of the chain with viem's
  * `verifyHash`: EIP-1271 `isValidSignature` for a deployed wallet, and for an EIP-6492 signature of

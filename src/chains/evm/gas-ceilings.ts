@@ -1,11 +1,6 @@
 import { ApplicationFailure } from '@temporalio/common';
-import { getAbiItem, size, slice, toFunctionSelector, type Abi, type Hex } from 'viem';
-import { facilitatorAbi, tokenAbi, walletFactoryAbi } from './abi';
-import { facilitatorBridgeAbi } from './bridge';
-import { gatewayWalletAbi } from './gateway-wallet-abi';
-import { facilitatorPermit2Abi } from '../../schemes/permit2/abi';
-import { merchantAbi } from '../../topup/merchant-abi';
-import { depositorAbi } from '../../topup/depositor-abi';
+import { size, slice, toFunctionSelector, type Abi, type Hex } from 'viem';
+import { depositorAbi, facilitatorAbi, facilitatorPermit2Abi, gatewayWalletAbi, merchantAbi, tokenAbi, walletFactoryAbi } from './abi';
 
 /**
  * The most gas the relayer signs for each call type, by the function called. A call whose estimate
@@ -23,8 +18,7 @@ import { depositorAbi } from '../../topup/depositor-abi';
  * 169,636; transferWithPermit 145,499; settleAndBurn 207,721; receiveAndPayout 241,827 (a 2-of-3 attestation);
  * transferWithAuthorization 104,365 (a fresh payee); increaseAllowance 56,103; depositOnce 195,443;
  * initiateWithdrawal 76,714; withdraw 60,713 (deposit was 98,360 with the old token). What is left of
- * the margin covers Arbitrum, which counts its L1 data cost in gas units (docs/decisions.md "Gas
- * ceilings per call type").
+ * the margin covers Arbitrum, which counts its L1 data cost in gas units (docs/decisions/gas-ceilings.md).
  */
 export const GAS_CEILINGS = {
   /** A call without a function selector: a bare transfer (21,000) and a few bytes of calldata. */
@@ -83,8 +77,8 @@ const ABIS: Record<Exclude<CallType, 'plain'>, Abi> = {
   settlePermit2Exact: facilitatorPermit2Abi,
   settlePermit2Upto: facilitatorPermit2Abi,
   transferWithPermit: facilitatorAbi,
-  settleAndBurn: facilitatorBridgeAbi,
-  receiveAndPayout: facilitatorBridgeAbi,
+  settleAndBurn: facilitatorAbi,
+  receiveAndPayout: facilitatorAbi,
   transferWithAuthorization: tokenAbi,
   increaseAllowance: tokenAbi,
   depositOnce: depositorAbi,
@@ -94,11 +88,22 @@ const ABIS: Record<Exclude<CallType, 'plain'>, Abi> = {
   createAccount: walletFactoryAbi,
 };
 
+/**
+ * The overload the relayer sends where a name has several: FiatToken's EIP-3009 takes the signature as
+ * `bytes` (so EIP-1271 and EIP-6492 signatures fit) or as `v, r, s`; the service sends `bytes`.
+ */
+const OVERLOADS: Partial<Record<CallType, string>> = {
+  transferWithAuthorization: 'transferWithAuthorization(address,address,uint256,uint256,uint256,bytes32,bytes)',
+};
+
 /** Call type by 4-byte selector. */
 const BY_SELECTOR = new Map<string, CallType>(
   Object.entries(ABIS).map(([name, abi]) => {
-    const item = getAbiItem({ abi, name } as never);
-    if (!item) throw new Error(`gas-ceilings: ${name} is not in its ABI`);
+    const items = abi.filter((item) => item.type === 'function' && item.name === name);
+    const signature = OVERLOADS[name as CallType];
+    const item = signature ? items.find((i) => toFunctionSelector(i as never) === toFunctionSelector(signature)) : items[0];
+    if (!item) throw new Error(`gas-ceilings: ${signature ?? name} is not in its ABI`);
+    if (!signature && items.length > 1) throw new Error(`gas-ceilings: ${name} is overloaded; list the one sent in OVERLOADS`);
     return [toFunctionSelector(item as never), name as CallType];
   }),
 );

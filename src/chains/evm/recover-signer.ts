@@ -12,7 +12,7 @@ export const SECP256K1N_HALF = 0x7fffffffffffffffffffffffffffffff5d576e7357a4501
  *
  * Why not viem's own: its pure-JS secp256k1 takes ~2 ms of CPU per recovery, the largest single
  * item of a settlement's verification; libsecp256k1 (compiled to WebAssembly by tiny-secp256k1)
- * takes a fifth of that (docs/decisions.md "Signature recovery").
+ * takes a fifth of that (docs/decisions/signature-recovery.md).
  */
 export function recoverSigner(hash: Hex, signature: Hex): Address {
   if (size(signature) !== 65) throw new Error('invalid signature length');

@@ -5,7 +5,7 @@ import * as https from 'node:https';
  * The `fetchFn` of our JSON-RPC transport: one POST over Node's own http(s) client, kept-alive
  * sockets per process, the whole reply read as text. Node's `fetch` (undici's WHATWG pipeline and a
  * body stream per reply) cost ~0.6 ms of CPU per call against ~0.16, and a settlement makes four or five calls
- * (measured in docs/decisions.md, "JSON-RPC over node:http"). viem reads only `ok`, `status`,
+ * (measured in docs/decisions/compiled-statements-and-rpc-fetch.md). viem reads only `ok`, `status`,
  * `statusText`, `headers`, `body` (null here: the text is already read) and `text()` of the reply.
  * Not followed, unlike fetch: redirects (an RPC endpoint answers its POSTs itself). No compression is
  * asked for, so none is sent.

@@ -11,8 +11,8 @@ export const DEPLOY_PURPOSE = 'deploy';
 export type WalletReady = { ready: true } | { ready: false; detail: string };
 
 /**
- * Makes sure the buyer's wallet exists before its settlement is sent (docs/decisions.md "Smart-wallet
- * buyers"). Nothing to do unless the signature is an EIP-6492 wrapper. Else, unless the wallet has
+ * Makes sure the buyer's wallet exists before its settlement is sent (docs/decisions/smart-wallet-buyers.md).
+ * Nothing to do unless the signature is an EIP-6492 wrapper. Else, unless the wallet has
  * code already (deployed by anyone), the wrapper's factory call is sent through the relayer under the
  * write-ahead record `<workflowId>:deploy`, and its receipt is awaited (bounded; a timeout throws the
  * retryable `ReceiptTimeout`). A retry after a crash finds that record and re-sends its bytes, never a

@@ -8,7 +8,7 @@ export type CrossChainRoute =
 /**
  * The route decision inside the EIP-3009 path (spec routing step 4): `extra.destinationChainId`
  * absent or equal to the source chain id stays on the source chain; otherwise the payment is
- * bridged. Refused (docs/decisions.md "Cross-chain settlement"):
+ * bridged. Refused (docs/decisions/crosschain-settlement.md):
  *   - `cross_chain_not_supported`: the source or the destination is same-chain only (Avalanche,
  *     Sei, Arc testnet), or the source has no bridge (no CCTP domain or bridge contracts);
  *   - `unsupported_destination_chain`: no enabled network has that chain id, it has no bridge, it is

@@ -1,5 +1,4 @@
 import { encodeFunctionData, type Address, type Hex } from 'viem';
-import { facilitatorAbi } from '../../chains/evm/abi';
 import { onChainSignature } from '../../chains/evm/buyer-signature';
 import { evmNetworkOf } from '../../settle/records';
 import { evmSettlementBase, settlementNetwork } from '../../settle/evm-request';
@@ -11,6 +10,7 @@ import type { Parsed, Scheme, VerifyDeps } from '../scheme';
 import { balanceAndNonceUnread, readsUnlessSimulated, tokenReads } from './reads';
 import type { Eip3009Payment, Eip3009SettleInput } from './types';
 import { verifyExactEvm } from './verify';
+import { facilitatorAbi } from '../../chains/evm/abi';
 
 const bodyOf = (raw: unknown) => (typeof raw === 'object' && raw !== null && !Array.isArray(raw) ? raw : {}) as Record<string, unknown>;
 
@@ -29,7 +29,7 @@ export const eip3009: Scheme<Eip3009Payment, Eip3009SettleInput> = {
   claims: () => true, // the last routing step takes every payment the earlier ones did not
 
   /**
-   * The request checks settle and verify share, in order (docs/decisions.md, rules 2-8): both objects
+   * The request checks settle and verify share, in order (docs/decisions/settle-eip3009-same-chain.md, rules 2-8): both objects
    * parse, the network is known, allowed for the key's mode (403 ApiError) and enabled.
    */
   parse(deps, auth, raw): Parsed<Eip3009Payment> {

@@ -1,8 +1,8 @@
 import type { EvmNetwork } from '../../chains/networks';
-import { tokenAbi } from '../../chains/evm/abi';
 import { publicClientFor } from '../../chains/evm/clients';
 import type { ExactEvmChainReads } from './verify';
 import { chainSignatureReads } from '../../chains/evm/buyer-signature';
+import { tokenAbi } from '../../chains/evm/abi';
 
 /** The token reads EIP-3009 verification needs, over the network's RPC. */
 export function tokenReads(network: EvmNetwork): ExactEvmChainReads {

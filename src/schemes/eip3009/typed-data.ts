@@ -1,17 +1,9 @@
 import type { Address, Hex } from 'viem';
+import { authorizationTypes } from '../../chains/evm/abi/generated';
 import type { Eip3009Authorization } from '../../x402/schemas';
 
-/** EIP-712 typed data of an EIP-3009 `TransferWithAuthorization`, as x402 buyers sign it. */
-export const transferWithAuthorizationTypes = {
-  TransferWithAuthorization: [
-    { name: 'from', type: 'address' },
-    { name: 'to', type: 'address' },
-    { name: 'value', type: 'uint256' },
-    { name: 'validAfter', type: 'uint256' },
-    { name: 'validBefore', type: 'uint256' },
-    { name: 'nonce', type: 'bytes32' },
-  ],
-} as const;
+/** EIP-712 typed data of an EIP-3009 `TransferWithAuthorization`, as x402 buyers sign it (@x402/evm's `authorizationTypes`). */
+export const transferWithAuthorizationTypes = authorizationTypes;
 
 export interface TokenDomain {
   name: string;

@@ -35,7 +35,7 @@ export async function isSignedByPayer(
 }
 
 /**
- * Verifies an EIP-3009 `exact` payment before any transaction, in this order (docs/decisions.md):
+ * Verifies an EIP-3009 `exact` payment before any transaction, in this order (docs/decisions/settle-eip3009-same-chain.md):
  * network, scheme, recipients, asset, EIP-712 signature, validAfter, validBefore, value, balance, nonce.
  * Pure checks run first so a bad payment costs no RPC call.
  */

@@ -7,11 +7,11 @@ import { paymentRequirementsSchema, permit2PayloadBodySchema } from '../../x402/
 import { onChainSignature } from '../../chains/evm/buyer-signature';
 import { FacilitatorCall } from '../facilitator-call';
 import type { Parsed, Scheme } from '../scheme';
-import { facilitatorPermit2Abi } from './abi';
 import { permit2PaymentPayloadSchema } from './payload';
 import { permit2Reads } from './reads';
 import type { Permit2Payment, Permit2SettleInput } from './types';
 import { uptoSettleAmount, verifyPermit2 } from './verify';
+import { facilitatorPermit2Abi } from '../../chains/evm/abi';
 
 const ZERO32 = `0x${'0'.repeat(64)}` as Hex;
 

@@ -1,8 +1,8 @@
 import type { EvmNetwork } from '../../chains/networks';
-import { permit2Abi, tokenAbi } from '../../chains/evm/abi';
 import { publicClientFor } from '../../chains/evm/clients';
 import type { Permit2ChainReads } from './verify';
 import { chainSignatureReads } from '../../chains/evm/buyer-signature';
+import { permit2Abi, tokenAbi } from '../../chains/evm/abi';
 
 /** The reads Permit2 verification needs, over the network's RPC. */
 export function permit2Reads(network: EvmNetwork): Permit2ChainReads {

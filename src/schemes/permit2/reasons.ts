@@ -1,5 +1,5 @@
 /**
- * Reasons of the Permit2 settle route (docs/decisions.md "Permit2 settlement") with their HTTP
+ * Reasons of the Permit2 settle route (docs/decisions/permit.md) with their HTTP
  * status. Names follow Coinbase's x402 reference facilitator where it has one for the rule; the
  * three `..._2612_...` names for the EIP-2612 permit for Permit2 beyond the amount are ours.
  */

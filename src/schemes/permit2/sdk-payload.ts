@@ -7,7 +7,7 @@ import { addressSchema, hexSchema, uintStringSchema } from '../../x402/schemas';
  * signs it: `{signature, permit2Authorization: {from, permitted, spender, nonce, deadline, witness}}`,
  * with an optional EIP-2612 permit for Permit2 in the payment's `extensions.eip2612GasSponsoring`.
  * Our spec's shape is `{signature, owner, permit, witness, permit2612?}` for the same signed message
- * (docs/decisions.md "Permit2 in both shapes"); this maps the SDK's onto ours at the edge, so
+ * (docs/decisions/x402-v2-schemes.md "Permit2 in both shapes"); this maps the SDK's onto ours at the edge, so
  * everything behind (verification, business key, settlement) is one path.
  */
 const sdkPermit2PayloadSchema = z.object({

@@ -53,7 +53,7 @@ function signedFor(
 
 /**
  * Verifies a Permit2 `exact` or `upto` payment before any transaction, in this order
- * (docs/decisions.md "Permit2 settlement"): network, scheme, recipients, upto facilitator, token,
+ * (docs/decisions/permit.md): network, scheme, recipients, upto facilitator, token,
  * amount, signature and spender, deadline, validAfter; then the chain: nonce, balance, allowance
  * (or a valid `permit2612` for Permit2). Pure checks run first so a bad payment costs no RPC call.
  */
@@ -133,8 +133,7 @@ export async function verifyPermit2(
     // r‖s‖v: recovered for an EOA, asked of a wallet with code through its EIP-1271
     // `isValidSignature`. So a deployed smart wallet whose signature is 65 bytes is judged here as the
     // token will judge it; a longer one, or an EIP-6492 wrapper of a wallet not deployed yet, does not
-    // fit the spec's v/r/s and fails as a signature that is not the owner's (docs/decisions.md
-    // "Smart-wallet buyers").
+    // fit the spec's v/r/s and fails as a signature that is not the owner's (docs/decisions/smart-wallet-buyers.md).
     const signed =
       domain !== undefined &&
       (v === 27 || v === 28) &&

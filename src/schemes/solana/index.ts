@@ -35,7 +35,7 @@ const findRecorded = (deps: WorkerDeps, input: SolanaSettleInput) =>
  * fee payer. The co-signed bytes are stored before the first broadcast (write-ahead), so every
  * retry re-sends exactly those bytes, and the cluster's signature status is asked before anything
  * is sent. The buyer pays `payTo` directly, so organization payout and fee do not apply
- * (docs/decisions.md "Solana settlement").
+ * (docs/decisions/solana-settlement.md).
  */
 /** The most the fee payer pays for one settlement (SOLANA_MAX_FEE_LAMPORTS). */
 const maxFee = (deps: Pick<VerifyDeps, 'config'>) => BigInt(deps.config.SOLANA_MAX_FEE_LAMPORTS);

@@ -7,7 +7,7 @@ import type { SolanaRpc } from '../../chains/solana/rpc';
 /**
  * Verification of an x402 `exact` Solana payment: the buyer's partially signed transaction that we
  * are asked to co-sign as fee payer. Reasons follow the x402 reference facilitator's
- * `invalid_exact_svm_payload_*` names and, where it has them, its check order (docs/decisions.md
+ * `invalid_exact_svm_payload_*` names and, where it has them, its check order (docs/decisions/solana-settlement.md
  * "Solana settlement"). `inspectExactSvmTransaction` is pure; `verifyExactSvmOnChain` adds what
  * only the cluster knows (accounts, balance, blockhash, simulation).
  */
