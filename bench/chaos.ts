@@ -500,6 +500,9 @@ async function main(): Promise<void> {
     /** --cluster: worker-2 SIGKILLed and never started again; worker-1 must finish what its lanes had in flight. */
     const retireWorkerNow = async (note = '') => {
       const w = workers[workers.length - 1];
+      // At a moment with same-chain settlements (the lanes' kinds) in flight, if one comes within 10 s.
+      const lanesInFlight = () => payments.filter((p) => (p.kind === 'eip3009' || p.kind === 'permit2') && p.sentAt && !p.outcome);
+      for (const until = Date.now() + 10_000; !done && Date.now() < until && lanesInFlight().length < 2;) await sleep(50);
       inFlightAtRetire = payments.filter((p) => p.sentAt !== undefined && !p.outcome);
       w.retired = true;
       events.push(`${stamp()} SIGKILL ${w.name} for good (${inFlightAtRetire.length} payments in flight)${note}`);
@@ -883,6 +886,7 @@ async function takeover(
     tally.set(key, (tally.get(key) ?? 0) + 1);
   }
   const parts = [...tally].sort().map(([k, n]) => `${k} ${n}`);
+  if (!parts.length) return `same-chain settlements in flight when ${retired} was killed for good: none`;
   return `same-chain settlements in flight when ${retired} was killed for good: ${inFlight.length} (by the key their transaction was recorded with: ${parts.join('; ')})`;
 }
 

@@ -846,7 +846,7 @@ function printHeader(opts: Options): void {
         .join(' ')}`,
   );
   console.log(
-    `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
+    `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency ${opts.cluster ? '' : '1 and '}${opts.concurrency}, value=${opts.value} base units, ` +
       `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}, ` +
       `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}` +
       (opts.warmup ? `, warm-up ${opts.warmup} per path on optimism-sepolia` : '') +

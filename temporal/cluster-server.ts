@@ -59,7 +59,12 @@ export function clusterServerPorts(frontend: number) {
   };
 }
 
-/** The server's static config (Temporal's config/development-postgres12.yaml, with our ports, databases and shards). */
+/**
+ * The server's static config (Temporal's config/development-postgres12.yaml, with our ports, databases
+ * and shards). Each of its four services has its own pools: with that file's 20 + 10 connections the
+ * idle server held 57 of PostgreSQL's default 100 (max_connections), so a second cluster run or a
+ * test database beside it was refused ("too many clients"); 8 + 4 serve 4 shards on a small machine.
+ */
 function serverConfig(o: ClusterServerOptions, url: URL): string {
   const p = clusterServerPorts(o.port);
   const store = (database: string, maxConns: number) => `
@@ -90,8 +95,8 @@ persistence:
   visibilityStore: visibility
   numHistoryShards: ${o.historyShards}
   datastores:
-    default:${store(o.databasePrefix, 20)}
-    visibility:${store(`${o.databasePrefix}_visibility`, 10)}
+    default:${store(o.databasePrefix, 8)}
+    visibility:${store(`${o.databasePrefix}_visibility`, 4)}
 global:
   membership:
     maxJoinDuration: 30s
