@@ -849,9 +849,10 @@ function printHeader(opts: Options): void {
     `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency ${opts.cluster ? '' : '1 and '}${opts.concurrency}, value=${opts.value} base units, ` +
       `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}, ` +
       `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}` +
-      (opts.warmup ? `, warm-up ${opts.warmup} per path on optimism-sepolia` : '') +
+      (opts.warmup && !opts.cluster ? `, warm-up ${opts.warmup} per path on optimism-sepolia` : '') +
       (opts.cluster
-        ? `; cluster: Temporal server on PostgreSQL, ${clusterHistoryShards()} history shards, 1 then 2 workers with ${opts.lanes} lanes each`
+        ? `; cluster: Temporal server on PostgreSQL, ${clusterHistoryShards()} history shards, 1 then 2 workers with ${opts.lanes} lanes each, ` +
+          `${opts.warmup || 2 * opts.concurrency} payments on optimism-sepolia before each row (warm-up)`
         : ''),
   );
 }
@@ -913,7 +914,7 @@ async function main(): Promise<void> {
     const floorRelayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[1]);
 
     const c = opts.concurrency;
-    if (opts.warmup) await warmUp(stack, svc, opts, floorRelayer);
+    if (opts.warmup && !opts.cluster) await warmUp(stack, svc, opts, floorRelayer);
     const n = opts.n / opts.rounds; // per round
     let apiFirst: (PhaseResult & ApiExtras) | undefined; // this round's first api row: its payments are repeated
     const api = async (conc: number) => {
@@ -925,7 +926,10 @@ async function main(): Promise<void> {
     const orch = (conc: number) => () => benchOrchestrationFloor(target, svc.temporal, svc.floorTaskQueue, n, conc);
     const floor = (conc: number) => () => benchFloor(target, floorRelayer, n, conc);
     const bare = (conc: number) => () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, n, conc);
-    // --cluster: the api row with worker-2 stopped, then started again (untimed, outside the CPU reading).
+    // --cluster: the api row with worker-2 stopped, then started again; before each, --warmup payments
+    // (default 2 × C) on optimism-sepolia warm the workers of the row (a fresh worker-2 compiles its code
+    // as it goes), untimed and outside the CPU reading.
+    const clusterWarmup = opts.warmup || 2 * c;
     const withWorkers = async (count: 1 | 2) => {
       if (count === 1) {
         await svc.worker2!.stop();
@@ -936,6 +940,7 @@ async function main(): Promise<void> {
         groups['worker-2'] = [pid];
         children.push(...processTree(pid));
       }
+      await benchApi(chainTarget(stack, 'optimism-sepolia', opts.value), svc, { ...opts, n: clusterWarmup }, c);
     };
     const labelled = (label: string, run: () => Promise<PhaseResult>) => async () => Object.assign(await run(), { label });
     type Phase = readonly [string, number, () => Promise<PhaseResult>, (() => Promise<void>)?];
@@ -960,7 +965,6 @@ async function main(): Promise<void> {
             [`floor c=${c}`, c, floor(c)],
           ] as const
         ).filter(([, conc]) => opts.c1 || conc !== 1);
-    if (opts.cluster && opts.warmup) throw new Error('--warmup is not available with --cluster');
     // With --rounds R every row runs R times, N/R each, the rows taking turns: a drift of the
     // machine's speed then touches every row alike instead of the rows that happened to run during it.
     const parts = new Map<string, PhaseResult[]>(phases.map(([name]) => [name, []]));
