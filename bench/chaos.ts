@@ -500,9 +500,18 @@ async function main(): Promise<void> {
     /** --cluster: worker-2 SIGKILLed and never started again; worker-1 must finish what its lanes had in flight. */
     const retireWorkerNow = async (note = '') => {
       const w = workers[workers.length - 1];
-      // At a moment with same-chain settlements (the lanes' kinds) in flight, if one comes within 10 s.
-      const lanesInFlight = () => payments.filter((p) => (p.kind === 'eip3009' || p.kind === 'permit2') && p.sentAt && !p.outcome);
-      for (const until = Date.now() + 10_000; !done && Date.now() < until && lanesInFlight().length < 2;) await sleep(50);
+      // At a moment when one of its lanes has recorded the transaction of a settlement not yet answered
+      // (so the other worker must finish it), if one comes within 15 s.
+      const mine = new Set(workerPlans.at(-1)!.lanes.map((k) => privateKeyToAccount(k).address.toLowerCase()));
+      const laneInFlight = async () => {
+        const ids = payments
+          .filter((p) => (p.kind === 'eip3009' || p.kind === 'permit2') && p.sentAt && !p.outcome && p.workflowId)
+          .map((p) => relayerTxId(p.workflowId!, 'settle'));
+        if (!ids.length) return false;
+        const rows = await tdb.db.em.fork().find(RelayerTransaction, { id: { $in: ids } }, { fields: ['signer'] });
+        return rows.some((r) => mine.has(r.signer.toLowerCase()));
+      };
+      for (const until = Date.now() + 15_000; !done && Date.now() < until && !(await laneInFlight().catch(() => false));) await sleep(100);
       inFlightAtRetire = payments.filter((p) => p.sentAt !== undefined && !p.outcome);
       w.retired = true;
       events.push(`${stamp()} SIGKILL ${w.name} for good (${inFlightAtRetire.length} payments in flight)${note}`);
