@@ -16,13 +16,19 @@
  *             SQLite has none, and says so)
  *   reorg     base-sepolia and base (top-ups) count a receipt two blocks deep, and the last two blocks
  *             of each are reorged away once mid-run (anvil_reorg: same height, empty blocks)
+ * `--cluster` runs it on the topology of `npm run cluster` (devnet/cluster-plan.ts): the Temporal server on
+ * PostgreSQL with its history shards, our database on PostgreSQL, two workers each with its own relayer
+ * lanes. It implies `--db postgres --faults temporal,db` and makes them a cluster's: the Temporal server
+ * is SIGKILLed and started again on its PostgreSQL state twice; the connections of our database and of
+ * Temporal's two are dropped; and worker-2 is SIGKILLed for good halfway, so worker-1 finishes what
+ * worker-2's lanes had in flight (reported: those payments' outcomes and which key mined them).
  * At the end every effect must have moved money exactly once or not at all, as its records say (per
  * kind: settled, refused, refunded, or parked in needs_review or flagged X402Stuck after a stuck scan
  * run on demand); no refund paid twice; each ledger equals its chain; and the relayer's transactions
  * on each chain match its write-ahead records (none unrecorded, no record paid twice). The bench's own
  * checks read anvil directly, never through a provider double.
  *
- *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db,reorg] [--logs]
+ *   npm run chaos -- [--n 200] [--concurrency 24] [--seed 1] [--db sqlite|postgres] [--faults rpc,temporal,db,reorg] [--cluster] [--logs]
  *
  * `--n` settlements, a quarter per scheme, plus n/6 chats, n/12 each of image, video and music jobs, n/15 top-up payers (three top-ups each)
  * and n/20 withdrawals (at least one of each). Loopback only and bounded (a deadline per request);
@@ -39,6 +45,11 @@ import { createPublicClient, createWalletClient, http, maxUint256, parseEventLog
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { Client as TemporalClient, Connection as TemporalConnection } from '@temporalio/client';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
+import type { ClusterServer } from '../temporal/cluster-server';
+import { CLUSTER_WORKERS, clusterDatabaseUrl, freeClusterPort, startClusterTemporal, temporalDatabases } from '../devnet/cluster-plan';
+import { dropClusterDatabases } from '../test/support/cluster';
+import { RelayerTransaction } from '../src/db/entities';
+import { relayerTxId } from '../src/temporal/workflow-ids';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../devnet/rpc-provider-double';
 import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
@@ -79,20 +90,28 @@ interface Options {
   db: DbKind;
   faults: Set<Fault>;
   logs: boolean;
+  /** --cluster: the Temporal server on PostgreSQL and two workers (see the file comment). */
+  cluster: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
-  const o: Options = { n: 200, concurrency: 24, seed: Date.now() % 100_000, db: 'sqlite', faults: new Set(), logs: false };
+  const o: Options = { n: 200, concurrency: 24, seed: Date.now() % 100_000, db: 'sqlite', faults: new Set(), logs: false, cluster: false };
   for (let i = 0; i < argv.length; i++) {
     const [flag, value] = [argv[i], argv[i + 1]];
     if (flag === '--logs') o.logs = true;
+    else if (flag === '--cluster') o.cluster = true;
     else if (flag === '--n') o.n = Math.min(1000, Number(value)) || o.n;
     else if (flag === '--concurrency') o.concurrency = Math.min(64, Number(value)) || o.concurrency;
     else if (flag === '--seed') o.seed = Number(value);
     else if (flag === '--db') o.db = value === 'postgres' ? 'postgres' : 'sqlite';
     else if (flag === '--faults') o.faults = parseFaults(value);
     else continue;
-    if (flag !== '--logs') i++;
+    if (flag !== '--logs' && flag !== '--cluster') i++;
+  }
+  if (o.cluster) {
+    o.db = 'postgres';
+    o.faults.add('temporal');
+    o.faults.add('db');
   }
   return o;
 }
@@ -114,26 +133,47 @@ async function main(): Promise<void> {
   const cleanups: (() => Promise<unknown>)[] = [];
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const faults = [...opts.faults].join(',') || 'none';
-  say(`chaos: n=${opts.n} concurrency=${opts.concurrency} seed=${opts.seed} db=${opts.db} faults=${faults}`);
+  say(
+    `chaos: n=${opts.n} concurrency=${opts.concurrency} seed=${opts.seed} db=${opts.db} faults=${faults}` +
+      `${opts.cluster ? ' cluster (Temporal server on PostgreSQL, two workers)' : ''}; loadavg ${loadavg()}`,
+  );
   if (opts.faults.has('db') && opts.db === 'sqlite')
     say('db fault: SQLite has no connections to drop (one file, opened in each process): skipped');
   // The new faults draw from a generator of their own, so that a run without them is the run it always was.
   const faultRandom = rng(opts.seed ^ 0x5eed_37);
+  const runStarted = Date.now();
   try {
     // --- the stack: Temporal, one anvil chain (state in a file, so it survives a restart), Solana devnet.
     const tmp = mkdtempSync(join(os.tmpdir(), 'x402-chaos-'));
     cleanups.push(async () => rmSync(tmp, { recursive: true, force: true }));
     const stateFile = join(tmp, 'anvil-84532.json');
-    // With the temporal fault the server keeps its state in a file, so that it survives a SIGKILL.
-    const temporalDb = opts.faults.has('temporal') ? join(tmp, 'temporal.sqlite') : undefined;
-    let temporal: DevServer = await startTemporalDevServer({ uiPort: false, dbFile: temporalDb, log: log('temporal') });
+    // With the temporal fault the dev server keeps its state in a file, so that it survives a SIGKILL;
+    // the cluster's server keeps it in PostgreSQL (databases named after clusterDb, dropped at the end).
+    const temporalDb = opts.faults.has('temporal') && !opts.cluster ? join(tmp, 'temporal.sqlite') : undefined;
+    const clusterDb = `x402_chaos_${randomBytes(4).toString('hex')}`;
+    let cluster: ClusterServer | undefined;
+    if (opts.cluster) {
+      cleanups.push(() => dropClusterDatabases(clusterDb));
+      cluster = await startClusterTemporal({
+        database: clusterDb,
+        dir: join(tmp, 'temporal'),
+        port: await freeClusterPort(),
+        log: log('temporal'),
+      });
+    }
+    let temporal: DevServer = cluster ?? (await startTemporalDevServer({ uiPort: false, dbFile: temporalDb, log: log('temporal') }));
     cleanups.push(() => temporal.stop());
+    // The workers: one with the relayer key alone, or the cluster's two, each with its own lanes.
+    const workerPlans = opts.cluster
+      ? CLUSTER_WORKERS
+      : [{ name: 'worker', env: {} as Record<string, string>, lanes: [TEST_ACCOUNTS.relayerKeys[0] as Hex] }];
     let anvil: Anvil = await startAnvil({ chainId: 84532, stateFile, stateIntervalSec: 1, log: log('anvil') });
     cleanups.push(() => anvil.stop());
     const solana = await startSolanaDevnet({ usdcMint: SOLANA_USDC.toBase58(), feePayers: [DEVNET_SOLANA_FEE_PAYER.publicKey] });
     cleanups.push(() => solana.stop());
     const buyers = TEST_ACCOUNTS.buyers;
-    const relayers = TEST_ACCOUNTS.relayers.map((a) => a.address);
+    const lanes = workerPlans.flatMap((w) => w.lanes.map((k) => privateKeyToAccount(k).address));
+    const relayers = [...new Set([...TEST_ACCOUNTS.relayers.map((a) => a.address), ...lanes])];
     const deployed = await deployDevnet({
       rpcUrl: anvil.rpcUrl,
       chainId: 84532,
@@ -204,9 +244,11 @@ async function main(): Promise<void> {
       deadlineMs: DEADLINE_MS,
     });
     const evmChains = { 'base-sepolia': chain, 'optimism-sepolia': crosschain.dest, base: topup.chain };
+    // Every signer of the run: the role key and every worker's lanes.
+    const signers = [...new Set([relayerAddress, ...lanes])];
     const relayerNonceAtStart = new Map<string, number>();
     for (const [name, c] of Object.entries(evmChains))
-      relayerNonceAtStart.set(name, await c.getTransactionCount({ address: relayerAddress, blockTag: 'latest' }));
+      for (const a of signers) relayerNonceAtStart.set(`${name}:${a}`, await c.getTransactionCount({ address: a, blockTag: 'latest' }));
     // Withdrawals are for operators: the organization's owner is one.
     const owner = privateKeyToAccount(generatePrivateKey());
     const { code } = await bundleWorkflowCode({ ...workflowBundleOptions(), logger: new DefaultLogger('WARN') });
@@ -242,19 +284,26 @@ async function main(): Promise<void> {
     const svcEnv = { ...env, ...dbEnv(tdb.config), SESSION_SECRET: tdb.config.SESSION_SECRET! };
     let api = await spawnApi({ ...svcEnv, LOG_LEVEL: 'warn' }, opts.logs);
     const port = Number(new URL(api.baseUrl).port);
-    let worker: ManagedProcess = await startWorker(svcEnv, { onLine: opts.logs ? log('worker') : undefined });
+    /** The worker processes; `retired` is the one killed for good (--cluster). */
+    const workers: { name: string; env: Record<string, string>; proc: ManagedProcess; retired: boolean }[] = [];
+    for (const w of workerPlans) {
+      const env = { ...svcEnv, ...w.env };
+      workers.push({ name: w.name, env, proc: await startWorker(env, { onLine: opts.logs ? log(w.name) : undefined }), retired: false });
+    }
+    const live = () => workers.filter((w) => !w.retired);
     await topup.start(svcEnv);
     const events: string[] = [];
     let started = Date.now();
     const stamp = () => `${((Date.now() - started) / 1000).toFixed(1)}s`;
     // A (re)start can fail while Temporal, the chain or the provider is down: try again, and say so.
-    const restartWorker = async () => {
+    const restartWorker = async (w: (typeof workers)[number]) => {
       for (let attempt = 1; ; attempt++) {
         try {
-          return await startWorker(svcEnv, { onLine: opts.logs ? log('worker') : undefined });
+          w.proc = await startWorker(w.env, { onLine: opts.logs ? log(w.name) : undefined });
+          return;
         } catch (err) {
           if (attempt >= 5) throw err;
-          events.push(`${stamp()} worker start failed (attempt ${attempt}): ${String(err).split('\n')[0]}`);
+          events.push(`${stamp()} ${w.name} start failed (attempt ${attempt}): ${String(err).split('\n')[0]}`);
           await sleep(1000 * attempt);
         }
       }
@@ -271,7 +320,7 @@ async function main(): Promise<void> {
       }
     };
     cleanups.push(
-      async () => stopTree(worker),
+      async () => Promise.all(workers.map((w) => stopTree(w.proc))),
       async () => stopTree(api.proc),
     );
 
@@ -340,7 +389,12 @@ async function main(): Promise<void> {
     let done = false;
     let next = 0;
     started = Date.now();
-    const temporalAt = temporalDb ? 0.2 + faultRandom() * 0.3 : undefined;
+    // The dev server restarts once; the cluster's server twice (a first and a second half of the run).
+    const temporalAts = temporalDb ? [0.2 + faultRandom() * 0.3] : cluster ? [0.1 + faultRandom() * 0.25, 0.55 + faultRandom() * 0.25] : [];
+    /** --cluster: worker-2 is killed for good once half the jobs were sent. */
+    const retireAt = opts.cluster ? 0.5 : undefined;
+    /** The payments sent and not yet answered when worker-2 was killed for good. */
+    let inFlightAtRetire: Payment[] = [];
     const dbAt = opts.faults.has('db') && opts.db === 'postgres' ? 0.3 + faultRandom() * 0.4 : undefined;
     const reorgAt = opts.faults.has('reorg') ? 0.3 + faultRandom() * 0.4 : undefined;
     // A block a second besides the transactions' own: receipts get their confirmations, withdrawals their delay.
@@ -365,13 +419,15 @@ async function main(): Promise<void> {
      * API that lived through it must settle payments first sent after it (proof they reconnected).
      */
     const survivors = async (what: string, since: number) => {
-      const [w, a] = [worker, api.proc];
+      const procs = [...live().map((w) => w.proc), api.proc];
       const until = since + SURVIVOR_WINDOW_MS;
       const fresh = () => payments.filter((p) => (p.sentAt ?? 0) >= since && p.outcome?.settled && (p.answeredAt ?? 0) <= until).length;
-      while (Date.now() < until && !done && !w.hasExited && !a.hasExited && fresh() < 3) await sleep(250);
+      while (Date.now() < until && !done && !procs.some((p) => p.hasExited) && fresh() < 3) await sleep(250);
       const n = fresh();
-      const who = `the worker (pid ${w.child.pid}) and the API (pid ${a.child.pid}) that lived through it`;
-      const exits = [w, a].filter((p) => p.hasExited);
+      const who = `${live()
+        .map((w) => `${w.name === 'worker' ? 'the worker' : w.name} (pid ${w.proc.child.pid})`)
+        .join(', ')} and the API (pid ${api.proc.child.pid}) that lived through it`;
+      const exits = procs.filter((p) => p.hasExited);
       for (const p of exits) {
         checks.push(`${what}: the ${p.name} (pid ${p.child.pid}) exited by itself (${describeExit(await p.exited)}); its last lines:`);
         checks.push(
@@ -389,11 +445,12 @@ async function main(): Promise<void> {
     };
     /** A worker or API that ended without being killed is reported and started again. */
     const reviveCrashed = async () => {
-      if (worker.hasExited) {
+      for (const w of live()) {
+        if (!w.proc.hasExited) continue;
         events.push(
-          `${stamp()} the worker exited by itself (${describeExit(await worker.exited)}): ${worker.recentOutput().split('\n').pop()}`,
+          `${stamp()} ${w.name} exited by itself (${describeExit(await w.proc.exited)}): ${w.proc.recentOutput().split('\n').pop()}`,
         );
-        worker = await restartWorker();
+        await restartWorker(w);
       }
       if (api.proc.hasExited) {
         events.push(
@@ -404,12 +461,23 @@ async function main(): Promise<void> {
     };
     const restartTemporalNow = async (note = '') => {
       events.push(`${stamp()} SIGKILL temporal${note}`);
-      temporal = await restartTemporal(temporal, { dbFile: temporalDb!, downMs: 1000 + faultRandom() * 2000, log: log('temporal') });
+      const downMs = 1000 + faultRandom() * 2000;
+      if (cluster) {
+        await cluster.restart({ kill: true, downMs });
+        events.push(`${stamp()} temporal server back on its PostgreSQL databases`);
+        return;
+      }
+      temporal = await restartTemporal(temporal, { dbFile: temporalDb!, downMs, log: log('temporal') });
       events.push(`${stamp()} temporal back on its database file`);
     };
     const dropConnectionsNow = async (note = '') => {
       const n = await dropDatabaseConnections(tdb.config.DATABASE_URL!);
       events.push(`${stamp()} dropped ${n} database connections${note}`);
+      if (cluster) {
+        const dropped = [];
+        for (const db of temporalDatabases(clusterDb)) dropped.push(`${await dropDatabaseConnections(clusterDatabaseUrl(db))} of ${db}`);
+        events.push(`${stamp()} dropped Temporal's database connections: ${dropped.join(', ')}${note}`);
+      }
     };
     /** What each reorg took out of its chain: base-sepolia (settlements, chats, media, withdrawals), then base (top-ups). */
     const reorgedOut: { name: string; chain: PublicClient; hashes: Hex[] }[] = [];
@@ -429,9 +497,31 @@ async function main(): Promise<void> {
         reorging = false;
       }
     };
+    /** --cluster: worker-2 SIGKILLed and never started again; worker-1 must finish what its lanes had in flight. */
+    const retireWorkerNow = async (note = '') => {
+      const w = workers[workers.length - 1];
+      // At a moment when one of its lanes has recorded the transaction of a settlement not yet answered
+      // (so the other worker must finish it), if one comes within 15 s.
+      const mine = new Set(workerPlans.at(-1)!.lanes.map((k) => privateKeyToAccount(k).address.toLowerCase()));
+      const laneInFlight = async () => {
+        const ids = payments
+          .filter((p) => (p.kind === 'eip3009' || p.kind === 'permit2') && p.sentAt && !p.outcome && p.workflowId)
+          .map((p) => relayerTxId(p.workflowId!, 'settle'));
+        if (!ids.length) return false;
+        const rows = await tdb.db.em.fork().find(RelayerTransaction, { id: { $in: ids } }, { fields: ['signer'] });
+        return rows.some((r) => mine.has(r.signer.toLowerCase()));
+      };
+      for (const until = Date.now() + 15_000; !done && Date.now() < until && !(await laneInFlight().catch(() => false));) await sleep(100);
+      inFlightAtRetire = payments.filter((p) => p.sentAt !== undefined && !p.outcome);
+      w.retired = true;
+      events.push(`${stamp()} SIGKILL ${w.name} for good (${inFlightAtRetire.length} payments in flight)${note}`);
+      w.proc.child.kill('SIGKILL');
+      await w.proc.exited;
+    };
     const monkey = (async () => {
       let chainRestarted = false;
-      let temporalRestarted = false;
+      let temporalRestarts = 0;
+      let retired = false;
       let connectionsDropped = false;
       let reorged = false;
       while (!done) {
@@ -444,10 +534,17 @@ async function main(): Promise<void> {
           await reorgNow();
           continue;
         }
-        if (temporalAt !== undefined && !temporalRestarted && sent >= temporalAt) {
-          temporalRestarted = true;
-          await restartTemporalNow();
-          await survivors('temporal restart', Date.now());
+        if (temporalRestarts < temporalAts.length && sent >= temporalAts[temporalRestarts]) {
+          temporalRestarts++;
+          await restartTemporalNow(temporalAts.length > 1 ? ` (${temporalRestarts} of ${temporalAts.length})` : '');
+          await survivors(`temporal restart${temporalAts.length > 1 ? ` ${temporalRestarts}` : ''}`, Date.now());
+          continue;
+        }
+        if (retireAt !== undefined && !retired && sent >= retireAt) {
+          retired = true;
+          const since = Date.now();
+          await retireWorkerNow();
+          await survivors(`${workers[workers.length - 1].name} killed for good`, since);
           continue;
         }
         if (dbAt !== undefined && !connectionsDropped && sent >= dbAt) {
@@ -466,11 +563,13 @@ async function main(): Promise<void> {
           anvil = await startAnvil({ chainId: 84532, port: anvil.port, stateFile, stateIntervalSec: 1, log: log('anvil') });
           events.push(`${stamp()} anvil back at block ${await chain.getBlockNumber({ cacheTime: 0 })}`);
         } else if (roll < 0.6) {
-          events.push(`${stamp()} SIGKILL worker`);
-          worker.child.kill('SIGKILL');
-          await worker.exited;
+          // One worker of the dev run; on the cluster one of the live ones (the draw is the dev run's own when there is one).
+          const w = live().length > 1 ? live()[Math.floor(random() * live().length)] : live()[0];
+          events.push(`${stamp()} SIGKILL ${w.name}`);
+          w.proc.child.kill('SIGKILL');
+          await w.proc.exited;
           await sleep(random() * 1500);
-          worker = await restartWorker();
+          await restartWorker(w);
         } else if (roll < 0.8) {
           events.push(`${stamp()} SIGKILL api`);
           api.proc.child.kill('SIGKILL');
@@ -488,7 +587,11 @@ async function main(): Promise<void> {
         await anvil.stop();
         anvil = await startAnvil({ chainId: 84532, port: anvil.port, stateFile, stateIntervalSec: 1, log: log('anvil') });
       }
-      if (temporalAt !== undefined && !temporalRestarted) await restartTemporalNow(' (end of run)');
+      while (temporalRestarts < temporalAts.length) {
+        temporalRestarts++;
+        await restartTemporalNow(` (end of run${temporalAts.length > 1 ? `, ${temporalRestarts} of ${temporalAts.length}` : ''})`);
+      }
+      if (retireAt !== undefined && !retired) await retireWorkerNow(' (end of run)');
       if (dbAt !== undefined && !connectionsDropped) await dropConnectionsNow(' (end of run)');
       if (reorgAt !== undefined && !reorged) await reorgNow(' (end of run)');
       await reviveCrashed();
@@ -647,15 +750,19 @@ async function main(): Promise<void> {
     // The relayer account on chain against its write-ahead records: no transaction nobody recorded, no
     // record carried out twice.
     const relayerAudits: [string, RelayerAudit][] = [];
-    for (const [name, c] of Object.entries(evmChains)) {
-      const audit = await auditRelayer(c, tdb.db, relayerAddress, relayerNonceAtStart.get(name)!);
-      relayerAudits.push([name, audit]);
-      doubled += audit.twice.length + audit.unrecorded;
-      for (const t of audit.twice)
-        problems.push(`relayer record ${t.id}: ${t.hashes.length} successful transactions ${t.hashes.join(' ')}`);
-      if (audit.unrecorded) problems.push(`relayer on ${name}: ${audit.unrecorded} mined transaction(s) that no record names`);
-      for (const t of audit.duplicateReverted)
-        problems.push(`relayer record ${t.id}: mined ${t.hashes.length} times, the others reverted: ${t.hashes.join(' ')}`);
+    for (const [chainName, c] of Object.entries(evmChains)) {
+      for (const a of signers) {
+        const audit = await auditRelayer(c, tdb.db, a, relayerNonceAtStart.get(`${chainName}:${a}`)!);
+        const name = signers.length > 1 ? `${chainName} (${a})` : chainName;
+        if (signers.length > 1 && audit.mined === 0 && audit.records === 0) continue;
+        relayerAudits.push([name, audit]);
+        doubled += audit.twice.length + audit.unrecorded;
+        for (const t of audit.twice)
+          problems.push(`relayer record ${t.id}: ${t.hashes.length} successful transactions ${t.hashes.join(' ')}`);
+        if (audit.unrecorded) problems.push(`relayer on ${name}: ${audit.unrecorded} mined transaction(s) that no record names`);
+        for (const t of audit.duplicateReverted)
+          problems.push(`relayer record ${t.id}: mined ${t.hashes.length} times, the others reverted: ${t.hashes.join(' ')}`);
+      }
     }
     problems.push(...cross.problems);
 
@@ -734,9 +841,11 @@ async function main(): Promise<void> {
         `relayer on ${name}: ${a.mined} transactions (${a.reverted} reverted) for ${a.records} records; ` +
           `unrecorded ${a.unrecorded}, records carried out twice ${a.twice.length}, with a reverted duplicate ${a.duplicateReverted.length}`,
       );
+    if (inFlightAtRetire.length) say(await takeover(tdb.db, inFlightAtRetire, verdicts, workers[workers.length - 1]!.name, workerPlans));
     for (const p of problems.slice(0, 40)) say(`  ${p}`);
     if (problems.length > 40) say(`  ... and ${problems.length - 40} more`);
     say(`lost=${lost} doubled=${doubled} stuck_unflagged=${stuckUnflaggedAll}`);
+    say(`run took ${((Date.now() - runStarted) / 1000).toFixed(0)} s; loadavg ${loadavg()}`);
     const ok = lost === 0 && doubled === 0 && stuckUnflaggedAll === 0 && ledgerOk && othersOk && unknownIds === 0;
     process.exitCode = ok ? 0 : 1;
   } finally {
@@ -744,12 +853,50 @@ async function main(): Promise<void> {
   }
 }
 
+const loadavg = () =>
+  os
+    .loadavg()
+    .map((l) => l.toFixed(2))
+    .join(' ');
+
 const usdcOf = (chain: PublicClient, usdc: Address, who: Address) =>
   chain.readContract({ address: usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] }) as Promise<bigint>;
 
 async function splBalance(conn: SolanaConnection, owner: PublicKey): Promise<bigint> {
   const ata = getAssociatedTokenAddressSync(SOLANA_USDC, owner, true);
   return BigInt((await conn.getTokenAccountBalance(ata)).value.amount);
+}
+
+/**
+ * What became of the payments in flight when a worker was killed for good: for each, the key its
+ * settlement transaction was recorded with (the retired worker's lanes, the survivor's, or none yet)
+ * and its verdict. The survivor re-sends the retired lanes' recorded bytes (any process can) but never
+ * re-signs them (`Relayer.repair`: only the recording key may), so a retired lane's transaction that
+ * needed a replacement or a new nonce would stay unmined and be flagged stuck.
+ */
+async function takeover(
+  db: Awaited<ReturnType<typeof openTestDatabase>>['db'],
+  inFlight: Payment[],
+  verdicts: Map<Payment, string>,
+  retired: string,
+  plans: { name: string; lanes: Hex[] }[],
+): Promise<string> {
+  const laneOwner = new Map(plans.flatMap((w) => w.lanes.map((k) => [privateKeyToAccount(k).address.toLowerCase(), w.name] as const)));
+  // The lanes sign the same-chain settlements (Solana has its own fee payer, a cross-chain burn the role key).
+  inFlight = inFlight.filter((p) => p.kind === 'eip3009' || p.kind === 'permit2');
+  const ids = inFlight.filter((p) => p.workflowId).map((p) => relayerTxId(p.workflowId!, 'settle'));
+  const rows = await db.em.fork().find(RelayerTransaction, { id: { $in: ids } });
+  const byId = new Map(rows.map((r) => [r.id, r]));
+  const tally = new Map<string, number>();
+  for (const p of inFlight) {
+    const row = p.workflowId ? byId.get(relayerTxId(p.workflowId, 'settle')) : undefined;
+    const owner = row ? (laneOwner.get(row.signer.toLowerCase()) ?? row.signer) : 'no settle record';
+    const key = `${owner === retired ? `${retired}'s lane` : owner}: ${verdicts.get(p) ?? '?'}`;
+    tally.set(key, (tally.get(key) ?? 0) + 1);
+  }
+  const parts = [...tally].sort().map(([k, n]) => `${k} ${n}`);
+  if (!parts.length) return `same-chain settlements in flight when ${retired} was killed for good: none`;
+  return `same-chain settlements in flight when ${retired} was killed for good: ${inFlight.length} (by the key their transaction was recorded with: ${parts.join('; ')})`;
 }
 
 main().catch((err) => {

@@ -6,6 +6,8 @@ export type Mode = 'api' | 'duplicate' | 'orchestration' | 'workflow' | 'floor';
 
 export interface PhaseResult {
   mode: Mode;
+  /** The row's name in the tables when the mode's own would not tell two rows apart (--cluster: 1 or 2 workers). */
+  label?: string;
   concurrency: number;
   n: number;
   wallMs: number;

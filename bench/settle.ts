@@ -10,6 +10,11 @@
  *   npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000]
  *                           [--block-time S] [--rounds R] [--logs] [--trace] [--dynamic-config KEY=JSON ...]
  *
+ * `--cluster`: on the topology of `npm run cluster` (devnet/cluster-plan.ts: the Temporal server on
+ * PostgreSQL with its history shards, our database on PostgreSQL), the api row at the high concurrency
+ * with one worker and with two (each with its own --lanes keys, default 2), their ratios, and CPU per
+ * settlement of every process.
+ *
  * Every settlement is checked on chain (events and balance deltas); failures = N - confirmed.
  * See bench/README.md.
  */
@@ -23,6 +28,8 @@ import { bundleWorkflowCode, DefaultLogger } from '@temporalio/worker';
 import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount, type LocalAccount } from 'viem/accounts';
 import { startTemporalDevServer, type DevServer } from '../temporal/dev-server';
+import { clusterHistoryShards, clusterWorkers, freeClusterPort, startClusterTemporal, type ClusterWorker } from '../devnet/cluster-plan';
+import { dropClusterDatabases } from '../test/support/cluster';
 import { rpc, startAnvil, type Anvil } from '../devnet/anvil';
 import { deployDevnet } from '../devnet/deploy';
 import { prefixedStderr, repoRoot, spawnManaged, type ManagedProcess } from '../devnet/process';
@@ -64,6 +71,8 @@ interface Options {
   rounds: number;
   /** --warmup W: W payments through every row's path on the second chain before the rows, not counted. */
   warmup: number;
+  /** --cluster: the Temporal server on PostgreSQL; one worker against two (see the file comment). */
+  cluster: boolean;
 }
 
 function parseArgs(argv: string[]): Options {
@@ -80,7 +89,9 @@ function parseArgs(argv: string[]): Options {
     runtime: 'dist',
     rounds: 1,
     warmup: 0,
+    cluster: false,
   };
+  let lanesGiven = false;
   for (let i = 0; i < argv.length; i++) {
     const [flag, inline] = argv[i].split('=', 2);
     const next = () => {
@@ -117,6 +128,11 @@ function parseArgs(argv: string[]): Options {
         break;
       case '--lanes':
         o.lanes = Number(next());
+        lanesGiven = true;
+        break;
+      case '--cluster':
+        o.cluster = true;
+        o.db = 'postgres';
         break;
       case '--block-time':
         o.blockTime = Number(next());
@@ -142,7 +158,7 @@ function parseArgs(argv: string[]): Options {
       case '-h':
       case '--help':
         console.log(
-          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--rounds R] [--warmup W] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...]',
+          'usage: npm run bench:settle -- [--n 200] [--db sqlite|postgres] [--concurrency 16] [--value 1000000] [--logs] [--trace] [--block-time S] [--lanes K] [--no-c1] [--rounds R] [--warmup W] [--runtime dist|tsx] [--dynamic-config KEY=JSON ...] [--cluster]',
         );
         process.exit(0);
       // falls through (never reached)
@@ -150,6 +166,8 @@ function parseArgs(argv: string[]): Options {
         throw new Error(`unknown argument ${argv[i]} (try --help)`);
     }
   }
+  if (o.cluster && !lanesGiven) o.lanes = 2;
+  if (o.cluster && o.db !== 'postgres') throw new Error('--cluster runs on PostgreSQL (--db postgres)');
   if (!Number.isInteger(o.n) || o.n < 1) throw new Error('--n must be a positive integer');
   if (!Number.isInteger(o.concurrency) || o.concurrency < 1) throw new Error('--concurrency must be a positive integer');
   if (!Number.isInteger(o.lanes) || o.lanes < 1) throw new Error('--lanes must be a positive integer');
@@ -176,6 +194,8 @@ interface Stack {
   floorBundlePath: string;
   /** The worker's relayer keys: test relayer #1 alone, or --lanes fresh keys. */
   laneKeys: Hex[];
+  /** --cluster: the two workers, each with --lanes fresh keys of its own and the role keys of test relayer #1. */
+  clusterWorkers?: ClusterWorker[];
   tmpDir: string;
 }
 
@@ -202,8 +222,14 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   // Compiled while the chains and Temporal start (about 40 s of one core).
   const compiled = opts.runtime === 'dist' ? compileService(join(tmpDir, 'dist')) : Promise.resolve();
   compiled.catch(() => undefined); // awaited below, once the stack is up
+  const clusterDb = `x402_bench_${randomBytes(4).toString('hex')}`;
+  if (opts.cluster) cleanups.push(() => dropClusterDatabases(clusterDb)); // after the server has stopped
   const started = await Promise.allSettled([
-    startTemporalDevServer({ uiPort: false, log: log('temporal'), dynamicConfig: opts.dynamicConfig }),
+    opts.cluster
+      ? freeClusterPort().then((port) =>
+          startClusterTemporal({ database: clusterDb, dir: join(tmpDir, 'temporal'), port, log: log('temporal') }),
+        )
+      : startTemporalDevServer({ uiPort: false, log: log('temporal'), dynamicConfig: opts.dynamicConfig }),
     startAnvil({ chainId: 84532, log: log('anvil:84532') }),
     startAnvil({ chainId: 11155420, log: log('anvil:11155420') }),
   ]);
@@ -212,7 +238,9 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
   const [temporal, base, optimism] = started.map((s) => (s as PromiseFulfilledResult<unknown>).value) as [DevServer, Anvil, Anvil];
 
   const buyers = TEST_ACCOUNTS.buyers.map((a) => ({ address: a.address, amount: 1_000_000_000_000n }));
-  const laneKeys = opts.lanes > 1 ? Array.from({ length: opts.lanes }, () => generatePrivateKey()) : [TEST_ACCOUNTS.relayerKeys[0] as Hex];
+  const fresh = () => Array.from({ length: opts.lanes }, () => generatePrivateKey());
+  const workers = opts.cluster ? clusterWorkers(TEST_ACCOUNTS.relayerKeys[0] as Hex, [fresh(), fresh()]) : undefined;
+  const laneKeys = workers ? workers.flatMap((w) => w.lanes) : opts.lanes > 1 ? fresh() : [TEST_ACCOUNTS.relayerKeys[0] as Hex];
   const relayers = [...TEST_ACCOUNTS.relayers.map((a) => a.address), ...laneKeys.map((k) => privateKeyToAccount(k).address)];
   const [deployed, deployedOptimism] = await Promise.all([
     deployDevnet({ rpcUrl: base.rpcUrl, chainId: base.chainId, relayers, buyers }),
@@ -241,6 +269,7 @@ async function startStack(opts: Options, cleanups: (() => Promise<unknown>)[]): 
     workflowBundlePath,
     floorBundlePath,
     laneKeys,
+    clusterWorkers: workers,
     tmpDir,
   };
 }
@@ -255,6 +284,8 @@ interface Service {
   api: { baseUrl: string; proc: ManagedProcess };
   temporal: Client;
   worker: ManagedProcess;
+  /** --cluster: the second worker, stopped for the one-worker rows and started again for the two-worker rows. */
+  worker2?: { proc(): ManagedProcess | undefined; start(): Promise<void>; stop(): Promise<void> };
   floorWorker: ManagedProcess;
   floorTaskQueue: string;
   apiKey: string;
@@ -271,7 +302,7 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
     TEMPORAL_ADDRESS: stack.temporal.address,
     TEMPORAL_TASK_QUEUE: `bench-settle-${opts.db}-${randomBytes(4).toString('hex')}`,
     RELAYER_PRIVATE_KEY: relayerKey,
-    ...(opts.lanes > 1 ? { RELAYER_PRIVATE_KEYS: stack.laneKeys.join(',') } : {}),
+    ...(opts.lanes > 1 && !stack.clusterWorkers ? { RELAYER_PRIVATE_KEYS: stack.laneKeys.join(',') } : {}),
     RPC_URLS_BASE_SEPOLIA: stack.base.rpcUrl,
     RPC_URLS_OPTIMISM_SEPOLIA: stack.optimism.rpcUrl,
     WORKFLOW_BUNDLE_PATH: stack.workflowBundlePath,
@@ -285,8 +316,21 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
   // --logs: the API's warnings and errors (a 500's cause) on stderr.
   const api = await spawnApi({ ...env, ...dbEnv(tdb.config), LOG_LEVEL: 'warn' }, opts.logs);
   cleanups.push(() => stopTree(api.proc));
-  const worker = await startWorker({ ...env, ...dbEnv(tdb.config) });
+  const [first, second] = stack.clusterWorkers ?? [];
+  const worker = await startWorker({ ...env, ...dbEnv(tdb.config), ...first?.env });
   cleanups.push(() => stopTree(worker));
+  let worker2: ManagedProcess | undefined;
+  if (second) cleanups.push(async () => worker2 && stopTree(worker2));
+  const secondWorker = second && {
+    proc: () => worker2,
+    start: async () => {
+      worker2 ??= await startWorker({ ...env, ...dbEnv(tdb.config), ...second.env });
+    },
+    stop: async () => {
+      if (worker2) await stopTree(worker2);
+      worker2 = undefined;
+    },
+  };
   const floorTaskQueue = `${env.TEMPORAL_TASK_QUEUE}-floor`;
   const floorWorker = await spawnFloorWorker(
     {
@@ -309,6 +353,7 @@ async function startService(stack: Stack, opts: Options, cleanups: (() => Promis
     api,
     temporal,
     worker,
+    worker2: secondWorker,
     floorWorker,
     floorTaskQueue,
     apiKey: key.body.api_key,
@@ -523,12 +568,49 @@ async function settleLateApiRows(client: Client, results: PhaseResult[], timeout
   }
 }
 
-/** How many settle transactions each worker relayer key recorded (with --lanes). */
-async function laneUse(svc: Service, chainId: number): Promise<string> {
+/** How many settle transactions each worker relayer key recorded (with --lanes; --cluster: by worker too). */
+async function laneUse(svc: Service, chainId: number, workers?: ClusterWorker[]): Promise<string> {
   const rows = await svc.tdb.db.em.fork().find(RelayerTransaction, { chainId, id: { $like: 'settle:%' } }, { fields: ['signer'] });
+  const owner = new Map(workers?.flatMap((w) => w.lanes.map((k) => [privateKeyToAccount(k).address.toLowerCase(), w.name] as const)));
   const by = new Map<string, number>();
-  for (const r of rows) by.set(r.signer, (by.get(r.signer) ?? 0) + 1);
-  return [...by].map(([signer, count]) => `${signer.slice(0, 10)}… ${count}`).join(', ');
+  for (const r of rows) {
+    const key = owner.has(r.signer) ? `${owner.get(r.signer)} ${r.signer.slice(0, 10)}…` : `${r.signer.slice(0, 10)}…`;
+    by.set(key, (by.get(key) ?? 0) + 1);
+  }
+  return [...by]
+    .sort()
+    .map(([signer, count]) => `${signer} ${count}`)
+    .join(', ');
+}
+
+/**
+ * --cluster: the two-worker api row against the one-worker row (throughput, latency, and each
+ * process's CPU per settlement) as ratios, and the load average the figures were taken under.
+ */
+function printClusterRatios(results: PhaseResult[]): void {
+  const one = results.find((r) => r.label === 'api, 1 worker');
+  const two = results.find((r) => r.label === 'api, 2 workers');
+  if (!one || !two) return;
+  const stats = (r: PhaseResult) => {
+    const sorted = [...r.latencies].sort((a, b) => a - b);
+    return { tput: r.confirmed / (r.wallMs / 1000), p50: percentile(sorted, 50), p95: percentile(sorted, 95) };
+  };
+  const [a, b] = [stats(one), stats(two)];
+  const cpu = (r: PhaseResult, k: string) => (r.cpu?.[k] ?? 0) / r.n;
+  const workers = (r: PhaseResult) => cpu(r, 'worker-1') + cpu(r, 'worker-2');
+  const all = (r: PhaseResult) => Object.keys(r.cpu ?? {}).reduce((t, k) => t + cpu(r, k), 0);
+  console.log(
+    `\n2 workers ÷ 1 worker (api c=${two.concurrency}, ${clusterHistoryShards()} history shards): ` +
+      `settle/s ×${(b.tput / a.tput).toFixed(2)} (${a.tput.toFixed(1)} → ${b.tput.toFixed(1)}), ` +
+      `p50 ×${(b.p50 / a.p50).toFixed(2)}, p95 ×${(b.p95 / a.p95).toFixed(2)}; CPU ms per settlement: ` +
+      `workers ${workers(one).toFixed(1)} → ${workers(two).toFixed(1)} (worker-1 ${cpu(two, 'worker-1').toFixed(1)} + worker-2 ${cpu(two, 'worker-2').toFixed(1)}), ` +
+      `temporal ${cpu(one, 'temporal').toFixed(1)} → ${cpu(two, 'temporal').toFixed(1)}, ` +
+      `postgres ${cpu(one, 'postgres').toFixed(1)} → ${cpu(two, 'postgres').toFixed(1)}, all ${all(one).toFixed(1)} → ${all(two).toFixed(1)}; ` +
+      `loadavg ${os
+        .loadavg()
+        .map((l) => l.toFixed(2))
+        .join(' ')}`,
+  );
 }
 
 /** 1, 2, 3, 7 -> "1–3, 7" */
@@ -698,7 +780,7 @@ function printTable(results: PhaseResult[]): void {
     const f = floor && stats(floor);
     const o = orch && stats(orch);
     rows.push([
-      MODE_LABEL[r.mode],
+      r.label ?? MODE_LABEL[r.mode],
       String(r.concurrency),
       String(r.n),
       s.tput.toFixed(1),
@@ -730,16 +812,19 @@ const LOAD_GENERATOR = 'load gen';
 function printCpu(results: PhaseResult[], groups: string[]): void {
   console.log('\nCPU ms per settlement (user + system, from /proc, during the row; ÷ N)');
   const cores = coreCount();
-  const rows: string[][] = [['mode', 'conc', ...groups, 'api+worker', 'all', `${cores} cores allow /s`]];
+  const workers = groups.filter((g) => g === 'worker' || g.startsWith('worker-'));
+  const rows: string[][] = [
+    ['mode', 'conc', ...groups, workers.length > 1 ? 'api+workers' : 'api+worker', 'all', `${cores} cores allow /s`],
+  ];
   for (const r of results) {
     if (!r.cpu) continue;
     const per = (k: string) => (r.cpu![k] ?? 0) / r.n;
     const all = groups.reduce((t, g) => t + per(g), 0);
     rows.push([
-      MODE_LABEL[r.mode],
+      r.label ?? MODE_LABEL[r.mode],
       String(r.concurrency),
       ...groups.map((g) => per(g).toFixed(1)),
-      (per('api') + per('worker')).toFixed(1),
+      (per('api') + workers.reduce((t, g) => t + per(g), 0)).toFixed(1),
       all.toFixed(1),
       all > 0 ? ((cores * 1000) / all).toFixed(0) : '-',
     ]);
@@ -761,10 +846,14 @@ function printHeader(opts: Options): void {
         .join(' ')}`,
   );
   console.log(
-    `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency 1 and ${opts.concurrency}, value=${opts.value} base units, ` +
+    `settings: N=${opts.n} per row${opts.rounds > 1 ? ` in ${opts.rounds} rounds of ${opts.n / opts.rounds}, the rows taking turns` : ''}, db=${opts.db}, concurrency ${opts.cluster ? '' : '1 and '}${opts.concurrency}, value=${opts.value} base units, ` +
       `${TEST_ACCOUNTS.buyers.length} buyers, ${opts.lanes} relayer lane(s), anvil ${opts.blockTime ? `interval mining, a block every ${opts.blockTime} s` : 'automine'}, ` +
       `service ${opts.runtime === 'dist' ? 'compiled (node dist/…)' : 'through tsx'}` +
-      (opts.warmup ? `, warm-up ${opts.warmup} per path on optimism-sepolia` : ''),
+      (opts.warmup && !opts.cluster ? `, warm-up ${opts.warmup} per path on optimism-sepolia` : '') +
+      (opts.cluster
+        ? `; cluster: Temporal server on PostgreSQL, ${clusterHistoryShards()} history shards, 1 then 2 workers with ${opts.lanes} lanes each, ` +
+          `${opts.warmup || 2 * opts.concurrency} payments on optimism-sepolia before each row (warm-up)`
+        : ''),
   );
 }
 
@@ -804,9 +893,13 @@ async function main(): Promise<void> {
         `worker relayer ${svc.relayer}, floor relayer ${TEST_ACCOUNTS.relayers[1].address}, ready in ${((performance.now() - t0) / 1000).toFixed(1)} s`,
     );
     // Every process this run started (and their children), checked after cleanup.
+    // --cluster: worker-1 and worker-2 (whose pid changes as it is stopped and started between rows).
+    const workerGroups: Record<string, number[]> = svc.worker2
+      ? { 'worker-1': [svc.worker.child.pid!], 'worker-2': [] }
+      : { worker: [svc.worker.child.pid!] };
     const groups: Record<string, number[]> = {
       api: [svc.api.proc.child.pid!],
-      worker: [svc.worker.child.pid!],
+      ...workerGroups,
       'floor worker': [svc.floorWorker.child.pid!],
       temporal: [stack.temporal.pid],
       anvil: [stack.base.pid, stack.optimism.pid],
@@ -821,7 +914,7 @@ async function main(): Promise<void> {
     const floorRelayer = privateKeyToAccount(TEST_ACCOUNTS.relayerKeys[1]);
 
     const c = opts.concurrency;
-    if (opts.warmup) await warmUp(stack, svc, opts, floorRelayer);
+    if (opts.warmup && !opts.cluster) await warmUp(stack, svc, opts, floorRelayer);
     const n = opts.n / opts.rounds; // per round
     let apiFirst: (PhaseResult & ApiExtras) | undefined; // this round's first api row: its payments are repeated
     const api = async (conc: number) => {
@@ -833,27 +926,53 @@ async function main(): Promise<void> {
     const orch = (conc: number) => () => benchOrchestrationFloor(target, svc.temporal, svc.floorTaskQueue, n, conc);
     const floor = (conc: number) => () => benchFloor(target, floorRelayer, n, conc);
     const bare = (conc: number) => () => benchBareWorkflow(svc.temporal, svc.floorTaskQueue, n, conc);
-    const phases = (
-      [
-        ['api c=1', 1, () => api(1)],
-        ...(opts.c1 ? [] : ([[`api c=${c}`, c, () => api(c)]] as const)),
-        ['api repeats c=1', 0, () => benchDuplicates(svc, apiFirst!)],
-        ...(opts.c1 ? ([[`api c=${c}`, c, () => api(c)]] as const) : []),
-        ['orchestration floor c=1', 1, orch(1)],
-        [`orchestration floor c=${c}`, c, orch(c)],
-        ['bare workflow c=1', 1, bare(1)],
-        [`bare workflow c=${c}`, c, bare(c)],
-        ['floor c=1', 1, floor(1)],
-        [`floor c=${c}`, c, floor(c)],
-      ] as const
-    ).filter(([, conc]) => opts.c1 || conc !== 1);
+    // --cluster: the api row with worker-2 stopped, then started again; before each, --warmup payments
+    // (default 2 × C) on optimism-sepolia warm the workers of the row (a fresh worker-2 compiles its code
+    // as it goes), untimed and outside the CPU reading.
+    const clusterWarmup = opts.warmup || 2 * c;
+    const withWorkers = async (count: 1 | 2) => {
+      if (count === 1) {
+        await svc.worker2!.stop();
+        groups['worker-2'] = [];
+      } else {
+        await svc.worker2!.start();
+        const pid = svc.worker2!.proc()!.child.pid!;
+        groups['worker-2'] = [pid];
+        children.push(...processTree(pid));
+      }
+      await benchApi(chainTarget(stack, 'optimism-sepolia', opts.value), svc, { ...opts, n: clusterWarmup }, c);
+    };
+    const labelled = (label: string, run: () => Promise<PhaseResult>) => async () => Object.assign(await run(), { label });
+    type Phase = readonly [string, number, () => Promise<PhaseResult>, (() => Promise<void>)?];
+    const clusterPhases: Phase[] = [
+      [`api c=${c}, 1 worker`, c, labelled('api, 1 worker', () => api(c)), () => withWorkers(1)],
+      [`api c=${c}, 2 workers`, c, labelled('api, 2 workers', () => api(c)), () => withWorkers(2)],
+      [`floor c=${c}`, c, floor(c)],
+    ];
+    const phases: Phase[] = opts.cluster
+      ? clusterPhases
+      : (
+          [
+            ['api c=1', 1, () => api(1)],
+            ...(opts.c1 ? [] : ([[`api c=${c}`, c, () => api(c)]] as const)),
+            ['api repeats c=1', 0, () => benchDuplicates(svc, apiFirst!)],
+            ...(opts.c1 ? ([[`api c=${c}`, c, () => api(c)]] as const) : []),
+            ['orchestration floor c=1', 1, orch(1)],
+            [`orchestration floor c=${c}`, c, orch(c)],
+            ['bare workflow c=1', 1, bare(1)],
+            [`bare workflow c=${c}`, c, bare(c)],
+            ['floor c=1', 1, floor(1)],
+            [`floor c=${c}`, c, floor(c)],
+          ] as const
+        ).filter(([, conc]) => opts.c1 || conc !== 1);
     // With --rounds R every row runs R times, N/R each, the rows taking turns: a drift of the
     // machine's speed then touches every row alike instead of the rows that happened to run during it.
     const parts = new Map<string, PhaseResult[]>(phases.map(([name]) => [name, []]));
     for (let round = 1; round <= opts.rounds; round++) {
       apiFirst = undefined;
-      for (const [name, , run] of phases) {
+      for (const [name, , run, prepare] of phases) {
         const label = opts.rounds > 1 ? `${name} (round ${round}/${opts.rounds})` : name;
+        await prepare?.();
         process.stderr.write(`running ${label}...\n`);
         const before = cpuSnapshot(groups, LOAD_GENERATOR);
         const r = await run();
@@ -871,7 +990,8 @@ async function main(): Promise<void> {
     console.log('');
     printTable(results);
     for (const note of relayerNotes) console.log(`  relayer: ${note}`);
-    if (opts.lanes > 1) console.log(`  relayer lanes: ${await laneUse(svc, stack.base.chainId)}`);
+    if (opts.lanes > 1) console.log(`  relayer lanes: ${await laneUse(svc, stack.base.chainId, stack.clusterWorkers)}`);
+    if (opts.cluster) printClusterRatios(results);
     printCpu(results, [...Object.keys(groups), LOAD_GENERATOR]);
     const mib = (b: number) => `${(b / 2 ** 20).toFixed(0)} MiB`;
     console.log(`\nRSS at the end of the rows: api ${mib(rss.api)}, worker ${mib(rss.worker)}`);

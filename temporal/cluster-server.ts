@@ -40,12 +40,15 @@ export interface ClusterServerOptions {
 /** The running server; `DevServer`'s shape, so whatever starts one can start the other. */
 export type ClusterServer = DevServer & {
   historyShards: number;
-  /** Stops and starts the server process again on the same databases (chaos, restart tests). */
-  restart(): Promise<void>;
+  /**
+   * Stops and starts the server process again on the same databases (chaos, restart tests): with
+   * `kill`, SIGKILL (no shutdown at all) and `downMs` before the new start.
+   */
+  restart(o?: { kill?: boolean; downMs?: number }): Promise<void>;
 };
 
 /** Frontend, history, matching and worker gRPC ports and their membership ports, from the frontend's. */
-function ports(frontend: number) {
+export function clusterServerPorts(frontend: number) {
   return {
     frontend: { grpc: frontend, membership: frontend + 100, http: frontend + 10 },
     history: { grpc: frontend + 1, membership: frontend + 101 },
@@ -56,9 +59,14 @@ function ports(frontend: number) {
   };
 }
 
-/** The server's static config (Temporal's config/development-postgres12.yaml, with our ports, databases and shards). */
+/**
+ * The server's static config (Temporal's config/development-postgres12.yaml, with our ports, databases
+ * and shards). Each of its four services has its own pools: with that file's 20 + 10 connections the
+ * idle server held 57 of PostgreSQL's default 100 (max_connections), so a second cluster run or a
+ * test database beside it was refused ("too many clients"); 8 + 4 serve 4 shards on a small machine.
+ */
 function serverConfig(o: ClusterServerOptions, url: URL): string {
-  const p = ports(o.port);
+  const p = clusterServerPorts(o.port);
   const store = (database: string, maxConns: number) => `
       sql:
         pluginName: postgres12
@@ -70,7 +78,7 @@ function serverConfig(o: ClusterServerOptions, url: URL): string {
         maxConns: ${maxConns}
         maxIdleConns: ${maxConns}
         maxConnLifetime: 1h`;
-  const service = (name: keyof ReturnType<typeof ports>) => {
+  const service = (name: keyof ReturnType<typeof clusterServerPorts>) => {
     const s = p[name] as { grpc: number; membership: number; http?: number };
     return `  ${name}:
     rpc:
@@ -87,8 +95,8 @@ persistence:
   visibilityStore: visibility
   numHistoryShards: ${o.historyShards}
   datastores:
-    default:${store(o.databasePrefix, 20)}
-    visibility:${store(`${o.databasePrefix}_visibility`, 10)}
+    default:${store(o.databasePrefix, 8)}
+    visibility:${store(`${o.databasePrefix}_visibility`, 4)}
 global:
   membership:
     maxJoinDuration: 30s
@@ -225,8 +233,13 @@ export async function startTemporalClusterServer(opts: ClusterServerOptions): Pr
       return proc!.child.pid!;
     },
     stop,
-    restart: async () => {
-      await stop();
+    restart: async (o = {}) => {
+      if (o.kill && proc && !proc.hasExited) {
+        stopping = true;
+        proc.child.kill('SIGKILL');
+      }
+      await stop(); // after a SIGKILL: only waits for the exit
+      if (o.downMs) await new Promise((r) => setTimeout(r, o.downMs));
       await start();
     },
   };

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { clusterDatabaseUrl, temporalDatabases } from '../../devnet/cluster-plan';
 import { waitUntil } from '../../devnet/process';
 import { loadConfig } from '../../src/config';
 import { connectTemporal } from '../../src/temporal/client';
@@ -86,11 +87,10 @@ const { Client: PgClientCtor } = require('pg') as { Client: new (opts: { connect
 
 /** Drops the cluster's database and Temporal's two (the server must be stopped). */
 export async function dropClusterDatabases(database: string): Promise<void> {
-  const server = process.env.CLUSTER_POSTGRES_URL ?? 'postgresql://postgres@127.0.0.1:5432/';
-  const client = new PgClientCtor({ connectionString: new URL('postgres', server).toString() });
+  const client = new PgClientCtor({ connectionString: clusterDatabaseUrl('postgres') });
   await client.connect();
   try {
-    for (const name of [database, `${database}_temporal`, `${database}_temporal_visibility`]) {
+    for (const name of [database, ...temporalDatabases(database)]) {
       await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
     }
   } finally {
