@@ -1,4 +1,5 @@
 import {
+  ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
   condition,
@@ -12,6 +13,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
+import type { BridgeRefundActivities } from '../activities/bridge-refund';
 import { type CrossChainOutcome, type CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
@@ -19,7 +21,7 @@ import { x402States } from './x402-state';
 import { runBridgeLeg } from './bridge-transfer';
 import { reviewBridgeLeg, type Reviewed } from './bridge-review';
 import { operatorDesk } from './operator-desk';
-import { BRIDGE_OPERATOR_ACTIONS_PATCH, abandonBridgeLegUpdate, retryMintUpdate } from './operator-actions';
+import { BRIDGE_ABANDON_TREASURY_PATCH, BRIDGE_OPERATOR_ACTIONS_PATCH, abandonBridgeLegUpdate, retryMintUpdate } from './operator-actions';
 import type { StateOf } from '../src/temporal/states';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
@@ -35,6 +37,13 @@ const { awaitBridgeBurn } = proxyActivities<CrossChainActivities>({
   startToCloseTimeout: '2m',
   heartbeatTimeout: '5s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
+});
+
+// Owed once the leg is abandoned: retried until the message is delivered (no attestation yet, a call that would revert).
+const { deliverAbandonedLeg } = proxyActivities<BridgeRefundActivities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: ['TreasuryDeliveryNotOwed'] },
 });
 
 /** Answers once the source transaction is known (or the payment was refused): the settle response. */
@@ -138,6 +147,17 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   }
   const outcome = outcomeOf(reviewed);
   desk.answer(outcome);
+  // An abandoned leg whose payer was refunded: its message is delivered to the treasury, so the burned
+  // USDC does not stay in the bridge (retried until it can be; the operator's update answered above).
+  if (reviewed.refund && patched(BRIDGE_ABANDON_TREASURY_PATCH)) {
+    const treasury = await deliverAbandonedLeg(input).catch((err: unknown) => {
+      const cause = err instanceof ActivityFailure ? err.cause : undefined;
+      if (!(cause instanceof ApplicationFailure) || cause.type !== 'TreasuryDeliveryNotOwed') throw err;
+      return { treasury: '', delivered: false, error: cause.message }; // our records say the leg is not abandoned
+    });
+    await condition(allHandlersFinished);
+    return { ...outcome, treasury };
+  }
   await condition(allHandlersFinished);
   return outcome;
 }
