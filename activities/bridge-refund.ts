@@ -139,7 +139,8 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
       if (!s || !leg) throw notOwed('it has no bridge leg of its own');
       if (leg.state !== BRIDGE_ABANDONED) throw notOwed(`its bridge leg is ${leg.state}, not abandoned`);
       const treasury = deps.config.BRIDGE_TREASURY_ADDRESS ?? deps.revenueWallet;
-      if (!treasury) throw ApplicationFailure.retryable('neither BRIDGE_TREASURY_ADDRESS nor a revenue wallet is configured', 'TreasuryNotConfigured');
+      if (!treasury)
+        throw ApplicationFailure.retryable('neither BRIDGE_TREASURY_ADDRESS nor a revenue wallet is configured', 'TreasuryNotConfigured');
       const dst = bridgeOf(leg.destinationNetwork as EvmNetworkId);
       const relayer = deps.relayerFor(dst.id);
       const txId = relayerTxId(leg.id, 'treasury');

@@ -1,5 +1,4 @@
 import {
-  ActivityFailure,
   ApplicationFailure,
   allHandlersFinished,
   condition,
@@ -13,13 +12,12 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
-import type { BridgeRefundActivities } from '../activities/bridge-refund';
 import { type CrossChainOutcome, type CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
 import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { x402States } from './x402-state';
 import { runBridgeLeg } from './bridge-transfer';
-import { reviewBridgeLeg, type Reviewed } from './bridge-review';
+import { deliverToTreasury, reviewBridgeLeg, type Reviewed } from './bridge-review';
 import { operatorDesk } from './operator-desk';
 import { BRIDGE_ABANDON_TREASURY_PATCH, BRIDGE_OPERATOR_ACTIONS_PATCH, abandonBridgeLegUpdate, retryMintUpdate } from './operator-actions';
 import type { StateOf } from '../src/temporal/states';
@@ -37,13 +35,6 @@ const { awaitBridgeBurn } = proxyActivities<CrossChainActivities>({
   startToCloseTimeout: '2m',
   heartbeatTimeout: '5s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s' },
-});
-
-// Owed once the leg is abandoned: retried until the message is delivered (no attestation yet, a call that would revert).
-const { deliverAbandonedLeg } = proxyActivities<BridgeRefundActivities>({
-  startToCloseTimeout: '2m',
-  heartbeatTimeout: '10s',
-  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: ['TreasuryDeliveryNotOwed'] },
 });
 
 /** Answers once the source transaction is known (or the payment was refused): the settle response. */
@@ -150,11 +141,7 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   // An abandoned leg whose payer was refunded: its message is delivered to the treasury, so the burned
   // USDC does not stay in the bridge (retried until it can be; the operator's update answered above).
   if (reviewed.refund && patched(BRIDGE_ABANDON_TREASURY_PATCH)) {
-    const treasury = await deliverAbandonedLeg(input).catch((err: unknown) => {
-      const cause = err instanceof ActivityFailure ? err.cause : undefined;
-      if (!(cause instanceof ApplicationFailure) || cause.type !== 'TreasuryDeliveryNotOwed') throw err;
-      return { treasury: '', delivered: false, error: cause.message }; // our records say the leg is not abandoned
-    });
+    const treasury = await deliverToTreasury(input);
     await condition(allHandlersFinished);
     return { ...outcome, treasury };
   }

@@ -140,7 +140,13 @@ export async function undeliverableLeg(
   }
   if (!destination.facilitator) return undefined;
   const refusal = await client
-    .simulateContract({ address: destination.usdc, abi: tokenAbi, functionName: 'transfer', args: [to, 0n], account: destination.facilitator })
+    .simulateContract({
+      address: destination.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [to, 0n],
+      account: destination.facilitator,
+    })
     .then(
       () => undefined,
       (err: unknown) => {

@@ -651,7 +651,12 @@ describe('one payment, two paid services (sqlite)', () => {
       destinationRelayerNonce: await destination.getTransactionCount({ address: relayer, blockTag: 'pending' }),
       buyer: await h.balanceOf(buyer.address),
       facilitator: await h.balanceOf(stack.facilitator),
-      payoutOnDestination: await destination.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [payout] }),
+      payoutOnDestination: await destination.readContract({
+        address: stack.usdc,
+        abi: tokenAbi,
+        functionName: 'balanceOf',
+        args: [payout],
+      }),
       facilitatorOnDestination: await destination.readContract({
         address: stack.usdc,
         abi: tokenAbi,
