@@ -1,18 +1,22 @@
-import { ApplicationFailure } from '@temporalio/activity';
-import type { Address } from 'viem';
-import { awaitRecordedReceipt, recordedSucceeded } from '../src/chains/evm/calls';
+import { ApplicationFailure, Context } from '@temporalio/activity';
+import type { Config } from '../src/config';
+import { ZERO_ADDRESS } from '../src/settle/payout';
+import { encodeFunctionData, parseEventLogs, type Address, type Hex } from 'viem';
+import { awaitRecordedReceipt, recordedSucceeded, revertOf } from '../src/chains/evm/calls';
 import type { EvmNetworkId } from '../src/chains/networks';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../src/db/bridge-transfer';
 import { Settlement } from '../src/db/entities';
 import { relayerTxId } from '../src/temporal/workflow-ids';
-import type { BridgeRefund, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
-import type { CrossChainActivityDeps } from './crosschain';
+import type { BridgeRefund, CrossChainSettleInput, TreasuryDelivery } from '../src/schemes/eip3009-crosschain/types';
+import { emittedMessage, pollAttestation, type AttestationPoll, type CrossChainActivityDeps } from './crosschain';
+import { facilitatorBridgeAbi, messageTransmitterV2Abi } from '../src/chains/evm/abi';
 import type { RoleSigners } from './signers';
 import { sendTransferOnce } from './transfer-once';
 import { nonceOfId, provenPayment } from '../src/chains/evm/payment-proof';
 
 /** The revenue wallet (the `revenue` signer) advances the refund of an abandoned leg. */
-export type BridgeRefundDeps = CrossChainActivityDeps & RoleSigners;
+export type BridgeRefundDeps = CrossChainActivityDeps &
+  RoleSigners & { config: CrossChainActivityDeps['config'] & Partial<Pick<Config, 'BRIDGE_TREASURY_ADDRESS'>> };
 
 /**
  * An operator's refund of a plain cross-chain settlement whose bridge leg did not deliver
@@ -21,6 +25,46 @@ export type BridgeRefundDeps = CrossChainActivityDeps & RoleSigners;
  * abandoned before anything is signed, so no later run of it mints (submitBridgeMint refuses).
  */
 export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
+  const bridgeOf = (id: EvmNetworkId) => {
+    const n = deps.networks.get(id);
+    if (!n?.bridgeTransmitter || !n.facilitator || !n.usdc)
+      throw ApplicationFailure.nonRetryable(`network ${id} has no bridge`, 'cross_chain_not_supported');
+    return n as typeof n & { bridgeTransmitter: Address; facilitator: Address; usdc: Address };
+  };
+
+  /**
+   * The leg's message with its attestation, as the attestation service has it now (pending until it
+   * is complete); the message the burn emitted is read from the source receipt, not from our records.
+   */
+  const attestationOf = async (leg: BridgeTransfer): Promise<AttestationPoll> => {
+    const source = bridgeOf(leg.sourceNetwork as EvmNetworkId);
+    const message = await emittedMessage(deps.relayerFor(source.id).client, source.bridgeTransmitter, leg.sourceTx as Hex);
+    if (!message) throw ApplicationFailure.nonRetryable(`source transaction ${leg.sourceTx} emitted no burn message`, 'RefundNotOwed');
+    return pollAttestation(deps.config.BRIDGE_ATTESTATION_URL, { ...leg, message });
+  };
+
+  /**
+   * The nonce of the leg's message when the destination transmitter marks it used (delivered, by
+   * anyone), else undefined. The nonce is the one recorded at attestation or, without one, the
+   * attestation service's; a message the service has not attested cannot have been delivered.
+   */
+  const deliveredOnChain = async (leg: BridgeTransfer): Promise<Hex | undefined> => {
+    let nonce = leg.bridgeNonce as Hex | null | undefined;
+    if (!nonce) {
+      const poll = await attestationOf(leg);
+      if (poll.status !== 'complete') return undefined;
+      nonce = poll.nonce;
+    }
+    const destination = bridgeOf(leg.destinationNetwork as EvmNetworkId);
+    const used = await deps.relayerFor(destination.id).client.readContract({
+      address: destination.bridgeTransmitter,
+      abi: messageTransmitterV2Abi,
+      functionName: 'usedNonces',
+      args: [nonce],
+    });
+    return used !== 0n ? nonce : undefined;
+  };
+
   /** The settlement and its leg as our records have them; `RefundNotOwed` (not retried) unless a refund is owed. */
   const owed = async (input: CrossChainSettleInput) => {
     const em = deps.db.em.fork();
@@ -35,6 +79,10 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
     if (leg.state !== 'needs_review' && leg.state !== BRIDGE_ABANDONED) throw notOwed(`its bridge leg is ${leg.state}`);
     const destination = deps.relayerFor(leg.destinationNetwork as EvmNetworkId);
     if (await recordedSucceeded(destination, relayerTxId(leg.id, 'mint'), deps.config.RECEIPT_WAIT_MS)) throw notOwed('its mint succeeded');
+    // Delivered on chain, whoever did it and whatever our records say: the destination transmitter
+    // marks the message's nonce used (MessageTransmitterV2 `usedNonces`).
+    const delivered = await deliveredOnChain(leg);
+    if (delivered) throw notOwed(`its message was delivered on ${leg.destinationNetwork} (nonce ${delivered} is used there)`);
     return { settlement: s, leg };
   };
 
@@ -71,6 +119,73 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
       const receipt = await awaitRecordedReceipt(signer, txId, deps.config.RECEIPT_WAIT_MS);
       if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');
       return { payee: s.payer, amount: s.amount, refundTx: hash };
+    },
+
+    /**
+     * Delivers an abandoned leg's message on its destination to the treasury (BRIDGE_TREASURY_ADDRESS,
+     * else the revenue wallet that advanced the refund): `receiveAndPayout` with the treasury as payout
+     * and no fee, once (write-ahead `<bridgeId>:treasury`), so the burned USDC does not stay in the
+     * bridge. The leg comes from our records (it must be `abandoned`), the message from the source
+     * receipt and the attestation service, the treasury from configuration. Until the message can be
+     * delivered (no attestation yet, a call that would revert) it fails retryably, visible on the
+     * activity; a message already delivered by someone else ends it with nothing sent.
+     */
+    async deliverAbandonedLeg(input: CrossChainSettleInput): Promise<TreasuryDelivery> {
+      const em = deps.db.em.fork();
+      const notOwed = (why: string) =>
+        ApplicationFailure.nonRetryable(`no treasury delivery for ${input.workflowId}: ${why}`, 'TreasuryDeliveryNotOwed');
+      const s = await em.findOne(Settlement, { id: input.workflowId });
+      const leg = s?.transaction ? await em.findOne(BridgeTransfer, { settlementId: s.id, sourceTx: s.transaction }) : null;
+      if (!s || !leg) throw notOwed('it has no bridge leg of its own');
+      if (leg.state !== BRIDGE_ABANDONED) throw notOwed(`its bridge leg is ${leg.state}, not abandoned`);
+      const treasury = deps.config.BRIDGE_TREASURY_ADDRESS ?? deps.revenueWallet;
+      if (!treasury)
+        throw ApplicationFailure.retryable('neither BRIDGE_TREASURY_ADDRESS nor a revenue wallet is configured', 'TreasuryNotConfigured');
+      const dst = bridgeOf(leg.destinationNetwork as EvmNetworkId);
+      const relayer = deps.relayerFor(dst.id);
+      const txId = relayerTxId(leg.id, 'treasury');
+      if (!(await relayer.find(txId))) {
+        const poll = await attestationOf(leg);
+        Context.current().heartbeat();
+        if (poll.status !== 'complete') throw ApplicationFailure.retryable('the leg has no complete attestation yet', 'AttestationPending');
+        const used = await relayer.client.readContract({
+          address: dst.bridgeTransmitter,
+          abi: messageTransmitterV2Abi,
+          functionName: 'usedNonces',
+          args: [poll.nonce],
+        });
+        if (used !== 0n) {
+          const error = `its message was delivered on ${dst.id} by another caller (nonce ${poll.nonce} is used): nothing sent`;
+          await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { error, updatedAt: new Date() });
+          return { treasury: treasury.toLowerCase(), delivered: false, error };
+        }
+        const data = encodeFunctionData({
+          abi: facilitatorBridgeAbi,
+          functionName: 'receiveAndPayout',
+          args: [dst.bridgeTransmitter, poll.message, poll.attestation, dst.usdc, treasury as Address, 0n, ZERO_ADDRESS as Address],
+        });
+        try {
+          await relayer.send(txId, { to: dst.facilitator, data });
+        } catch (err) {
+          const revert = revertOf(err);
+          if (!revert) throw err;
+          throw ApplicationFailure.retryable(`the treasury delivery would revert: ${revert}`, 'TreasuryDeliveryReverts');
+        }
+      }
+      const receipt = await awaitRecordedReceipt(relayer, txId, deps.config.RECEIPT_WAIT_MS);
+      if (receipt.status !== 'success') {
+        // Mined and reverted: these bytes can never succeed, and a new delivery is an operator's call.
+        const error = `treasury delivery ${receipt.hash} reverted`;
+        await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { treasuryTx: receipt.hash, error, updatedAt: new Date() });
+        return { treasury: treasury.toLowerCase(), delivered: false, deliveryTx: receipt.hash, error };
+      }
+      const logs = (await relayer.client.getTransactionReceipt({ hash: receipt.hash })).logs;
+      const paid = parseEventLogs({ abi: facilitatorBridgeAbi, logs, eventName: 'BridgePayout' }).find(
+        (l) => l.address.toLowerCase() === dst.facilitator.toLowerCase(),
+      );
+      const received = paid?.args.received.toString() ?? '0';
+      await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { treasuryTx: receipt.hash, received, error: null, updatedAt: new Date() });
+      return { treasury: treasury.toLowerCase(), delivered: true, amount: received, deliveryTx: receipt.hash };
     },
   };
 }

@@ -1,6 +1,6 @@
 import { onChainSignature } from '../src/chains/evm/buyer-signature';
 import { ApplicationFailure, Context, log } from '@temporalio/activity';
-import { decodeFunctionData, encodeFunctionData, parseEventLogs, parseTransaction, type Address, type Hex } from 'viem';
+import { decodeFunctionData, encodeFunctionData, parseEventLogs, parseTransaction, type Address, type Hex, type PublicClient } from 'viem';
 import type { Config } from '../src/config';
 import type { EvmNetworkId } from '../src/chains/networks';
 import {
@@ -338,34 +338,9 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       await recordBridge(input, state, extra);
     },
 
-    /**
-     * One look at the attestation service (Iris v2: `{messages: [{message, attestation, status}]}`)
-     * for the burn. Only a complete attestation of our message counts (the service fills in the
-     * nonce, executed finality and fee; every other field must be what we burned). An attestation is
-     * one or more 65-byte signatures (as many as the destination transmitter's threshold, which it
-     * checks); anything else is pending. 404 (not indexed yet) is pending; other failures retry.
-     */
+    /** One look at the attestation service for the leg's burn (`pollAttestation`). */
     async fetchBridgeAttestation(input: BridgeTransferInput): Promise<AttestationPoll> {
-      const service = deps.config.BRIDGE_ATTESTATION_URL;
-      // Production start-up refuses a bridge without it; the leg waits rather than fail.
-      if (!service) throw ApplicationFailure.retryable('BRIDGE_ATTESTATION_URL is not set', 'AttestationUnavailable');
-      const url = `${service.replace(/\/$/, '')}/v2/messages/${input.sourceDomain}?transactionHash=${input.sourceTx}`;
-      const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
-      if (res.status === 404) return { status: 'pending' };
-      if (!res.ok) throw ApplicationFailure.retryable(`attestation service answered ${res.status}`, 'AttestationUnavailable');
-      const body = JSON.parse(await readBoundedText(res, 1024 * 1024)) as {
-        messages?: { message?: string; status?: string; attestation?: string }[];
-      };
-      const ours = body.messages?.find(
-        (m) =>
-          m.status === 'complete' &&
-          isAttestationForm(m.attestation ?? '') &&
-          /^0x([0-9a-fA-F]{2})+$/.test(m.message ?? '') &&
-          isAttestedFormOf(input.message as Hex, m.message as Hex),
-      );
-      if (!ours) return { status: 'pending' };
-      const message = ours.message as Hex;
-      return { status: 'complete', message, attestation: ours.attestation as Hex, nonce: decodeBurnMessage(message).nonce };
+      return pollAttestation(deps.config.BRIDGE_ATTESTATION_URL, input);
     },
 
     /**
@@ -440,6 +415,51 @@ export function createCrossChainActivities(deps: CrossChainActivityDeps) {
       return { ok: true, mintTx: tx.hash, ...result };
     },
   };
+}
+
+/**
+ * One look at the attestation service (Iris v2: `{messages: [{message, attestation, status}]}`) for
+ * the burn of `leg.sourceTx`. Only a complete attestation of `leg.message` (as the burn emitted it)
+ * counts (the service fills in the nonce, executed finality and fee; every other field must be what
+ * we burned). An attestation is one or more 65-byte signatures (as many as the destination
+ * transmitter's threshold, which it checks); anything else is pending. 404 (not indexed yet) is
+ * pending; other failures retry.
+ */
+export async function pollAttestation(
+  service: string | undefined,
+  leg: { sourceDomain: number; sourceTx: string; message: string },
+): Promise<AttestationPoll> {
+  // Production start-up refuses a bridge without it; the caller waits rather than fail.
+  if (!service) throw ApplicationFailure.retryable('BRIDGE_ATTESTATION_URL is not set', 'AttestationUnavailable');
+  const url = `${service.replace(/\/$/, '')}/v2/messages/${leg.sourceDomain}?transactionHash=${leg.sourceTx}`;
+  const res = await fetch(url, { signal: AbortSignal.timeout(10_000) });
+  if (res.status === 404) return { status: 'pending' };
+  if (!res.ok) throw ApplicationFailure.retryable(`attestation service answered ${res.status}`, 'AttestationUnavailable');
+  const body = JSON.parse(await readBoundedText(res, 1024 * 1024)) as {
+    messages?: { message?: string; status?: string; attestation?: string }[];
+  };
+  const ours = body.messages?.find(
+    (m) =>
+      m.status === 'complete' &&
+      isAttestationForm(m.attestation ?? '') &&
+      /^0x([0-9a-fA-F]{2})+$/.test(m.message ?? '') &&
+      isAttestedFormOf(leg.message as Hex, m.message as Hex),
+  );
+  if (!ours) return { status: 'pending' };
+  const message = ours.message as Hex;
+  return { status: 'complete', message, attestation: ours.attestation as Hex, nonce: decodeBurnMessage(message).nonce };
+}
+
+/**
+ * The burn message a source transaction emitted, read from its receipt (the MessageSent log of the
+ * source transmitter); undefined when the transaction emitted none. A missing receipt throws (retried).
+ */
+export async function emittedMessage(client: PublicClient, transmitter: Address, sourceTx: Hex): Promise<Hex | undefined> {
+  const receipt = await client.getTransactionReceipt({ hash: sourceTx });
+  const sent = parseEventLogs({ abi: messageTransmitterV2Abi, logs: receipt.logs, eventName: 'MessageSent' }).find(
+    (l) => l.address.toLowerCase() === transmitter.toLowerCase(),
+  );
+  return receipt.status === 'success' ? sent?.args.message : undefined;
 }
 
 export type CrossChainActivities = ReturnType<typeof createCrossChainActivities>;

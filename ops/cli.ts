@@ -40,7 +40,8 @@ const USAGE = `usage: npm run ops -- <command> [options]
       cross-chain settlement in needs_review: run its bridge leg again (mint and pay the seller once)
   abandon-bridge --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
       cross-chain settlement in needs_review: abandon its bridge leg and refund the payer the gross
-      amount on the source network from the revenue wallet (payee and amount from our records)
+      amount on the source network from the revenue wallet (payee and amount from our records); the
+      leg's message is then delivered on the destination to the treasury (BRIDGE_TREASURY_ADDRESS)
   rebroadcast --workflow-id <id> --operator <who> --reason <why>
       settlement in submitted: send its recorded transaction again (same bytes)
   replace --workflow-id <id> --operator <who> --reason <why>

@@ -229,6 +229,11 @@ const schema = z.object({
    */
   BRIDGE_ATTESTATION_URL: z.string().url().optional(),
   BRIDGE_MAX_FEE_BPS: int().pipe(z.number().max(10_000)).default(100),
+  /**
+   * Worker: where an abandoned bridge leg's message is delivered on its destination (the burned USDC
+   * recovered, after the revenue wallet refunded its payer). Default: the revenue wallet's address.
+   */
+  BRIDGE_TREASURY_ADDRESS: address.optional(),
   /** Solana fee-payer secret key (base58 or JSON byte array); solana-devnet falls back to a devnet-only key. */
   SOLANA_FEE_PAYER_KEY: z
     .string()

@@ -1,7 +1,13 @@
 import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
 import type { BridgeRefundActivities } from '../activities/bridge-refund';
-import type { BridgeRefund, BridgeTransferResult, CrossChainOutcome, CrossChainSettleInput } from '../src/schemes/eip3009-crosschain/types';
+import type {
+  BridgeRefund,
+  BridgeTransferResult,
+  CrossChainOutcome,
+  CrossChainSettleInput,
+  TreasuryDelivery,
+} from '../src/schemes/eip3009-crosschain/types';
 import type { StateOf } from '../src/temporal/states';
 import { runBridgeLeg, type Burn } from './bridge-transfer';
 import type { OperatorDesk } from './operator-desk';
@@ -15,6 +21,13 @@ const { refundBridgePayer } = proxyActivities<BridgeRefundActivities>({
   startToCloseTimeout: '2m',
   heartbeatTimeout: '10s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '30s', nonRetryableErrorTypes: ['RefundNotOwed'] },
+});
+
+// Owed once the leg is abandoned: retried until the message can be delivered (no attestation yet, a call that would revert).
+const { deliverAbandonedLeg } = proxyActivities<BridgeRefundActivities>({
+  startToCloseTimeout: '2m',
+  heartbeatTimeout: '10s',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '60s', nonRetryableErrorTypes: ['TreasuryDeliveryNotOwed'] },
 });
 
 /** How a reviewed leg ended: delivered after a retry, or abandoned with the payer refunded. */
@@ -70,4 +83,17 @@ export async function reviewBridgeLeg(
     await move('needs_review');
     desk.answer(outcomeOf({ bridge }));
   }
+}
+
+/**
+ * An abandoned leg whose payer was refunded: its message delivered on the destination to the
+ * treasury (activities/bridge-refund.ts `deliverAbandonedLeg`), so the burned USDC does not stay in
+ * the bridge. A leg our records say is not abandoned answers `delivered: false` with the reason.
+ */
+export async function deliverToTreasury(input: CrossChainSettleInput): Promise<TreasuryDelivery> {
+  return deliverAbandonedLeg(input).catch((err: unknown) => {
+    const cause = err instanceof ActivityFailure ? err.cause : undefined;
+    if (!(cause instanceof ApplicationFailure) || cause.type !== 'TreasuryDeliveryNotOwed') throw err;
+    return { treasury: '', delivered: false, error: cause.message };
+  });
 }

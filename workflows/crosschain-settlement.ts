@@ -17,9 +17,9 @@ import { SETTLEMENT_REJECTED } from '../src/settle/types';
 import type { SettleResponse } from '../src/x402/schemas';
 import { x402States } from './x402-state';
 import { runBridgeLeg } from './bridge-transfer';
-import { reviewBridgeLeg, type Reviewed } from './bridge-review';
+import { deliverToTreasury, reviewBridgeLeg, type Reviewed } from './bridge-review';
 import { operatorDesk } from './operator-desk';
-import { BRIDGE_OPERATOR_ACTIONS_PATCH, abandonBridgeLegUpdate, retryMintUpdate } from './operator-actions';
+import { BRIDGE_ABANDON_TREASURY_PATCH, BRIDGE_OPERATOR_ACTIONS_PATCH, abandonBridgeLegUpdate, retryMintUpdate } from './operator-actions';
 import type { StateOf } from '../src/temporal/states';
 
 // Verification may give up (nothing sent yet); once money may move, retry until the outcome is known.
@@ -147,6 +147,13 @@ export async function crossChainSettlementWorkflow(input: CrossChainSettleInput)
   }
   const outcome = outcomeOf(reviewed);
   desk.answer(outcome);
+  // An abandoned leg whose payer was refunded: its message is delivered to the treasury, so the burned
+  // USDC does not stay in the bridge (retried until it can be; the operator's update answered above).
+  if (reviewed.refund && patched(BRIDGE_ABANDON_TREASURY_PATCH)) {
+    const treasury = await deliverToTreasury(input);
+    await condition(allHandlersFinished);
+    return { ...outcome, treasury };
+  }
   await condition(allHandlersFinished);
   return outcome;
 }

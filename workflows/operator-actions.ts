@@ -21,8 +21,9 @@ export const refundTopUpUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>(
 /** Plain cross-chain settlement in `needs_review`: run its bridge leg again (the mint stays at most once). */
 export const retryMintUpdate = defineUpdate<CrossChainOutcome, [OperatorDecision]>('retryBridgeMint');
 /**
- * Plain cross-chain settlement in `needs_review`: abandon its bridge leg (never minted afterwards) and
- * refund the payer the gross amount on the source network from the revenue wallet.
+ * Plain cross-chain settlement in `needs_review`: abandon its bridge leg (never minted to the seller
+ * afterwards), refund the payer the gross amount on the source network from the revenue wallet (the
+ * update answers then), and deliver the leg's message on the destination to the treasury.
  */
 export const abandonBridgeLegUpdate = defineUpdate<CrossChainOutcome, [OperatorDecision]>('abandonBridgeLeg');
 
@@ -44,6 +45,9 @@ export const OPERATOR_ACTIONS_PATCH = 'operator-actions-v1';
 
 /** Patch id of the operator actions on a plain cross-chain settlement's leg: before it, such runs ended at `needs_review`. */
 export const BRIDGE_OPERATOR_ACTIONS_PATCH = 'bridge-operator-actions-v1';
+
+/** Patch id of an abandoned leg's delivery to the treasury: before it, such runs ended once the payer was refunded. */
+export const BRIDGE_ABANDON_TREASURY_PATCH = 'bridge-abandon-treasury-v1';
 
 const MAX_TEXT = 500;
 

@@ -31,6 +31,8 @@ export class BridgeTransfer {
   error?: string | null;
   /** Source-chain refund of an abandoned leg (from the revenue wallet). */
   refundTx?: string | null;
+  /** Destination transaction that delivered an abandoned leg's message to the treasury. */
+  treasuryTx?: string | null;
   createdAt: Date = new Date();
   updatedAt: Date = new Date();
 }
@@ -59,6 +61,7 @@ export const BridgeTransferSchema = new EntitySchema<BridgeTransfer>({
     payoutAmount: { type: 'string', length: 80, nullable: true },
     error: { type: 'text', nullable: true },
     refundTx: { type: 'string', length: 66, nullable: true },
+    treasuryTx: { type: 'string', length: 66, nullable: true },
     createdAt: { type: 'datetime', onCreate: () => new Date() },
     updatedAt: { type: 'datetime', onCreate: () => new Date(), onUpdate: () => new Date() },
   },

@@ -100,13 +100,22 @@ function undeliverablePayout(networks: NetworkTable, payout: string): PayoutRefu
   };
 }
 
+/** Whether `err` is the chain's answer (the call reverted or returned nothing), not a read without an answer. */
+const answered = (err: unknown) =>
+  err instanceof BaseError &&
+  err.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null;
+
 /**
  * Why a cross-chain leg could not deliver to `payout` on `destination`, asked before the burn (by the
- * API and again by the worker): a payout nobody could use (`undeliverable`), or one that the
- * destination's USDC blacklists (Circle's FiatToken), whose mint after the burn would revert and
- * leave the burned USDC in the bridge. A read without an answer throws (an unknown, retried by
- * whoever asks), never a refusal; a token that keeps no blacklist (the call reverts or returns
- * nothing) credits anyone.
+ * API and again by the worker): a payout nobody could use (`undeliverable`); one that the
+ * destination's USDC blacklists (Circle's FiatToken); or one our destination facilitator could not
+ * pay at all, found by simulating (eth_call) the payout's own transfer as the destination
+ * facilitator makes it (`transfer(payout, 0)` from the facilitator: FiatToken checks the pause, the
+ * sender's and the recipient's blacklist and the zero address before any balance). Each would
+ * make the mint and payout after the burn revert and leave the burned USDC in the bridge. The
+ * attestation does not exist yet, so the mint itself cannot be simulated. A read without an answer
+ * throws (an unknown, retried by whoever asks), never a refusal; a token that keeps no blacklist
+ * (the call reverts or returns nothing) credits anyone.
  */
 export async function undeliverableLeg(
   networks: NetworkTable,
@@ -115,19 +124,43 @@ export async function undeliverableLeg(
 ): Promise<PayoutRefusal | undefined> {
   const unusable = undeliverablePayout(networks, payout);
   if (unusable || !destination.usdc) return unusable;
-  const blacklisted = await publicClientFor(destination)
-    .readContract({ address: destination.usdc, abi: tokenAbi, functionName: 'isBlacklisted', args: [getAddress(payout.toLowerCase())] })
+  const client = publicClientFor(destination);
+  const to = getAddress(payout.toLowerCase());
+  const blacklisted = await client
+    .readContract({ address: destination.usdc, abi: tokenAbi, functionName: 'isBlacklisted', args: [to] })
     .catch((err: unknown) => {
-      const answered =
-        err instanceof BaseError &&
-        err.walk((e) => e instanceof ContractFunctionRevertedError || e instanceof ContractFunctionZeroDataError) !== null;
-      if (answered) return false;
+      if (answered(err)) return false;
       throw err;
     });
-  if (!blacklisted) return undefined;
+  if (blacklisted) {
+    return {
+      refused: 'invalid_payment_requirements',
+      message: `the payout is blacklisted by USDC on ${destination.id}: the mint to it would revert after the burn`,
+    };
+  }
+  if (!destination.facilitator) return undefined;
+  const refusal = await client
+    .simulateContract({
+      address: destination.usdc,
+      abi: tokenAbi,
+      functionName: 'transfer',
+      args: [to, 0n],
+      account: destination.facilitator,
+    })
+    .then(
+      () => undefined,
+      (err: unknown) => {
+        if (!(err instanceof BaseError)) throw err;
+        if (err.walk((e) => e instanceof ContractFunctionZeroDataError)) return undefined; // a token whose transfer returns nothing
+        const reverted = err.walk((e) => e instanceof ContractFunctionRevertedError) as ContractFunctionRevertedError | null;
+        if (!reverted) throw err;
+        return reverted.reason ?? reverted.data?.errorName ?? reverted.shortMessage;
+      },
+    );
+  if (refusal === undefined) return undefined;
   return {
     refused: 'invalid_payment_requirements',
-    message: `the payout is blacklisted by USDC on ${destination.id}: the mint to it would revert after the burn`,
+    message: `USDC on ${destination.id} refuses a transfer to the payout (${refusal}): the mint and payout would revert after the burn`,
   };
 }
 

@@ -631,37 +631,37 @@ describe('one payment, two paid services (sqlite)', () => {
     expect({ nonce: await nonce(), buyer: await h.balanceOf(buyer.address) }).toEqual(before);
   });
 
-  test('a payout blacklisted on the destination chain: refused before the burn by the API and by the worker, nothing moves, nothing signed', async () => {
+  /**
+   * A cross-chain payment whose payout the destination's USDC (Circle's FiatToken) would not credit
+   * while `block` holds (undone by `unblock`): the API refuses it with `message` before any workflow,
+   * and the worker refuses the same settlement started by hand before the burn. Nothing moves on
+   * either chain and the relayer signs nothing.
+   */
+  const refusedBeforeBurn = async (
+    payout: Address,
+    block: { on: () => Promise<void>; off: () => Promise<void>; holds: () => Promise<boolean> },
+    message: string,
+  ) => {
     const buyer = TEST_ACCOUNTS.buyers[2]!;
     const relayer = TEST_ACCOUNTS.relayers[1]!.address;
-    const blocked = privateKeyToAccount(generatePrivateKey()).address;
     const op = stack.chains['optimism-sepolia'];
     const destination = createPublicClient({ transport: http(op.rpcUrl) });
-    const issuer = createWalletClient({
-      account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY),
-      chain: defineChain({
-        id: op.chainId,
-        name: 'optimism-sepolia (devnet)',
-        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
-        rpcUrls: { default: { http: [op.rpcUrl] } },
-      }),
-      transport: http(op.rpcUrl),
-    });
-    /** The destination's USDC blacklister (the devnet issuer holds the role). */
-    const asBlacklister = async (functionName: 'blacklist' | 'unBlacklist') => {
-      const hash = await issuer.writeContract({ address: stack.usdc, abi: fiatTokenAbi(), functionName, args: [blocked] });
-      expect((await waitForReceipt(destination, hash)).status).toBe('success');
-    };
-    const isBlacklisted = { address: stack.usdc, abi: tokenAbi, functionName: 'isBlacklisted', args: [blocked] } as const;
     const snapshot = async () => ({
       nonce: await h.chain.getTransactionCount({ address: relayer, blockTag: 'pending' }),
+      destinationRelayerNonce: await destination.getTransactionCount({ address: relayer, blockTag: 'pending' }),
       buyer: await h.balanceOf(buyer.address),
       facilitator: await h.balanceOf(stack.facilitator),
       payoutOnDestination: await destination.readContract({
         address: stack.usdc,
         abi: tokenAbi,
         functionName: 'balanceOf',
-        args: [blocked],
+        args: [payout],
+      }),
+      facilitatorOnDestination: await destination.readContract({
+        address: stack.usdc,
+        abi: tokenAbi,
+        functionName: 'balanceOf',
+        args: [stack.facilitator],
       }),
     });
     /** No relayer transaction recorded for the settlement `id`, and its authorization still unused. */
@@ -671,15 +671,11 @@ describe('one payment, two paid services (sqlite)', () => {
       expect(await h.chain.readContract({ address: stack.usdc, abi: tokenAbi, functionName: 'authorizationState', args })).toBe(false);
     };
     const crossChain = () =>
-      h.pay(buyer, { extra: { name: 'USDC', version: '2', creditedRecipient: blocked, destinationChainId: op.chainId } });
+      h.pay(buyer, { extra: { name: 'USDC', version: '2', creditedRecipient: payout, destinationChainId: op.chainId } });
 
-    await asBlacklister('blacklist');
+    await block.on();
     try {
-      // Blacklisted on the destination only: the source's simulation of the burn could not see it.
-      expect({ destination: await destination.readContract(isBlacklisted), source: await h.chain.readContract(isBlacklisted) }).toEqual({
-        destination: true,
-        source: false,
-      });
+      expect(await block.holds()).toBe(true);
       const before = await snapshot();
       expect(before.buyer).toBeGreaterThanOrEqual(1_000_000n); // the payment is good but for its payout
 
@@ -692,7 +688,7 @@ describe('one payment, two paid services (sqlite)', () => {
         body: {
           success: false,
           errorReason: 'invalid_payment_requirements',
-          errorMessage: 'the payout is blacklisted by USDC on optimism-sepolia: the mint to it would revert after the burn',
+          errorMessage: message,
           transaction: '',
           network: 'base-sepolia',
           payer: buyer.address,
@@ -718,7 +714,7 @@ describe('one payment, two paid services (sqlite)', () => {
         destinationDomain: networks.get('optimism-sepolia')!.cctpDomain!,
         paymentPayload: forged.paymentPayload as CrossChainSettleInput['paymentPayload'],
         paymentRequirements: forged.paymentRequirements as CrossChainSettleInput['paymentRequirements'],
-        payout: blocked,
+        payout,
         fee: '0',
         feeRecipient: '0x0000000000000000000000000000000000000000',
         maxBridgeFee: (BigInt(f.value) / 100n).toString(),
@@ -751,9 +747,62 @@ describe('one payment, two paid services (sqlite)', () => {
       await nothingSigned(input.workflowId, f.nonce);
       expect(await snapshot()).toEqual(before);
     } finally {
-      await asBlacklister('unBlacklist');
+      await block.off();
     }
-    expect(await destination.readContract(isBlacklisted)).toBe(false);
+    expect(await block.holds()).toBe(false);
+  };
+
+  /** The destination's USDC issuer (the devnet issuer is its owner, pauser and blacklister). */
+  const destinationIssuer = () => {
+    const op = stack.chains['optimism-sepolia'];
+    const destination = createPublicClient({ transport: http(op.rpcUrl) });
+    const issuer = createWalletClient({
+      account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY),
+      chain: defineChain({
+        id: op.chainId,
+        name: 'optimism-sepolia (devnet)',
+        nativeCurrency: { name: 'Ether', symbol: 'ETH', decimals: 18 },
+        rpcUrls: { default: { http: [op.rpcUrl] } },
+      }),
+      transport: http(op.rpcUrl),
+    });
+    const write = async (functionName: 'blacklist' | 'unBlacklist' | 'pause' | 'unpause', args: readonly [Address] | readonly [] = []) => {
+      const hash = await issuer.writeContract({ address: stack.usdc, abi: fiatTokenAbi(), functionName, args } as never);
+      expect((await waitForReceipt(destination, hash)).status).toBe('success');
+    };
+    return { destination, write };
+  };
+
+  test('a payout blacklisted on the destination chain: refused before the burn by the API and by the worker, nothing moves, nothing signed', async () => {
+    const blocked = privateKeyToAccount(generatePrivateKey()).address;
+    const { destination, write } = destinationIssuer();
+    const isBlacklisted = { address: stack.usdc, abi: tokenAbi, functionName: 'isBlacklisted', args: [blocked] } as const;
+    await refusedBeforeBurn(
+      blocked,
+      {
+        on: () => write('blacklist', [blocked]),
+        off: () => write('unBlacklist', [blocked]),
+        // Blacklisted on the destination only: the source's simulation of the burn could not see it.
+        holds: async () => (await destination.readContract(isBlacklisted)) && !(await h.chain.readContract(isBlacklisted)),
+      },
+      'the payout is blacklisted by USDC on optimism-sepolia: the mint to it would revert after the burn',
+    );
+  });
+
+  test("the destination's USDC paused: the simulated payout transfer refuses it before the burn (API and worker), nothing moves on either chain, nothing signed", async () => {
+    const payout = privateKeyToAccount(generatePrivateKey()).address;
+    const { destination, write } = destinationIssuer();
+    const paused = { address: stack.usdc, abi: fiatTokenAbi(), functionName: 'paused' } as const;
+    await refusedBeforeBurn(
+      payout,
+      {
+        on: () => write('pause'),
+        off: () => write('unpause'),
+        // Paused on the destination only: the source's simulation of the burn could not see it.
+        holds: async () => ((await destination.readContract(paused)) as boolean) && !((await h.chain.readContract(paused)) as boolean),
+      },
+      'USDC on optimism-sepolia refuses a transfer to the payout (Pausable: paused): the mint and payout would revert after the burn',
+    );
   });
 
   test("a media job's X-PAYMENT sent again to the chat: refused, no reply, one charge for the one settlement", async () => {

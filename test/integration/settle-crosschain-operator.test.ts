@@ -3,6 +3,7 @@ import {
   BaseError,
   ContractFunctionRevertedError,
   createPublicClient,
+  createWalletClient,
   http,
   numberToHex,
   parseEventLogs,
@@ -17,7 +18,8 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
-import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
+import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS, DEVNET_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
+import { messageTransmitterV2Abi } from '../../src/chains/evm/abi';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
 import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/types';
@@ -45,6 +47,7 @@ const VALUE = 2_000_000n;
 const BRIDGE_FEE = 0n; // a standard transfer: the attester double executes no fee, as Circle's
 const PLATFORM_FEE = 20_000n; // the organization's 100 bps
 const PAYOUT = VALUE - BRIDGE_FEE - PLATFORM_FEE;
+const ZERO = '0x0000000000000000000000000000000000000000' as const;
 
 describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement in needs_review (%s)', (kind) => {
   let h: SettleHarness;
@@ -52,6 +55,10 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
   let dest: PublicClient;
   let ops: ReturnType<typeof opsCli>;
   let provider: RpcProviderDouble;
+  /** The destination chain (optimism-sepolia) as the worker reaches it: the treasury delivery's broadcast can be held. */
+  let destProvider: RpcProviderDouble;
+  // BRIDGE_TREASURY_ADDRESS of this file alone, so its deltas are exact.
+  const treasury = privateKeyToAccount(generatePrivateKey()).address;
   // The revenue wallet (REVENUE_WALLET_PRIVATE_KEY) of this file alone, so its deltas are exact.
   const revenueKey = generatePrivateKey();
   const revenue = privateKeyToAccount(revenueKey);
@@ -65,11 +72,14 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
       }),
     });
     provider = await startRpcProviderDouble({ upstream: stack.chains['base-sepolia'].rpcUrl });
+    destProvider = await startRpcProviderDouble({ upstream: stack.chains['optimism-sepolia'].rpcUrl });
     h = await startSettleHarness(kind, {
       relayerIndex: 3,
       platformFeeBps: 100,
       env: {
         RPC_URLS_BASE_SEPOLIA: provider.url, // the source chain through the provider double
+        RPC_URLS_OPTIMISM_SEPOLIA: destProvider.url, // and the destination
+        BRIDGE_TREASURY_ADDRESS: treasury,
         BRIDGE_ATTESTATION_URL: attester.url,
         SETTLE_WAIT_MS: '5000',
         RECEIPT_WAIT_MS: '3000',
@@ -84,14 +94,23 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     await h?.close();
     await attester?.stop();
     await provider?.stop();
+    await destProvider?.stop();
   });
   afterEach(() => {
     attester.attestWith();
     provider.setRules([]);
+    destProvider.setRules([]);
   });
 
   const fund = (to: Address, amount: bigint) => fundUsdc(h.stack.chains['base-sepolia'], h.stack.usdc, to, amount);
   const destBalance = (who: Address) => dest.readContract({ address: h.stack.usdc, abi: tokenAbi, functionName: 'balanceOf', args: [who] });
+  const usedNonce = (nonce: Hex) =>
+    dest.readContract({
+      address: DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+      abi: messageTransmitterV2Abi,
+      functionName: 'usedNonces',
+      args: [nonce],
+    });
   const payouts = async (nonce: string | null | undefined) => {
     const logs = await dest.getLogs({ address: h.stack.facilitator, fromBlock: 0n, toBlock: 'latest' });
     return parseEventLogs({ abi: facilitatorAbi, logs, eventName: 'BridgePayout' }).filter(
@@ -205,6 +224,100 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     expect((await payouts(leg.bridgeNonce)).map((p) => p.transactionHash)).toEqual([leg.mintTx]);
     expect(await destBalance(h.payout)).toBe(payoutBefore + PAYOUT);
   });
+
+  test('abandon-bridge of a leg whose message was delivered on chain while our records still say needs_review: refused by the used nonce, nothing moves', async () => {
+    const t = await needsReview();
+    const nonce = t.leg.bridgeNonce as Hex;
+    // Delivered by hand with the attester fixed (the seller paid), our records untouched.
+    attester.attestWith();
+    const r = await fetch(`${attester.url}/v2/messages/6?transactionHash=${t.source.transaction}`);
+    const [m] = ((await r.json()) as { messages: { message: Hex; attestation: Hex }[] }).messages;
+    // By a relayer of the facilitator's own, allowed by its owner for this delivery only (not the worker's key).
+    const destRpc = h.stack.chains['optimism-sepolia'].rpcUrl;
+    const byHand = createWalletClient({ account: privateKeyToAccount(generatePrivateKey()), transport: http(destRpc) });
+    const owner = createWalletClient({ account: privateKeyToAccount(DEVNET_DEPLOYER_KEY), transport: http(destRpc) });
+    const allow = async (allowed: boolean) => {
+      const tx = await owner.writeContract({
+        chain: null,
+        address: h.stack.facilitator,
+        abi: facilitatorAbi,
+        functionName: 'setRelayer',
+        args: [byHand.account.address, allowed],
+      });
+      expect((await dest.waitForTransactionReceipt({ hash: tx, pollingInterval: 50 })).status).toBe('success');
+    };
+    await rpc(destRpc, 'anvil_setBalance', [byHand.account.address, numberToHex(10n ** 18n)]);
+    await allow(true);
+    expect(await usedNonce(nonce)).toBe(0n);
+    const hash = await byHand.writeContract({
+      chain: null,
+      address: h.stack.facilitator,
+      abi: facilitatorAbi,
+      functionName: 'receiveAndPayout',
+      args: [DEVNET_BRIDGE_TRANSMITTER_ADDRESS, m!.message, m!.attestation, h.stack.usdc, h.payout, 0n, ZERO],
+    });
+    expect((await dest.waitForTransactionReceipt({ hash, pollingInterval: 50 })).status).toBe('success');
+    await allow(false);
+    expect(await usedNonce(nonce)).toBe(1n);
+    expect(await legOf(t.id)).toMatchObject({ state: 'needs_review', mintTx: null });
+    const revenueBefore = await h.balanceOf(revenue.address);
+    const refused = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'dan', '--reason', 'looks lost', '--wait', '30');
+    expect(refused.out).toContain(
+      `refused: no refund owed for ${t.id}: its message was delivered on optimism-sepolia (nonce ${nonce} is used there)`,
+    );
+    expect(refused.code).toBe(2);
+    await waitState(t.id, 'needs_review');
+    expect(await h.balanceOf(t.payer.address)).toBe(0n);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore);
+    expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${t.id}:bridge-refund%` } })).toEqual([]);
+    expect((await legOf(t.id)).state).toBe('needs_review');
+  });
+
+  test("abandon-bridge, the worker SIGKILLed with the treasury delivery in flight: the payer refunded once, the leg's message delivered to the treasury exactly once, the seller nothing", async () => {
+    const t = await needsReview();
+    const nonce = t.leg.bridgeNonce as Hex;
+    await fund(revenue.address, VALUE);
+    attester.attestWith(); // the attestation is good now: the message can be delivered
+    const [payoutBefore, treasuryBefore] = await Promise.all([destBalance(h.payout), destBalance(treasury)]);
+    expect(await usedNonce(nonce)).toBe(0n); // precondition: the burned USDC is still in the bridge
+
+    destProvider.setRules(HOLD_BROADCASTS); // the treasury delivery is signed and recorded, never on the node
+    const handle = h.temporal.workflow.getHandle(t.id);
+    const answered = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'gil', reason: 'payout lost (INC-27)' }] });
+    expect(answered.refund).toMatchObject({ payee: t.payer.address.toLowerCase(), amount: VALUE.toString() });
+    expect(answered.treasury).toBeUndefined(); // the update answers once the payer is refunded
+    // Written ahead of its broadcast: the held transaction is the recorded treasury delivery.
+    const sent = await heldBroadcast(destProvider);
+    const record = await h.tdb.db.em.fork().findOneOrFail(RelayerTransaction, { id: `${t.leg.id}:treasury` });
+    expect(record.hash).toBe(sent);
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({
+      kill: true,
+      whileDown: async () => {
+        expect(() => process.kill(killed, 0)).toThrow();
+        await expect(dest.getTransaction({ hash: sent })).rejects.toThrow();
+        expect(await usedNonce(nonce)).toBe(0n);
+        expect(await destBalance(treasury)).toBe(treasuryBefore);
+        destProvider.setRules([]);
+      },
+    });
+
+    const outcome = await handle.result();
+    const received = VALUE - BRIDGE_FEE;
+    expect(outcome.treasury).toEqual({ treasury: treasury.toLowerCase(), delivered: true, amount: received.toString(), deliveryTx: sent });
+    expect(outcome.refund).toEqual(answered.refund);
+    expect(await usedNonce(nonce)).toBe(1n);
+    const delivered = await payouts(nonce);
+    expect(delivered.map((p) => [p.transactionHash, p.args.payout.toLowerCase(), p.args.received, p.args.fee])).toEqual([
+      [sent, treasury.toLowerCase(), received, 0n],
+    ]);
+    expect(await destBalance(treasury)).toBe(treasuryBefore + received);
+    expect(await destBalance(h.payout)).toBe(payoutBefore);
+    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
+    expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: `${t.leg.id}:treasury` })).toHaveLength(1);
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', treasuryTx: sent, received: received.toString(), mintTx: null });
+    expect((await settlementRow(t.id)).state).toBe('refunded');
+  }, 240_000);
 
   test('abandon-bridge our records do not owe (the leg was delivered by hand): refused, nothing moves, the settlement waits', async () => {
     const t = await needsReview();
@@ -394,6 +507,11 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     expect(described.memo?.[OPERATOR_ACTIONS_MEMO]).toEqual(outcome.operatorActions);
     expect(await h.settle(t.body)).toMatchObject({ status: 200, body: t.source });
 
+    // Then the run delivers the leg's message to the treasury (once the attestation is good).
+    attester.attestWith();
+    const final = await handle.result();
+    expect(final.treasury).toMatchObject({ treasury: treasury.toLowerCase(), delivered: true, amount: (VALUE - BRIDGE_FEE).toString() });
+
     // Neither a second abandon nor a retry is taken any more.
     const again = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'bob', '--reason', 'again');
     expect(again.code).toBe(2);
@@ -403,7 +521,6 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     );
 
     // The leg run again by hand, with the attester fixed: the mint refuses an abandoned leg.
-    attester.attestWith();
     const bridge = h.temporal.workflow.getHandle(t.leg.id);
     const history = await bridge.fetchHistory();
     const started = history.events![0]!.workflowExecutionStartedEventAttributes!.input!.payloads![0]!;
@@ -414,9 +531,13 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
       args: [legInput],
     });
     expect(rerun).toEqual({ state: 'needs_review', error: 'bridge leg abandoned: its payer was refunded' });
-    expect(await payouts((await legOf(t.id)).bridgeNonce)).toHaveLength(0);
+    // Its message was delivered once, to the treasury.
+    const delivered = await payouts((await legOf(t.id)).bridgeNonce);
+    expect(delivered.map((p) => [p.transactionHash, p.args.payout.toLowerCase()])).toEqual([
+      [final.treasury!.deliveryTx, treasury.toLowerCase()],
+    ]);
     expect(await destBalance(h.payout)).toBe(payoutBefore);
-    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx });
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx, treasuryTx: final.treasury!.deliveryTx });
     expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
-  }, 240_000);
+  }, 300_000);
 });

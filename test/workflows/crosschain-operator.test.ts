@@ -15,6 +15,7 @@ const PAYER = '0x1111111111111111111111111111111111111111';
 const HASH = `0x${'ab'.repeat(32)}`;
 const MINT = `0x${'cd'.repeat(32)}`;
 const REFUND = `0x${'12'.repeat(32)}`;
+const TREASURY_DELIVERY = { treasury: `0x${'aa'.repeat(20)}`, delivered: true, amount: '1998000', deliveryTx: `0x${'34'.repeat(32)}` };
 const who = { operator: 'alice@ops', reason: 'attester fixed (INC-42)' };
 
 const input = (n: number) =>
@@ -72,6 +73,7 @@ function mocks(opts: { deliver?: (mint: number) => boolean; refund?: () => Promi
       payoutAmount: '1978000',
     })),
     refundBridgePayer: count('refundBridgePayer', opts.refund ?? (async () => ({ payee: PAYER, amount: '2000000', refundTx: REFUND }))),
+    deliverAbandonedLeg: count('deliverAbandonedLeg', () => TREASURY_DELIVERY),
   };
   return { calls, states, activities };
 }
@@ -123,6 +125,7 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
       expect(await handle.result()).toEqual(done);
       expect(m.calls.submitBridgeMint).toBe(3);
       expect(m.calls.refundBridgePayer).toBeUndefined();
+      expect(m.calls.deliverAbandonedLeg).toBeUndefined();
       expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'bridging', 'needs_review', 'bridging', 'settled']);
       expect(m.states[1]!.operatorReason).toBe(`retry-mint: ${who.reason}`);
     });
@@ -144,7 +147,9 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
       expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('needs_review');
       const done = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'bob', reason: 'lost' }] });
       expect(done).toMatchObject({ refund: { payee: PAYER, amount: '2000000', refundTx: REFUND }, bridge: { state: 'needs_review' } });
-      expect(await handle.result()).toEqual(done);
+      // The update answers once the payer is refunded; the run then delivers the message to the treasury, once.
+      expect(await handle.result()).toEqual({ ...done, treasury: TREASURY_DELIVERY });
+      expect(m.calls.deliverAbandonedLeg).toBe(1);
       expect(m.calls.refundBridgePayer).toBe(2);
       expect(m.calls.submitBridgeMint).toBe(1);
       expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'refunding', 'needs_review', 'refunding', 'refunded']);

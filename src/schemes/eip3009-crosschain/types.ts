@@ -71,6 +71,8 @@ export interface CrossChainOutcome {
   bridge?: BridgeTransferResult;
   /** An abandoned leg's refund to the payer on the source network (operator action `abandon-bridge`). */
   refund?: BridgeRefund;
+  /** Where an abandoned leg's message was delivered on the destination (the treasury), once its payer was refunded. */
+  treasury?: TreasuryDelivery;
   /** Operator actions taken on this settlement (workflows/operator-actions.ts). */
   operatorActions?: OperatorAction[];
 }
@@ -80,4 +82,17 @@ export interface BridgeRefund {
   payee: string;
   amount: string;
   refundTx: string;
+}
+
+/**
+ * An abandoned leg's message delivered on the destination to the treasury (BRIDGE_TREASURY_ADDRESS):
+ * what arrived and the transaction; `delivered: false` when someone else had delivered it, or the
+ * delivery reverted (`error`).
+ */
+export interface TreasuryDelivery {
+  treasury: string;
+  delivered: boolean;
+  amount?: string;
+  deliveryTx?: string;
+  error?: string;
 }
