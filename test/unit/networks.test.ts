@@ -104,6 +104,7 @@ describe('buildNetworkTable defaults', () => {
       minSettleAmount: 1n,
       maxFeePerGas: 100_000_000_000n,
       confirmationDepth: 0,
+      rpcRetryAfterMaxMs: 2000,
       enabled: true,
     });
   });
@@ -143,6 +144,7 @@ describe('buildNetworkTable defaults', () => {
       minSettleAmount: 1000n,
       maxFeePerGas: 100_000_000_000n,
       confirmationDepth: 0,
+      rpcRetryAfterMaxMs: 2000,
       enabled: false,
     });
   });
