@@ -87,7 +87,8 @@ export async function refundWorkflow(input: RefundInput): Promise<RefundOutcome>
       () => awaitRefundReceipt(input, ...again),
       'the refund transaction',
       input.parkAfterMs,
-      () => move('needs_review'),
+      // Unproven: operators see needs_review, while the desk stays closed (no second refund beside one in flight).
+      () => state('needs_review'),
     );
     if (receipt.status === 'success') {
       await recordRefundOutcome({ chargeId: input.chargeId, state: 'refunded', refundTx: hash });
