@@ -343,70 +343,6 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     }
   }, 180_000);
 
-  test("abandon-bridge whose refund is mined and reverted (USDC paused with Circle's pauser key before it was mined): refused with the reason, nothing paid; a worker SIGKILLed while it waits changes nothing; the next abandon-bridge refunds once", async () => {
-    const t = await needsReview();
-    await fund(revenue.address, VALUE); // the revenue wallet advances the refund
-    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl; // the node itself, not the provider double
-    const pauser = createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) });
-    const pausable = parseAbi(['function pause()', 'function unpause()', 'function paused() view returns (bool)']);
-    await rpc(rpcUrl, 'anvil_setBalance', [pauser.account.address, numberToHex(10n ** 20n)]);
-    const revenueBefore = await h.balanceOf(revenue.address);
-    const records = () =>
-      h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${t.id}:bridge-refund%` } }, { orderBy: { id: 'asc' } });
-    const refundsToPayer = async () => {
-      const logs = await h.chain.getLogs({ address: h.stack.usdc, fromBlock: 0n, toBlock: 'latest' });
-      return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
-        (l) => l.args.from.toLowerCase() === revenue.address.toLowerCase() && l.args.to.toLowerCase() === t.payer.address.toLowerCase(),
-      );
-    };
-
-    // The refund is signed and recorded while USDC is not paused, its broadcast held; the pauser's
-    // transaction is mined first, then the refund goes out and is mined reverted.
-    provider.setRules(HOLD_BROADCASTS);
-    const handle = h.temporal.workflow.getHandle(t.id);
-    const update = await handle.startUpdate(abandonBridgeLegUpdate, {
-      args: [{ operator: 'bob', reason: 'bridge message lost (INC-31)' }],
-      waitForStage: WorkflowUpdateStage.ACCEPTED,
-    });
-    const sent = await heldBroadcast(provider);
-    const pause = await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'pause' });
-    expect((await h.chain.waitForTransactionReceipt({ hash: pause })).status).toBe('success');
-    provider.setRules([]);
-    const reason = `the refund ${sent} was mined and reverted; nothing was paid`;
-    await expect(update.result()).rejects.toMatchObject({ cause: { message: reason } });
-    expect((await h.chain.getTransactionReceipt({ hash: sent })).status).toBe('reverted');
-    await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'unpause' });
-    expect(await h.chain.readContract({ address: h.stack.usdc, abi: pausable, functionName: 'paused' })).toBe(false);
-
-    await waitState(t.id, 'needs_review');
-    expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
-    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx: sent, error: reason, mintTx: null });
-    // A worker SIGKILLed while it waits: the new one replays the history (it answers the update's
-    // validator) and waits on; nothing is sent again.
-    const killed = h.worker.child.pid!;
-    await h.restartWorker({ kill: true });
-    expect(() => process.kill(killed, 0)).toThrow();
-    await expect(handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: '', reason: 'x' }] })).rejects.toMatchObject({
-      cause: { message: 'an operator action needs a non-empty operator and reason (at most 500 characters each)' },
-    });
-    expect((await records()).map((r) => r.id)).toEqual([`${t.id}:bridge-refund`]);
-    expect(await h.balanceOf(t.payer.address)).toBe(0n);
-    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore);
-    expect(await refundsToPayer()).toEqual([]);
-
-    const done = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'bob', '--reason', 'USDC unpaused (INC-31)');
-    expect(done.out).toContain('"refund":{"payee":');
-    expect(done.code).toBe(0);
-    const after = await records();
-    expect(after.map((r) => r.id)).toEqual([`${t.id}:bridge-refund`, `${t.id}:bridge-refund-2`]);
-    expect((await h.chain.getTransactionReceipt({ hash: after[1]!.hash as Hex })).status).toBe('success');
-    expect((await refundsToPayer()).map((l) => l.args.value)).toEqual([VALUE]);
-    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
-    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore - VALUE);
-    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx: after[1]!.hash, mintTx: null });
-    expect((await settlementRow(t.id)).state).toBe('refunded');
-  });
-
   test('abandon-bridge accepted, the worker SIGKILLed at once: the payer gets the gross back on the source exactly once, the seller nothing, and the leg never mints', async () => {
     const t = await needsReview();
     await fund(revenue.address, VALUE); // the revenue wallet advances the refund
@@ -492,4 +428,69 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx });
     expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
   }, 240_000);
+
+  test("abandon-bridge whose refund is mined and reverted (USDC paused with Circle's pauser key before it was mined): refused with the reason, nothing paid; a worker SIGKILLed while it waits changes nothing; the next abandon-bridge refunds once", async () => {
+    const t = await needsReview();
+    await fund(revenue.address, VALUE); // the revenue wallet advances the refund
+    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl; // the node itself, not the provider double
+    const pauser = createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) });
+    const pausable = parseAbi(['function pause()', 'function unpause()', 'function paused() view returns (bool)']);
+    await rpc(rpcUrl, 'anvil_setBalance', [pauser.account.address, numberToHex(10n ** 20n)]);
+    const revenueBefore = await h.balanceOf(revenue.address);
+    const records = () =>
+      h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${t.id}:bridge-refund%` } }, { orderBy: { id: 'asc' } });
+    const refundsToPayer = async () => {
+      const logs = await h.chain.getLogs({ address: h.stack.usdc, fromBlock: 0n, toBlock: 'latest' });
+      return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
+        (l) => l.args.from.toLowerCase() === revenue.address.toLowerCase() && l.args.to.toLowerCase() === t.payer.address.toLowerCase(),
+      );
+    };
+
+    // The refund is signed and recorded while USDC is not paused, its broadcast held; the pauser's
+    // transaction is mined first, then the refund goes out and is mined reverted.
+    const heldBefore = provider.calls.filter((c) => c.fault === 'hang' && c.hash !== undefined).map((c) => c.hash!); // other tests'
+    provider.setRules(HOLD_BROADCASTS);
+    const handle = h.temporal.workflow.getHandle(t.id);
+    const update = await handle.startUpdate(abandonBridgeLegUpdate, {
+      args: [{ operator: 'bob', reason: 'bridge message lost (INC-31)' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    const sent = await heldBroadcast(provider, heldBefore);
+    const pause = await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'pause' });
+    expect((await h.chain.waitForTransactionReceipt({ hash: pause })).status).toBe('success');
+    provider.setRules([]);
+    const reason = `the refund ${sent} was mined and reverted; nothing was paid`;
+    await expect(update.result()).rejects.toMatchObject({ cause: { message: reason } });
+    expect((await h.chain.getTransactionReceipt({ hash: sent })).status).toBe('reverted');
+    await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'unpause' });
+    expect(await h.chain.readContract({ address: h.stack.usdc, abi: pausable, functionName: 'paused' })).toBe(false);
+
+    await waitState(t.id, 'needs_review');
+    expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx: sent, error: reason, mintTx: null });
+    // A worker SIGKILLed while it waits: the new one replays the history (it answers the update's
+    // validator) and waits on; nothing is sent again.
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+    await expect(handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: '', reason: 'x' }] })).rejects.toMatchObject({
+      cause: { message: 'an operator action needs a non-empty operator and reason (at most 500 characters each)' },
+    });
+    expect((await records()).map((r) => r.id)).toEqual([`${t.id}:bridge-refund`]);
+    expect(await h.balanceOf(t.payer.address)).toBe(0n);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore);
+    expect(await refundsToPayer()).toEqual([]);
+
+    const done = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'bob', '--reason', 'USDC unpaused (INC-31)');
+    expect(done.out).toContain('"refund":{"payee":');
+    expect(done.code).toBe(0);
+    const after = await records();
+    expect(after.map((r) => r.id)).toEqual([`${t.id}:bridge-refund`, `${t.id}:bridge-refund-2`]);
+    expect((await h.chain.getTransactionReceipt({ hash: after[1]!.hash as Hex })).status).toBe('success');
+    expect((await refundsToPayer()).map((l) => l.args.value)).toEqual([VALUE]);
+    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore - VALUE);
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx: after[1]!.hash, mintTx: null });
+    expect((await settlementRow(t.id)).state).toBe('refunded');
+  });
 });
