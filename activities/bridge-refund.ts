@@ -87,15 +87,22 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
   };
 
   return {
-    /** Abandons the leg, then transfers the gross amount back to the payer once (write-ahead `<settlementId>:bridge-refund`). */
-    async refundBridgePayer(input: CrossChainSettleInput): Promise<BridgeRefund> {
+    /**
+     * Abandons the leg, then transfers the gross amount back to the payer once (write-ahead
+     * `<settlementId>:bridge-refund`). One mined and reverted (USDC paused, the payer or the revenue
+     * wallet blacklisted) is a proven outcome: `RefundReverted`, not retried; the settlement waits
+     * for an operator, whose next `abandon-bridge` is `attempt` 1, 2, ...: a record of its own under
+     * the same on-chain key, so at most one of them ever pays.
+     */
+    async refundBridgePayer(input: CrossChainSettleInput, attempt = 0): Promise<BridgeRefund> {
       const { settlement: s, leg } = await owed(input);
       const network = deps.networks.get(s.network as EvmNetworkId);
       if (!network?.usdc) throw ApplicationFailure.nonRetryable(`network ${s.network} has no USDC`, 'RefundNotOwed');
       const signer = deps.signerFor('revenue', network.id);
       // Another worker of this task queue may hold the revenue key: retried until one does (visible on the activity).
       if (!signer) throw ApplicationFailure.retryable('this worker holds no key for the revenue wallet', 'RefundSignerMismatch');
-      const txId = relayerTxId(s.id, 'bridge-refund');
+      const key = relayerTxId(s.id, 'bridge-refund');
+      const txId = attempt ? relayerTxId(s.id, `bridge-refund-${attempt + 1}`) : key;
       // The source transaction must show the payer's authorization pulling the gross amount; the refund
       // pays that back to that payer (a retry re-sends the recorded transfer, already proven).
       if (!(await signer.find(txId))) {
@@ -114,10 +121,14 @@ export function createBridgeRefundActivities(deps: BridgeRefundDeps) {
       await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { state: BRIDGE_ABANDONED, updatedAt: new Date() });
       // A retry finds the write-ahead record and re-sends those bytes, and the transfer is keyed on chain
       // by the settlement: one refund, whoever asks again and whatever is broadcast.
-      const hash = await sendTransferOnce(signer, txId, network.usdc as Address, s.payer as Address, BigInt(s.amount));
+      const hash = await sendTransferOnce(signer, txId, network.usdc as Address, s.payer as Address, BigInt(s.amount), key);
       await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { refundTx: hash, updatedAt: new Date() });
       const receipt = await awaitRecordedReceipt(signer, txId, deps.config.RECEIPT_WAIT_MS);
-      if (receipt.status !== 'success') throw ApplicationFailure.retryable(`refund ${hash} reverted`, 'RefundReverted');
+      if (receipt.status !== 'success') {
+        const reason = `the refund ${hash} was mined and reverted; nothing was paid`;
+        await em.nativeUpdate(BridgeTransfer, { id: leg.id }, { error: reason, updatedAt: new Date() });
+        throw ApplicationFailure.nonRetryable(reason, 'RefundReverted');
+      }
       return { payee: s.payer, amount: s.amount, refundTx: hash };
     },
 

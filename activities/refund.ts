@@ -19,6 +19,30 @@ import { nonceOfId, provenPayment } from '../src/chains/evm/payment-proof';
 const refundTxId = (chargeId: string) => relayerTxId(refundWorkflowId(chargeId), 'refund');
 
 /**
+ * The write-ahead record of one attempt of a charge's refund: the first is `refundTxId`; an operator's
+ * refund after a proven revert (workflows/refund.ts) is attempt 1, 2, ... under a record of its own.
+ * Every attempt carries the same on-chain key (`refundTxId`), so at most one of them ever pays.
+ */
+const refundAttemptId = (chargeId: string, attempt = 0) =>
+  attempt ? relayerTxId(refundWorkflowId(chargeId), `refund-${attempt + 1}`) : refundTxId(chargeId);
+
+/**
+ * What the API records on a chat charge when the failure was ours or the provider's, never the
+ * buyer's (src/api/routes/inference.ts, src/inference/chat-payment.ts): `provider_failed` (the
+ * provider failed before or during the reply) and `unserved` (the settlement outlasted the wait and
+ * nothing was served). Only these start a refund; a charge that was delivered, that the client left
+ * (`client_closed`) or that still streams (`charged`) is not owed one, whoever starts the workflow.
+ */
+export const CHAT_REFUND_PROOFS = ['provider_failed', 'unserved'];
+
+/** Charge states at or past the refund's own start (a retried activity finds the row moved on). */
+const REFUND_STARTED = ['refund_pending', 'needs_review', 'refunded', 'refund_failed'];
+
+/** `RefundNotOwed`, not retried: nothing is signed for this charge. */
+const notOwedError = (chargeId: string, why: string) =>
+  ApplicationFailure.nonRetryable(`charge ${chargeId} is not owed a refund: ${why}`, 'RefundNotOwed');
+
+/**
  * Activities of the refund workflow (paid chat whose provider failed). Each is idempotent: ledger
  * writes are conditional updates, and the transfer goes through the write-ahead relayer, so a
  * retried or restarted activity re-sends the same signed bytes instead of a second transfer.
@@ -62,9 +86,29 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
   };
 
   return {
-    /** The ledger says a refund is owed (unless it already moved on to refunded). */
+    /**
+     * The ledger says a refund is owed, only with proof from our own records (a forged or replayed
+     * workflow brings none): a chat charge the API recorded as `provider_failed` or `unserved`
+     * (CHAT_REFUND_PROOFS), or a media charge whose job failed or was cancelled (the job workflow
+     * records that first). Anything else is `RefundNotOwed` (not retried): nothing moves, and the
+     * reason is the workflow's failure. A charge that does not exist is left to `chargeSettlement`
+     * (not charged).
+     */
     async markRefundPending(input: RefundInput): Promise<void> {
-      await setCharge(input.chargeId, { state: 'refund_pending', error: input.reason.slice(0, 2000) }, ['settling', 'charged']);
+      const charge = await deps.db.em.fork().findOne(InferenceCharge, { id: input.chargeId });
+      if (!charge || REFUND_STARTED.includes(charge.state)) return;
+      const jobId = charge.requestId?.startsWith('media:') ? charge.requestId.slice('media:'.length) : undefined;
+      let from: string[];
+      if (jobId) {
+        const job = await deps.db.em.fork().findOne(MediaJob, { id: jobId });
+        if (job?.state !== 'failed' && job?.state !== 'cancelled')
+          throw notOwedError(input.chargeId, `its media job is ${job?.state ?? 'not recorded'}`);
+        from = ['settling', 'charged'];
+      } else from = CHAT_REFUND_PROOFS;
+      await setCharge(input.chargeId, { state: 'refund_pending', error: input.reason.slice(0, 2000) }, from);
+      const now = await deps.db.em.fork().findOne(InferenceCharge, { id: input.chargeId });
+      if (!now || !REFUND_STARTED.includes(now.state))
+        throw notOwedError(input.chargeId, `our records show no failure on the provider's side (the charge is ${now?.state ?? 'gone'})`);
     },
 
     /**
@@ -77,7 +121,11 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
       const alive = new Date(Date.now() - CHARGE_ALIVE_MS);
       const n = await em.nativeUpdate(
         InferenceCharge,
-        { id: input.chargeId, $or: [{ state: 'settling' }, { state: 'charged', updatedAt: { $lt: alive } }] },
+        {
+          id: input.chargeId,
+          // A recorded failure too: its API process may have died before starting the refund.
+          $or: [{ state: { $in: ['settling', ...CHAT_REFUND_PROOFS] } }, { state: 'charged', updatedAt: { $lt: alive } }],
+        },
         { state: 'refund_pending', error: input.reason, updatedAt: new Date() },
       );
       if (n === 1) return true;
@@ -107,9 +155,8 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
      * authorization used, and at least the charged amount moved from the payer and into the revenue
      * wallet. Without that proof nothing is signed (`RefundNotOwed`, not retried).
      */
-    async sendRefund(input: RefundInput): Promise<{ hash: Hex }> {
-      const notOwed = (why: string) =>
-        ApplicationFailure.nonRetryable(`charge ${input.chargeId} is not owed a refund: ${why}`, 'RefundNotOwed');
+    async sendRefund(input: RefundInput, attempt = 0): Promise<{ hash: Hex }> {
+      const notOwed = (why: string) => notOwedError(input.chargeId, why);
       const { charge, settlement } = await chargeAndSettlement(input.chargeId);
       if (!charge || !settlement?.transaction || settlement.state !== 'settled' || charge.state !== 'refund_pending')
         throw notOwed('no settled payment of it');
@@ -125,7 +172,8 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
       const amount = BigInt(charge.amount);
       // A retry finds the write-ahead record and re-sends those bytes; the transfer carries the
       // charge's key on chain, so no second transaction of it can pay again.
-      const recorded = await relayer.find(refundTxId(charge.id));
+      const txId = refundAttemptId(charge.id, attempt);
+      const recorded = await relayer.find(txId);
       if (!recorded) {
         const proof = await provenPayment(relayer.client, network.usdc as Address, settlement.transaction, {
           payer: charge.payer,
@@ -136,14 +184,14 @@ export function createRefundActivities(deps: SettlementActivityDeps & RoleSigner
         if (proof.pulled < amount || proof.paid < amount)
           throw notOwed(`its settlement moved ${proof.pulled} from the payer and ${proof.paid} to the revenue wallet, less than ${amount}`);
       }
-      const hash = await sendTransferOnce(relayer, refundTxId(charge.id), network.usdc as Address, charge.payer as Address, amount);
+      const hash = await sendTransferOnce(relayer, txId, network.usdc as Address, charge.payer as Address, amount, refundTxId(charge.id));
       await setCharge(input.chargeId, { refundTx: hash });
       return { hash };
     },
 
-    async awaitRefundReceipt(input: RefundInput): Promise<ReceiptResult> {
+    async awaitRefundReceipt(input: RefundInput, attempt = 0): Promise<ReceiptResult> {
       // Waiting reads the recorded transaction and re-broadcasts its bytes: no key is needed.
-      return awaitRecordedReceipt(deps.relayerFor(input.network), refundTxId(input.chargeId), deps.config.RECEIPT_WAIT_MS);
+      return awaitRecordedReceipt(deps.relayerFor(input.network), refundAttemptId(input.chargeId, attempt), deps.config.RECEIPT_WAIT_MS);
     },
 
     /** Final ledger state of the charge. */

@@ -52,7 +52,7 @@ const INFERENCE_ENV = {
 };
 /** Charge rows that end a request: kept (served, or walked away from), paid back, or never charged. */
 const KEPT = ['delivered', 'client_closed'];
-const OPEN = ['verifying', 'settling', 'charged', 'refund_pending'];
+const OPEN = ['verifying', 'settling', 'charged', 'provider_failed', 'unserved', 'refund_pending'];
 
 interface Parties {
   chain: PublicClient;

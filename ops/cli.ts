@@ -13,6 +13,7 @@ import { X402Kind, X402Network, X402Payer, X402State } from '../src/temporal/sea
 import {
   abandonBridgeLegUpdate,
   rebroadcastUpdate,
+  refundChargeUpdate,
   refundTopUpUpdate,
   replaceUpdate,
   retryDepositUpdate,
@@ -35,7 +36,8 @@ const USAGE = `usage: npm run ops -- <command> [options]
   retry-deposit --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
       top-up in needs_review: run its bridge leg again and deposit what arrives on Base
   refund --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
-      top-up in needs_review: refund the payer on Base (payee and amount from our records)
+      top-up in needs_review: refund the payer on Base (payee and amount from our records);
+      chat or media refund in needs_review (its transaction reverted): send the refund again
   retry-mint --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
       cross-chain settlement in needs_review: run its bridge leg again (mint and pay the seller once)
   abandon-bridge --workflow-id <id> --operator <who> --reason <why> [--wait <seconds>]
@@ -145,9 +147,12 @@ async function act(
     return EXIT.refused;
   }
   out(`${workflowId} is ${state}; sending ${command} (operator ${decision.operator}: ${decision.reason})`);
+  // `refund` is the top-up's update, or a chat or media refund's own (X402Kind refund).
+  const definition =
+    command === 'refund' && described.typedSearchAttributes.get(X402Kind) === 'refund' ? refundChargeUpdate : ACTIONS[command];
   let update;
   try {
-    update = await handle.startUpdate(ACTIONS[command], { args: [decision], waitForStage: WorkflowUpdateStage.ACCEPTED });
+    update = await handle.startUpdate(definition, { args: [decision], waitForStage: WorkflowUpdateStage.ACCEPTED });
   } catch (err) {
     if (err instanceof WorkflowUpdateFailedError) {
       out(`refused: ${err.cause?.message ?? err.message}`);

@@ -1,4 +1,4 @@
-import { ActivityFailure, ApplicationFailure, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, patched, proxyActivities } from '@temporalio/workflow';
 import type { CrossChainActivities } from '../activities/crosschain';
 import type { BridgeRefundActivities } from '../activities/bridge-refund';
 import type {
@@ -11,6 +11,13 @@ import type {
 import type { StateOf } from '../src/temporal/states';
 import { runBridgeLeg, type Burn } from './bridge-transfer';
 import type { OperatorDesk } from './operator-desk';
+import { parkedFor } from './park';
+
+/**
+ * Patch id of a bridge refund mined and reverted waiting in needs_review: before it, the activity
+ * retried the same reverted receipt forever (`RefundReverted` was retryable).
+ */
+export const BRIDGE_REFUND_PARK_REVERTED_PATCH = 'bridge-refund-park-reverted-v1';
 
 const { recordCrossChainOutcome } = proxyActivities<CrossChainActivities>({
   startToCloseTimeout: '60s',
@@ -55,18 +62,25 @@ export async function reviewBridgeLeg(
     await recordCrossChainOutcome(input, s, by);
     state(s);
   };
+  let refundAttempt = 0;
   for (;;) {
     const action = await desk.next();
     const by = { operator: action.operator, operatorReason: `${action.action}: ${action.reason}` };
     if (action.action === 'abandon-bridge') {
       await move('refunding', by);
-      const refund = await refundBridgePayer(input).catch((err: unknown) => {
-        if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'RefundNotOwed')
-          return err.cause;
+      const refund = await refundBridgePayer(input, ...(refundAttempt ? [refundAttempt] : [])).catch((err: unknown) => {
+        const failure = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure ? err.cause : undefined;
+        if (failure?.type === 'RefundNotOwed') return failure;
+        if (failure?.type === 'RefundReverted' && patched(BRIDGE_REFUND_PARK_REVERTED_PATCH)) {
+          // Mined and reverted (a proven outcome): nothing was paid; the next refund is a fresh attempt.
+          refundAttempt++;
+          parkedFor('the bridge refund', failure.message);
+          return failure;
+        }
         throw err;
       });
       if (refund instanceof ApplicationFailure) {
-        // Not owed by our records: nothing moved; the settlement waits again.
+        // Not owed by our records, or mined and reverted: nothing moved; the settlement waits again.
         await move('needs_review');
         desk.refuse(refund.message);
         continue;

@@ -1,6 +1,7 @@
 import { defineUpdate } from '@temporalio/workflow';
 import type { TopUpOutcome } from '../src/topup/types';
 import type { CrossChainOutcome } from '../src/schemes/eip3009-crosschain/types';
+import type { RefundOutcome } from '../src/inference/types';
 import type { OperatorAction, OperatorActionName, OperatorDecision } from '../src/temporal/operator-decisions';
 
 export type { OperatorAction, OperatorActionName, OperatorDecision };
@@ -17,6 +18,12 @@ export type { OperatorAction, OperatorActionName, OperatorDecision };
 export const retryDepositUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('retryDeposit');
 /** Top-up in `needs_review`: give the payer back on Base what our records say they are owed. */
 export const refundTopUpUpdate = defineUpdate<TopUpOutcome, [OperatorDecision]>('refundTopUp');
+
+/**
+ * Chat or media refund in `needs_review` (its transaction was mined and reverted): send the refund
+ * again, under a record of its own and the same on-chain key (payee and amount from our records).
+ */
+export const refundChargeUpdate = defineUpdate<RefundOutcome, [OperatorDecision]>('refundCharge');
 
 /** Plain cross-chain settlement in `needs_review`: run its bridge leg again (the mint stays at most once). */
 export const retryMintUpdate = defineUpdate<CrossChainOutcome, [OperatorDecision]>('retryBridgeMint');

@@ -1,8 +1,17 @@
-import { proxyActivities } from '@temporalio/workflow';
+import { allHandlersFinished, condition, patched, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { RefundActivities } from '../activities/refund';
 import type { RefundInput, RefundOutcome } from '../src/inference/types';
+import type { StateOf } from '../src/temporal/states';
 import { x402States } from './x402-state';
-import { confirmOrPark } from './park';
+import { confirmOrPark, parkedFor } from './park';
+import { refundChargeUpdate } from './operator-actions';
+import { operatorDesk } from './operator-desk';
+
+/**
+ * Patch id of parking a refund whose transaction was mined and reverted (USDC paused, the payer or
+ * the revenue wallet blacklisted): before it, the charge ended `refund_failed` with no way back.
+ */
+export const REFUND_PARK_REVERTED_PATCH = 'refund-park-reverted-v1';
 
 // Ledger reads and writes: cheap and safe to repeat; retried until the database answers.
 const { markRefundPending, claimStaleCharge, chargeSettlement, recordRefundOutcome } = proxyActivities<RefundActivities>({
@@ -49,16 +58,57 @@ export async function refundWorkflow(input: RefundInput): Promise<RefundOutcome>
     return { state: 'not_charged', refundTx: '' };
   }
 
-  const { hash } = await sendRefund(input);
-  state('refund_submitted');
-  const receipt = await confirmOrPark(
-    () => awaitRefundReceipt(input),
-    'the refund transaction',
-    input.parkAfterMs,
-    () => state('needs_review'),
+  // A reverted refund waits in needs_review for an operator's `refund` (README "For operators").
+  let current: StateOf<'refund'> = 'refund_submitted';
+  const move = (next: StateOf<'refund'>) => {
+    current = next;
+    state(next);
+  };
+  const desk = operatorDesk<RefundOutcome>(() =>
+    current === 'needs_review'
+      ? undefined
+      : `refund ${workflowInfo().workflowId} is ${current}: an operator action is taken only in needs_review`,
   );
-  const final = receipt.status === 'success' ? 'refunded' : 'refund_failed';
-  await recordRefundOutcome({ chargeId: input.chargeId, state: final, refundTx: hash });
-  state(final);
-  return { state: final, refundTx: hash };
+  desk.offer(refundChargeUpdate, 'refund');
+  const end = async (outcome: RefundOutcome): Promise<RefundOutcome> => {
+    if (!desk.actions.length) return outcome;
+    const done = { ...outcome, operatorActions: [...desk.actions] };
+    desk.answer(done);
+    await condition(allHandlersFinished);
+    return done;
+  };
+
+  /** Each attempt after a proven revert has a record of its own and the same on-chain key: at most one pays. */
+  for (let attempt = 0; ; attempt++) {
+    const again = attempt ? [attempt] : [];
+    const { hash } = await sendRefund(input, ...again);
+    move('refund_submitted');
+    const receipt = await confirmOrPark(
+      () => awaitRefundReceipt(input, ...again),
+      'the refund transaction',
+      input.parkAfterMs,
+      // Unproven: operators see needs_review, while the desk stays closed (no second refund beside one in flight).
+      () => state('needs_review'),
+    );
+    if (receipt.status === 'success') {
+      await recordRefundOutcome({ chargeId: input.chargeId, state: 'refunded', refundTx: hash });
+      move('refunded');
+      return end({ state: 'refunded', refundTx: hash });
+    }
+    if (!patched(REFUND_PARK_REVERTED_PATCH)) {
+      await recordRefundOutcome({ chargeId: input.chargeId, state: 'refund_failed', refundTx: hash });
+      state('refund_failed');
+      return { state: 'refund_failed', refundTx: hash };
+    }
+    // Mined and reverted: a proven outcome (nothing was paid), not retried by itself. The charge and
+    // the workflow wait in needs_review with the reason until an operator asks for the refund again.
+    const reason = `the refund ${hash} was mined and reverted; nothing was paid`;
+    desk.refuse(reason); // an operator's refund that reverted again
+    move('needs_review');
+    parkedFor('the refund', reason); // in the same workflow task as the state
+    await recordRefundOutcome({ chargeId: input.chargeId, state: 'needs_review', refundTx: hash, error: reason });
+    await desk.next();
+    await recordRefundOutcome({ chargeId: input.chargeId, state: 'refund_pending' });
+    move('refund_pending');
+  }
 }

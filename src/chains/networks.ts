@@ -326,6 +326,14 @@ export interface EvmNetwork {
   /** Blocks that must follow a transaction's block before its receipt counts (`CONFIRMATION_DEPTH_<NET>`). */
   confirmationDepth: number;
   /**
+   * The longest pause our RPC client takes when a provider answers 429 or 503 with `Retry-After`
+   * (ms; `RPC_RETRY_AFTER_MAX_MS`, default DEFAULT_RPC_RETRY_AFTER_MAX_MS). A longer `Retry-After` is
+   * cut to it (whole seconds; under 1 s viem's own back-off, 50 then 100 ms, applies): a receipt
+   * wait goes on asking at this pace through a rate-limited period, and notices the receipt within
+   * about this long after it ends.
+   */
+  rpcRetryAfterMaxMs: number;
+  /**
    * The only factories a buyer's counterfactual (EIP-6492) wallet may be deployed through before its
    * settlement, at our relayer's cost (`SMART_WALLET_FACTORIES_<NET>`, comma-separated; devnet default:
    * the devnet's factory; production: none).
@@ -371,6 +379,16 @@ function minSettleAmount(env: Record<string, string | undefined>, id: string, te
   );
   return configured ?? DEFAULT_MIN_SETTLE_AMOUNT[testnet ? 'testnet' : 'mainnet'];
 }
+
+/**
+ * `RPC_RETRY_AFTER_MAX_MS`'s default. A relayer waiting through a provider's 429s asks about once
+ * per this pause (one shared head poll and the receipt lookups; viem retries each call twice) and
+ * notices the receipt within about it once the 429s end. Measured with the RPC provider double in
+ * front of anvil (1 s blocks, Retry-After 30, 20 s of 429s): uncapped the receipt was noticed
+ * ~10-30 s late at 0.1 calls/s; at 1 s, 70-260 ms late at ~1.1 calls/s, which a rate-limited
+ * provider takes (docs/decisions/reverted-refunds-and-retry-after.md).
+ */
+export const DEFAULT_RPC_RETRY_AFTER_MAX_MS = 2_000;
 
 const GWEI = 1_000_000_000n;
 
@@ -479,6 +497,14 @@ export function buildNetworkTable(env: Record<string, string | undefined> = proc
         ) ?? (devnet ? [DEVNET_WALLET_FACTORY_ADDRESS] : []),
       minSettleAmount: minSettleAmount(env, id, s.testnet),
       maxFeePerGas: maxFeePerGas(env, id),
+      rpcRetryAfterMaxMs:
+        readEnv(env, 'RPC_RETRY_AFTER_MAX_MS', (v) =>
+          z
+            .string()
+            .regex(/^\d{1,7}$/)
+            .transform(Number)
+            .parse(v),
+        ) ?? DEFAULT_RPC_RETRY_AFTER_MAX_MS,
       confirmationDepth:
         readEnv(env, `CONFIRMATION_DEPTH_${sfx}`, (v) =>
           z

@@ -122,8 +122,11 @@ export class RelayerTransaction {
 /**
  * The charge ledger of paid inference: one row per paid chat request, keyed by its authorization
  * (`chat:<network>:<payer>:<nonce>`), so a replayed X-PAYMENT is never charged or served twice.
- * States: settling -> charged -> delivered | client_closed | refund_pending -> refunded;
- * settling -> rejected (nothing moved; the same authorization may be tried again).
+ * States: settling -> charged -> delivered | client_closed | provider_failed -> refund_pending ->
+ * refunded (or needs_review while a reverted refund waits for an operator, then refund_pending again);
+ * settling -> unserved -> refund_pending (the settlement outlasted the wait); settling -> rejected
+ * (nothing moved; the same authorization may be tried again). A media charge moves from charged to
+ * refund_pending once its job failed or was cancelled.
  */
 export class InferenceCharge {
   [OptionalProps]?: 'createdAt' | 'updatedAt';

@@ -171,7 +171,13 @@ export async function payForChat(
     return { ok: false, status: 402, error: rejected.errorReason ?? 'payment rejected' };
   }
   if (!result.done) {
-    // The payment may still move money: the refund workflow waits for it and pays it back.
+    // The payment may still move money: the refund workflow waits for it and pays it back. The
+    // charge records why first (`unserved`: the proof the refund activity asks for).
+    await em.nativeUpdate(
+      InferenceCharge,
+      { id: chargeId, state: 'settling' },
+      { state: 'unserved', error: 'settlement still pending; the chat was not served', updatedAt: new Date() },
+    );
     await startRefund(
       deps,
       c,

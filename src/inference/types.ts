@@ -55,4 +55,6 @@ export const CHARGE_ALIVE_MS = 20_000;
 export interface RefundOutcome {
   state: 'refunded' | 'not_charged' | 'refund_failed' | 'not_owed';
   refundTx: string;
+  /** Every operator action taken (a refund that reverted and was sent again), as in memo `operatorActions`. */
+  operatorActions?: { action: string; operator: string; reason: string; at: string }[];
 }

@@ -14,7 +14,7 @@ import { readStackInfo } from '../support/stack-info';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { MediaJob } from '../../src/db/media';
-import { INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../../src/inference/types';
+import { chatChargeId, INFERENCE_ORGANIZATION_ID, refundWorkflowId, type RefundInput } from '../../src/inference/types';
 import { mediaChargeId, mediaWorkflowId, type MediaJobInput } from '../../src/media/types';
 import type { WithdrawalInput } from '../../src/gateway/withdrawal-types';
 import { settleWorkflowId, topupWorkflowId } from '../../src/temporal/workflow-ids';
@@ -49,7 +49,12 @@ describe.each(oneDbKind('sqlite'))('forged money workflows (%s)', (kind) => {
   let taskQueue: string;
 
   beforeAll(async () => {
-    h = await startMediaHarness(kind, { relayerIndex });
+    // Paid chat too (the devnet provider doubles), for the chat refund forgeries.
+    const stack = readStackInfo();
+    h = await startMediaHarness(kind, {
+      relayerIndex,
+      env: { INFERENCE_PROVIDERS: stack.inference.providers, INFERENCE_TEMPLATES_URL: stack.inference.templatesUrl },
+    });
     taskQueue = h.tdb.config.TEMPORAL_TASK_QUEUE;
   });
   afterAll(async () => {
@@ -231,6 +236,65 @@ describe.each(oneDbKind('sqlite'))('forged money workflows (%s)', (kind) => {
     expect(await snapshot()).toEqual(before);
     expect((await h.tdb.db.em.fork().findOneOrFail(InferenceCharge, { id: charge.id })).state).toBe('delivered');
     expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(charge.id)}%` } })).toEqual([]);
+  });
+
+  test("chat refund: a refund started by hand for a chat still being read (no failure on the provider's side recorded): refused, nothing moves, the chat is delivered", async () => {
+    const CHAT_PRICE = 10_000n; // INFERENCE_CHAT_PRICE's default
+    // A real paid chat whose reply streams for seconds (one token every 200 ms): the attacker reads it
+    // and, meanwhile, starts the refund of its charge by hand.
+    const payment = await h.xPayment(attacker, CHAT_PRICE);
+    const a = JSON.parse(Buffer.from(payment, 'base64').toString('utf8')).payload.authorization;
+    const chargeId = chatChargeId('base-sepolia', a.from, a.nonce);
+    const question = `#token-delay=200 read slowly ${Array.from({ length: 30 }, (_, i) => `w${i}`).join(' ')}`;
+    const res = await fetch(`${h.api.baseUrl}/v1/inference/chat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'X-PAYMENT': payment },
+      body: JSON.stringify({ messages: [{ role: 'user', content: question }] }),
+    });
+    expect(res.status).toBe(200);
+    const reader = res.body!.getReader();
+    await reader.read(); // streaming has begun
+    const charge = await h.tdb.db.em.fork().findOneOrFail(InferenceCharge, { id: chargeId });
+    expect(charge.state).toBe('charged');
+    const before = await snapshot();
+
+    const forged: RefundInput = {
+      workflowId: refundWorkflowId(chargeId),
+      chargeId,
+      settlementId: charge.settlementId,
+      network: 'base-sepolia',
+      payer: thief,
+      amount: INFLATED.toString(),
+      asset: h.stack.usdc,
+      revenueWallet: ours,
+      reason: 'the provider failed (forged by hand)',
+    };
+    const run = h.temporal.workflow.execute('refundWorkflow', { workflowId: forged.workflowId, taskQueue, args: [forged] });
+    const failure = (await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    )) as { cause?: { cause?: { type?: string; message?: string } } } | undefined;
+    expect({ type: failure?.cause?.cause?.type, message: failure?.cause?.cause?.message }).toEqual({
+      type: 'RefundNotOwed',
+      message: `charge ${chargeId} is not owed a refund: our records show no failure on the provider's side (the charge is charged)`,
+    });
+    expect(await snapshot()).toEqual(before);
+    expect(await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(chargeId)}%` } })).toEqual([]);
+
+    // The reply goes on to the end and is kept: the charge is delivered, never refunded.
+    let text = '';
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) text += new TextDecoder().decode(chunk.value);
+    expect(text.trimEnd().endsWith('data: [DONE]')).toBe(true);
+    const delivered = await waitUntil(
+      'the chat to be delivered',
+      async () => {
+        const c = await h.tdb.db.em.fork().findOne(InferenceCharge, { id: chargeId });
+        return c?.state === 'delivered' ? c : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 50 },
+    );
+    expect(delivered).toMatchObject({ state: 'delivered', refundTx: null });
+    expect(await snapshot()).toEqual(before);
   });
 
   test('withdrawal: a foreign gateway wallet, token or depositor with an inflated amount: failed, nothing signed', async () => {

@@ -1,4 +1,4 @@
-import { createWalletClient, defineChain, http, parseEventLogs, type Address, type Hex } from 'viem';
+import { createWalletClient, defineChain, http, numberToHex, parseAbi, parseEventLogs, type Address, type Hex } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { wrapFetchWithPayment, decodeXPaymentResponse } from 'x402-fetch';
 import { rpc } from '../../devnet/anvil';
@@ -9,6 +9,11 @@ import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { chargeGuardWorkflowId, chatChargeId, refundWorkflowId } from '../../src/inference/types';
 import { relayerTxId, settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
+import { DEVNET_USDC_ISSUER_KEY } from '../../src/chains/devnet-addresses';
+import { X402State } from '../../src/temporal/search-attributes';
+import { refundChargeUpdate } from '../../workflows/operator-actions';
+import { PARKED_MEMO } from '../../workflows/park';
+import { opsCli } from '../support/ops-cli';
 import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { exactPayment } from '../support/payments';
@@ -82,6 +87,10 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
   });
   afterAll(async () => {
     await rpc(stack.chains['base-sepolia'].rpcUrl, 'evm_setAutomine', [true]).catch(() => undefined);
+    // A failed pause test leaves the shared token unpaused for the next files.
+    await createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(stack.chains['base-sepolia'].rpcUrl) })
+      .writeContract({ chain: null, address: stack.usdc, abi: parseAbi(['function unpause()']), functionName: 'unpause' })
+      .catch(() => undefined);
     await h?.close();
   });
 
@@ -612,6 +621,97 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
     expect(await h.balanceOf(buyer.address)).toBe(buyerBefore);
     const rows = await h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${refundWorkflowId(id)}%` } });
     expect(rows.map((r) => r.status)).toEqual(['mined']);
+  });
+
+  test("a refund mined and reverted (USDC paused with Circle's pauser key before it was mined) parks in needs_review with the reason, nothing paid; a worker SIGKILLed while parked changes nothing; ops refund pays once", async () => {
+    const rpcUrl = stack.chains['base-sepolia'].rpcUrl;
+    const pauser = createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) });
+    const pausable = parseAbi(['function pause()', 'function unpause()', 'function paused() view returns (bool)']);
+    await rpc(rpcUrl, 'anvil_setBalance', [pauser.account.address, numberToHex(10n ** 20n)]);
+    const receiptOf = (hash: string) =>
+      rpc<{ status: string; transactionIndex: string; blockNumber: string } | null>(rpcUrl, 'eth_getTransactionReceipt', [hash]);
+    const sent = sentPayments.length;
+    const pending = payingFetch(chatUrl, chatInit('#first-byte-delay=3000 #fail-before-first-byte paused refund'));
+    const id = await waitUntil('the payment', async () => (sentPayments.length > sent ? chargeOf(sentPayments.at(-1)!) : undefined), {
+      timeoutMs: 30_000,
+      intervalMs: 20,
+    });
+    await waitForCharge(id, 'charged');
+    const buyerPaid = await h.balanceOf(buyer.address); // after the payment
+    const revenuePaid = await h.balanceOf(revenue);
+    const refundsBefore = (await transfers(revenue, buyer.address)).length;
+    // The settlement is mined; from now on the chain holds transactions in the mempool.
+    await rpc(rpcUrl, 'evm_setAutomine', [false]);
+    expect((await pending).status).toBe(502);
+    const workflowId = refundWorkflowId(id);
+    const records = () => h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${workflowId}:%` } }, { orderBy: { id: 'asc' } });
+    const refund = await waitUntil('the refund transfer to be recorded', async () => (await records())[0], {
+      timeoutMs: 30_000,
+      intervalMs: 50,
+    });
+    expect(refund.id).toBe(relayerTxId(workflowId, 'refund'));
+    expect(await receiptOf(refund.hash)).toBeNull(); // signed while USDC was not paused, waiting in the pool
+    // FiatToken's pauser pauses it in the refund's block, ahead of it (a higher tip).
+    const pause = await pauser.writeContract({
+      chain: null,
+      address: stack.usdc,
+      abi: pausable,
+      functionName: 'pause',
+      maxFeePerGas: 1_000_000_000_000n,
+      maxPriorityFeePerGas: 500_000_000_000n,
+    });
+    await rpc(rpcUrl, 'evm_setAutomine', [true]);
+    await rpc(rpcUrl, 'evm_mine', []);
+    const [paused, reverted] = [(await receiptOf(pause))!, (await receiptOf(refund.hash))!];
+    expect({ pause: paused.status, refund: reverted.status, sameBlock: paused.blockNumber === reverted.blockNumber }).toEqual({
+      pause: '0x1',
+      refund: '0x0',
+      sameBlock: true,
+    });
+    expect(Number(paused.transactionIndex)).toBeLessThan(Number(reverted.transactionIndex));
+
+    const reason = `the refund ${refund.hash} was mined and reverted; nothing was paid`;
+    const parked = await waitForCharge(id, 'needs_review', 60_000);
+    expect({ error: parked.error, refundTx: parked.refundTx }).toEqual({ error: reason, refundTx: refund.hash });
+    const handle = h.temporal.workflow.getHandle(workflowId);
+    const described = await handle.describe();
+    expect(described.memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
+    expect({ status: described.status.name, state: described.typedSearchAttributes.get(X402State) }).toEqual({
+      status: 'RUNNING',
+      state: 'needs_review',
+    });
+    // The chain could pay now; nothing does without an operator.
+    await pauser.writeContract({ chain: null, address: stack.usdc, abi: pausable, functionName: 'unpause' });
+    expect(await h.chain.readContract({ address: stack.usdc, abi: pausable, functionName: 'paused' })).toBe(false);
+
+    // A worker SIGKILLed while the refund waits: the new one replays the parked history and waits on
+    // (it answers the update's validator, so it has replayed it).
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+    await expect(handle.executeUpdate(refundChargeUpdate, { args: [{ operator: '', reason: 'x' }] })).rejects.toMatchObject({
+      cause: { message: 'an operator action needs a non-empty operator and reason (at most 500 characters each)' },
+    });
+    expect((await records()).map((r) => r.id)).toEqual([relayerTxId(workflowId, 'refund')]);
+    expect((await charge(id))?.state).toBe('needs_review');
+    expect(await h.balanceOf(buyer.address)).toBe(buyerPaid);
+    expect(await h.balanceOf(revenue)).toBe(revenuePaid);
+    expect(await transfers(revenue, buyer.address)).toHaveLength(refundsBefore);
+
+    const ops = opsCli(h.stack.temporalAddress);
+    const done = await ops('refund', '--workflow-id', workflowId, '--operator', 'alice', '--reason', 'USDC unpaused (INC-12)');
+    expect(done.out).toContain('done: {"state":"refunded","refundTx":"0x');
+    expect(done.out).toContain('"operatorActions":[{"action":"refund","operator":"alice","reason":"USDC unpaused (INC-12)"');
+    expect(done.code).toBe(0);
+    const after = await records();
+    expect(after.map((r) => r.id)).toEqual([relayerTxId(workflowId, 'refund'), relayerTxId(workflowId, 'refund-2')]);
+    expect(await Promise.all(after.map(async (r) => (await receiptOf(r.hash))!.status))).toEqual(['0x0', '0x1']);
+    expect(await charge(id)).toMatchObject({ state: 'refunded', refundTx: after[1]!.hash });
+    const refunds = await transfers(revenue, buyer.address);
+    expect(refunds).toHaveLength(refundsBefore + 1);
+    expect(refunds.at(-1)!.args.value).toBe(PRICE);
+    expect(await h.balanceOf(buyer.address)).toBe(buyerPaid + PRICE);
+    expect(await h.balanceOf(revenue)).toBe(revenuePaid - PRICE);
   });
 
   test("an X-PAYMENT whose signature is not the payer's: 402, and no ledger row or workflow is created", async () => {

@@ -6,6 +6,7 @@ import {
   createWalletClient,
   http,
   numberToHex,
+  parseAbi,
   parseEventLogs,
   size,
   type Address,
@@ -18,7 +19,12 @@ import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '..
 import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
-import { DEVNET_BRIDGE_ATTESTER_KEYS, DEVNET_BRIDGE_TRANSMITTER_ADDRESS, DEVNET_DEPLOYER_KEY } from '../../src/chains/devnet-addresses';
+import {
+  DEVNET_BRIDGE_ATTESTER_KEYS,
+  DEVNET_BRIDGE_TRANSMITTER_ADDRESS,
+  DEVNET_DEPLOYER_KEY,
+  DEVNET_USDC_ISSUER_KEY,
+} from '../../src/chains/devnet-addresses';
 import { messageTransmitterV2Abi } from '../../src/chains/evm/abi';
 import { BridgeTransfer } from '../../src/db/bridge-transfer';
 import { RelayerTransaction, Settlement } from '../../src/db/entities';
@@ -26,6 +32,7 @@ import type { BridgeTransferInput } from '../../src/schemes/eip3009-crosschain/t
 import { X402State } from '../../src/temporal/search-attributes';
 import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { OPERATOR_ACTIONS_MEMO, abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
+import { PARKED_MEMO } from '../../workflows/park';
 import { oneDbKind } from '../support/db';
 import { fundUsdc } from '../support/evm';
 import { HOLD_BROADCASTS, heldBroadcast, updateEvents } from '../support/held-broadcasts';
@@ -91,6 +98,11 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     await rpc(stack.chains['base-sepolia'].rpcUrl, 'anvil_setBalance', [revenue.address, numberToHex(10n ** 20n)]);
   });
   afterAll(async () => {
+    // A failed pause test leaves the shared token unpaused for the next files.
+    const stack = (await import('../support/stack-info')).readStackInfo();
+    await createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(stack.chains['base-sepolia'].rpcUrl) })
+      .writeContract({ chain: null, address: stack.usdc, abi: parseAbi(['function unpause()']), functionName: 'unpause' })
+      .catch(() => undefined);
     await h?.close();
     await attester?.stop();
     await provider?.stop();
@@ -540,4 +552,69 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx, treasuryTx: final.treasury!.deliveryTx });
     expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
   }, 300_000);
+
+  test("abandon-bridge whose refund is mined and reverted (USDC paused with Circle's pauser key before it was mined): refused with the reason, nothing paid; a worker SIGKILLed while it waits changes nothing; the next abandon-bridge refunds once", async () => {
+    const t = await needsReview();
+    await fund(revenue.address, VALUE); // the revenue wallet advances the refund
+    const rpcUrl = h.stack.chains['base-sepolia'].rpcUrl; // the node itself, not the provider double
+    const pauser = createWalletClient({ account: privateKeyToAccount(DEVNET_USDC_ISSUER_KEY), transport: http(rpcUrl) });
+    const pausable = parseAbi(['function pause()', 'function unpause()', 'function paused() view returns (bool)']);
+    await rpc(rpcUrl, 'anvil_setBalance', [pauser.account.address, numberToHex(10n ** 20n)]);
+    const revenueBefore = await h.balanceOf(revenue.address);
+    const records = () =>
+      h.tdb.db.em.fork().find(RelayerTransaction, { id: { $like: `${t.id}:bridge-refund%` } }, { orderBy: { id: 'asc' } });
+    const refundsToPayer = async () => {
+      const logs = await h.chain.getLogs({ address: h.stack.usdc, fromBlock: 0n, toBlock: 'latest' });
+      return parseEventLogs({ abi: tokenAbi, logs, eventName: 'Transfer' }).filter(
+        (l) => l.args.from.toLowerCase() === revenue.address.toLowerCase() && l.args.to.toLowerCase() === t.payer.address.toLowerCase(),
+      );
+    };
+
+    // The refund is signed and recorded while USDC is not paused, its broadcast held; the pauser's
+    // transaction is mined first, then the refund goes out and is mined reverted.
+    const heldBefore = provider.calls.filter((c) => c.fault === 'hang' && c.hash !== undefined).map((c) => c.hash!); // other tests'
+    provider.setRules(HOLD_BROADCASTS);
+    const handle = h.temporal.workflow.getHandle(t.id);
+    const update = await handle.startUpdate(abandonBridgeLegUpdate, {
+      args: [{ operator: 'bob', reason: 'bridge message lost (INC-31)' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    });
+    const sent = await heldBroadcast(provider, heldBefore);
+    const pause = await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'pause' });
+    expect((await h.chain.waitForTransactionReceipt({ hash: pause })).status).toBe('success');
+    provider.setRules([]);
+    const reason = `the refund ${sent} was mined and reverted; nothing was paid`;
+    await expect(update.result()).rejects.toMatchObject({ cause: { message: reason } });
+    expect((await h.chain.getTransactionReceipt({ hash: sent })).status).toBe('reverted');
+    await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'unpause' });
+    expect(await h.chain.readContract({ address: h.stack.usdc, abi: pausable, functionName: 'paused' })).toBe(false);
+
+    await waitState(t.id, 'needs_review');
+    expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx: sent, error: reason, mintTx: null });
+    // A worker SIGKILLed while it waits: the new one replays the history (it answers the update's
+    // validator) and waits on; nothing is sent again.
+    const killed = h.worker.child.pid!;
+    await h.restartWorker({ kill: true });
+    expect(() => process.kill(killed, 0)).toThrow();
+    await expect(handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: '', reason: 'x' }] })).rejects.toMatchObject({
+      cause: { message: 'an operator action needs a non-empty operator and reason (at most 500 characters each)' },
+    });
+    expect((await records()).map((r) => r.id)).toEqual([`${t.id}:bridge-refund`]);
+    expect(await h.balanceOf(t.payer.address)).toBe(0n);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore);
+    expect(await refundsToPayer()).toEqual([]);
+
+    const done = await ops('abandon-bridge', '--workflow-id', t.id, '--operator', 'bob', '--reason', 'USDC unpaused (INC-31)');
+    expect(done.out).toContain('"refund":{"payee":');
+    expect(done.code).toBe(0);
+    const after = await records();
+    expect(after.map((r) => r.id)).toEqual([`${t.id}:bridge-refund`, `${t.id}:bridge-refund-2`]);
+    expect((await h.chain.getTransactionReceipt({ hash: after[1]!.hash as Hex })).status).toBe('success');
+    expect((await refundsToPayer()).map((l) => l.args.value)).toEqual([VALUE]);
+    expect(await h.balanceOf(t.payer.address)).toBe(VALUE);
+    expect(await h.balanceOf(revenue.address)).toBe(revenueBefore - VALUE);
+    expect(await legOf(t.id)).toMatchObject({ state: 'abandoned', refundTx: after[1]!.hash, mintTx: null });
+    expect((await settlementRow(t.id)).state).toBe('refunded');
+  });
 });

@@ -105,6 +105,7 @@ describe('buildNetworkTable defaults', () => {
       minSettleAmount: 1n,
       maxFeePerGas: 100_000_000_000n,
       confirmationDepth: 0,
+      rpcRetryAfterMaxMs: 2000,
       enabled: true,
     });
   });
@@ -145,6 +146,7 @@ describe('buildNetworkTable defaults', () => {
       minSettleAmount: 1000n,
       maxFeePerGas: 100_000_000_000n,
       confirmationDepth: 0,
+      rpcRetryAfterMaxMs: 2000,
       enabled: false,
     });
   });

@@ -3,6 +3,7 @@ import { ApplicationFailure } from '@temporalio/common';
 import { crossChainSettlementWorkflow } from '../../workflows/crosschain-settlement';
 import { abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
+import { PARKED_MEMO } from '../../workflows/park';
 import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
 import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
 
@@ -154,6 +155,31 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
       expect(m.calls.submitBridgeMint).toBe(1);
       expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'refunding', 'needs_review', 'refunding', 'refunded']);
       expect((await handle.describe()).typedSearchAttributes.get(X402State)).toBe('refunded');
+    });
+  });
+
+  test('abandon-bridge whose refund was mined and reverted: not retried, the update fails with the reason (memo parked) and it waits; the next refund is attempt 1 and pays once', async () => {
+    const attempts: unknown[] = [];
+    const reason = `the refund ${REFUND} was mined and reverted; nothing was paid`;
+    const m = mocks({
+      refund: async (...a: unknown[]) => {
+        attempts.push(a[1]);
+        if (attempts.length === 1) throw ApplicationFailure.nonRetryable(reason, 'RefundReverted');
+        return { payee: PAYER, amount: '2000000', refundTx: REFUND };
+      },
+    });
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await startUntilReview(taskQueue);
+      expect(await updateRefusal(handle.executeUpdate(abandonBridgeLegUpdate, { args: [who] }))).toBe(reason);
+      const described = await handle.describe();
+      expect(described.typedSearchAttributes.get(X402State)).toBe('needs_review');
+      expect(described.memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
+      expect(m.calls.refundBridgePayer).toBe(1); // not retried by itself
+      const done = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'bob', reason: 'USDC unpaused' }] });
+      expect(done).toMatchObject({ refund: { payee: PAYER, amount: '2000000', refundTx: REFUND } });
+      expect(await handle.result()).toEqual(done);
+      expect(attempts).toEqual([undefined, 1]);
+      expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'refunding', 'needs_review', 'refunding', 'refunded']);
     });
   });
 });

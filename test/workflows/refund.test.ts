@@ -4,8 +4,10 @@ import { randomBytes } from 'node:crypto';
 import type { RefundInput } from '../../src/inference/types';
 import { X402State } from '../../src/temporal/search-attributes';
 import { refundWorkflow } from '../../workflows/refund';
-import { recorded, upsertedStates } from '../support/activity-calls';
-import { useWorkflowTestEnv } from '../support/workflow-env';
+import { recorded, untilState, upsertedStates } from '../support/activity-calls';
+import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
+import { refundChargeUpdate } from '../../workflows/operator-actions';
+import { PARKED_MEMO } from '../../workflows/park';
 
 /**
  * The refund of one charge (workflows/refund.ts) against mocked activities: which branch gives money
@@ -16,6 +18,10 @@ import { useWorkflowTestEnv } from '../support/workflow-env';
 describe('refundWorkflow (mocked activities)', () => {
   const t = useWorkflowTestEnv();
   const HASH = `0x${'31'.repeat(32)}`;
+  const HASH2 = `0x${'32'.repeat(32)}`;
+  const waitFor = async (ok: () => Promise<boolean>) => {
+    for (const until = Date.now() + 30_000; !(await ok()) && Date.now() < until;) await new Promise((r) => setTimeout(r, 50));
+  };
   const address = () => `0x${randomBytes(20).toString('hex')}`;
   const refundInput = (extra: Partial<RefundInput> = {}): RefundInput => {
     const chargeId = randomBytes(8).toString('hex');
@@ -103,14 +109,52 @@ describe('refundWorkflow (mocked activities)', () => {
     expect(out.states).toEqual(['refund_pending', 'refund_submitted', 'refunded']);
   });
 
-  test('a refund transaction that reverted: refund_failed in the ledger and the result, sent once', async () => {
-    const m = mocks({ receipt: 'reverted' });
+  test('a refund mined and reverted: parks in needs_review with the reason (ledger, memo), not retried; an operator refund sends attempt 1 once', async () => {
+    let receipts = 0;
+    const m = recorded({
+      markRefundPending: (_i: RefundInput) => undefined,
+      claimStaleCharge: (_i: RefundInput) => true,
+      chargeSettlement: (_i: RefundInput) => ({ settled: true }),
+      sendRefund: (_i: RefundInput, attempt?: number) => ({ hash: attempt ? HASH2 : HASH }),
+      awaitRefundReceipt: (_i: RefundInput, _attempt?: number) => ({ status: receipts++ === 0 ? 'reverted' : 'success' }),
+      recordRefundOutcome: (_o: unknown) => undefined,
+    });
     const i = refundInput();
-    const out = await run(m, i);
-    expect(out.value).toEqual({ state: 'refund_failed', refundTx: HASH });
-    expect(m.argsOf('sendRefund')).toHaveLength(1);
-    expect(m.argsOf('recordRefundOutcome')).toEqual([[{ chargeId: i.chargeId, state: 'refund_failed', refundTx: HASH }]]);
-    expect(out.states).toEqual(['refund_pending', 'refund_submitted', 'refund_failed']);
+    const reason = `the refund ${HASH} was mined and reverted; nothing was paid`;
+    await t.withWorker(m.activities, async (taskQueue) => {
+      const handle = await t.env.client.workflow.start(refundWorkflow, { taskQueue, workflowId: i.workflowId, args: [i] });
+      expect(await untilState(handle, 'needs_review')).toBe('needs_review');
+      await waitFor(async () => m.argsOf('recordRefundOutcome').length === 1);
+      expect(m.argsOf('recordRefundOutcome')).toEqual([[{ chargeId: i.chargeId, state: 'needs_review', refundTx: HASH, error: reason }]]);
+      expect((await handle.describe()).memo?.[PARKED_MEMO]).toEqual({ reason, at: expect.any(String) });
+      // Not retried by itself: one send, one receipt.
+      expect(m.names()).toEqual(['markRefundPending', 'chargeSettlement', 'sendRefund', 'awaitRefundReceipt', 'recordRefundOutcome']);
+      expect(await updateRefusal(handle.executeUpdate(refundChargeUpdate, { args: [{ operator: '', reason: 'x' }] }))).toBe(
+        'an operator action needs a non-empty operator and reason (at most 500 characters each)',
+      );
+      const who = { operator: 'alice', reason: 'USDC unpaused' };
+      const outcome = await handle.executeUpdate(refundChargeUpdate, { args: [who] });
+      expect(outcome).toEqual({
+        state: 'refunded',
+        refundTx: HASH2,
+        operatorActions: [{ action: 'refund', ...who, at: expect.any(String) }],
+      });
+      expect(await handle.result()).toEqual(outcome);
+      expect(m.argsOf('sendRefund')).toEqual([[i], [i, 1]]);
+      expect(m.argsOf('awaitRefundReceipt')).toEqual([[i], [i, 1]]);
+      expect(m.argsOf('recordRefundOutcome').slice(1)).toEqual([
+        [{ chargeId: i.chargeId, state: 'refund_pending' }],
+        [{ chargeId: i.chargeId, state: 'refunded', refundTx: HASH2 }],
+      ]);
+      expect(await upsertedStates(handle)).toEqual([
+        'refund_pending',
+        'refund_submitted',
+        'needs_review',
+        'refund_pending',
+        'refund_submitted',
+        'refunded',
+      ]);
+    });
   });
 
   test('a transient failure of the transfer is retried until its outcome is known; one receipt wait', async () => {

@@ -144,6 +144,14 @@ export function registerInferenceRoutes(router: Router<HttpState>, deps: Service
       const setCharge = (state: string) =>
         em.nativeUpdate(InferenceCharge, { id: charge.chargeId, state: 'charged' }, { state, updatedAt: new Date() });
       const refund = async (message: string) => {
+        // The proof the refund activity asks for (activities/refund.ts): the provider, not the
+        // client, ended this chat. Written before the refund starts; a client that left or stalled
+        // is `client_closed` instead and never refunded.
+        await em.nativeUpdate(
+          InferenceCharge,
+          { id: charge.chargeId, state: 'charged' },
+          { state: 'provider_failed', error: message.slice(0, 2000), updatedAt: new Date() },
+        );
         await startRefund(deps, c, { ...charge, network, requestId: ctx.state.requestId }, message);
         return { error: 'provider_failed', message, chargeId: charge.chargeId, refund: 'pending' };
       };

@@ -1,6 +1,7 @@
 import { createPublicClient, defineChain, fallback, type Chain, type PublicClient } from 'viem';
 import type { EvmNetwork } from '../networks';
 import { tracedHttp } from './rpc-spans';
+import { cappedRetryAfter, rpcFetch } from './rpc-fetch';
 
 /** A viem chain for a network-table entry (only the fields viem needs to sign and call). */
 export function viemChain(network: EvmNetwork): Chain {
@@ -27,7 +28,9 @@ export function publicClientFor(network: EvmNetwork, opts: { batch?: true } = {}
   const key = `${network.id}|${network.rpcUrls.join(',')}|${opts.batch ?? false}`;
   let client = cache.get(key);
   if (!client) {
-    const config = { timeout: 10_000, retryCount: 2, retryDelay: 50, batch: opts.batch };
+    // A provider's Retry-After is honoured up to rpcRetryAfterMaxMs (a receipt wait keeps asking).
+    const fetchFn = cappedRetryAfter(rpcFetch, network.rpcRetryAfterMaxMs);
+    const config = { timeout: 10_000, retryCount: 2, retryDelay: 50, batch: opts.batch, fetchFn };
     const transport = fallback(
       network.rpcUrls.map((url) => tracedHttp(url, network.id, config)),
       { rank: false },

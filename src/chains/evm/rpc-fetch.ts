@@ -73,3 +73,22 @@ export const rpcFetch = ((input: string | URL, init: RequestInit = {}): Promise<
     });
     req.end(init.body as string | undefined);
   })) as typeof fetch;
+
+/**
+ * `fetchFn` cutting a provider's `Retry-After` (on 429 and 503) to `maxMs`, in whole seconds (viem
+ * waits `Retry-After` seconds before each of its retries, however long the provider asks): under
+ * 1 s the header is dropped and viem's own back-off applies. See EvmNetwork.rpcRetryAfterMaxMs.
+ */
+export function cappedRetryAfter(fetchFn: typeof fetch, maxMs: number): typeof fetch {
+  const maxSeconds = Math.floor(maxMs / 1000);
+  return (async (input: string | URL | Request, init?: RequestInit) => {
+    const reply = await fetchFn(input, init);
+    const asked = reply.headers.get('retry-after');
+    if (asked === null || (reply.status !== 429 && reply.status !== 503)) return reply;
+    const seconds = /^\d+$/.test(asked.trim()) ? Number(asked.trim()) : (Date.parse(asked) - Date.now()) / 1000;
+    if (!(seconds > maxSeconds)) return reply;
+    if (maxSeconds > 0) reply.headers.set('retry-after', String(maxSeconds));
+    else reply.headers.delete('retry-after');
+    return reply;
+  }) as typeof fetch;
+}
