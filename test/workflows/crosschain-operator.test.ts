@@ -177,7 +177,8 @@ describe('crossChainSettlementWorkflow operator actions (mocked activities)', ()
       expect(m.calls.refundBridgePayer).toBe(1); // not retried by itself
       const done = await handle.executeUpdate(abandonBridgeLegUpdate, { args: [{ operator: 'bob', reason: 'USDC unpaused' }] });
       expect(done).toMatchObject({ refund: { payee: PAYER, amount: '2000000', refundTx: REFUND } });
-      expect(await handle.result()).toEqual(done);
+      expect(await handle.result()).toEqual({ ...done, treasury: TREASURY_DELIVERY }); // then the message goes to the treasury, once
+      expect(m.calls.deliverAbandonedLeg).toBe(1);
       expect(attempts).toEqual([undefined, 1]);
       expect(m.states.map((s) => s.state)).toEqual(['needs_review', 'refunding', 'needs_review', 'refunding', 'refunded']);
     });
