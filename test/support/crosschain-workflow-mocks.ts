@@ -11,9 +11,10 @@ export const HASH = `0x${'ab'.repeat(32)}`;
 export const MINT = `0x${'cd'.repeat(32)}`;
 export const FAST_TERMS: BurnTerms = { finality: 'fast', minFinalityThreshold: 1000, maxFee: '2200' };
 
-export const input = (n: number) =>
+/** The settlement numbered `n`; `suffix` keeps ids apart across runs of one test server. */
+export const input = (n: number, suffix = '') =>
   ({
-    workflowId: `settle:base-sepolia:${PAYER}:0x${n.toString(16).padStart(64, '0')}`,
+    workflowId: `settle:base-sepolia:${PAYER}:0x${n.toString(16).padStart(64, '0')}${suffix}`,
     organizationId: 'org-1',
     apiKeyId: 'key-1',
     route: 'eip3009-crosschain',

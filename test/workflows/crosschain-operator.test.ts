@@ -4,7 +4,7 @@ import { crossChainSettlementWorkflow } from '../../workflows/crosschain-settlem
 import { abandonBridgeLegUpdate, retryMintUpdate } from '../../workflows/operator-actions';
 import { X402State } from '../../src/temporal/search-attributes';
 import { PARKED_MEMO } from '../../workflows/park';
-import type { CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
+import { HASH, MINT, PAYER, input as crossChainInput } from '../support/crosschain-workflow-mocks';
 import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
 
 /**
@@ -12,30 +12,11 @@ import { updateRefusal, useWorkflowTestEnv } from '../support/workflow-env';
  * (workflows/bridge-review.ts), against mocked activities: what the validators refuse, that a retry
  * still failing and a refund not owed both leave it waiting, and that each action runs once.
  */
-const PAYER = '0x1111111111111111111111111111111111111111';
-const HASH = `0x${'ab'.repeat(32)}`;
-const MINT = `0x${'cd'.repeat(32)}`;
 const REFUND = `0x${'12'.repeat(32)}`;
 const TREASURY_DELIVERY = { treasury: `0x${'aa'.repeat(20)}`, delivered: true, amount: '1998000', deliveryTx: `0x${'34'.repeat(32)}` };
 const who = { operator: 'alice@ops', reason: 'attester fixed (INC-42)' };
 
-const input = (n: number) =>
-  ({
-    workflowId: `settle:base-sepolia:${PAYER}:0x${n.toString(16).padStart(64, '0')}:${Date.now()}`,
-    organizationId: 'org-1',
-    apiKeyId: 'key-1',
-    route: 'eip3009-crosschain',
-    network: 'base-sepolia',
-    destinationNetwork: 'optimism-sepolia',
-    sourceDomain: 6,
-    destinationDomain: 2,
-    paymentPayload: { payload: { authorization: { from: PAYER, value: '2000000' } } },
-    paymentRequirements: {},
-    payout: PAYER,
-    fee: '20000',
-    feeRecipient: PAYER,
-    maxBridgeFee: '20000',
-  }) as unknown as CrossChainSettleInput;
+const input = (n: number) => crossChainInput(n, `:${Date.now()}`);
 
 /** Mocked activities: mints fail until `deliver` says otherwise; calls and settlement states are counted. */
 function mocks(opts: { deliver?: (mint: number) => boolean; refund?: () => Promise<unknown> } = {}) {
