@@ -681,7 +681,8 @@ describe.each(oneDbKind('sqlite'))('paid inference (%s)', (kind) => {
       state: 'needs_review',
     });
     // The chain could pay now; nothing does without an operator.
-    await pauser.writeContract({ chain: null, address: stack.usdc, abi: pausable, functionName: 'unpause' });
+    const unpaused = await pauser.writeContract({ chain: null, address: stack.usdc, abi: pausable, functionName: 'unpause' });
+    expect((await h.chain.waitForTransactionReceipt({ hash: unpaused })).status).toBe('success');
     expect(await h.chain.readContract({ address: stack.usdc, abi: pausable, functionName: 'paused' })).toBe(false);
 
     // A worker SIGKILLed while the refund waits: the new one replays the parked history and waits on

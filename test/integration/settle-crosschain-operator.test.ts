@@ -586,7 +586,8 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
     const reason = `the refund ${sent} was mined and reverted; nothing was paid`;
     await expect(update.result()).rejects.toMatchObject({ cause: { message: reason } });
     expect((await h.chain.getTransactionReceipt({ hash: sent })).status).toBe('reverted');
-    await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'unpause' });
+    const unpaused = await pauser.writeContract({ chain: null, address: h.stack.usdc, abi: pausable, functionName: 'unpause' });
+    expect((await h.chain.waitForTransactionReceipt({ hash: unpaused })).status).toBe('success');
     expect(await h.chain.readContract({ address: h.stack.usdc, abi: pausable, functionName: 'paused' })).toBe(false);
 
     await waitState(t.id, 'needs_review');

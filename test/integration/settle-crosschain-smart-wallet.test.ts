@@ -33,7 +33,7 @@ jest.setTimeout(240_000);
 
 const OPTIMISM_SEPOLIA = 11155420;
 const VALUE = 2_000_000n;
-const BRIDGE_FEE = 2_000n; // the attester double's feeExecuted: 10 bps, under maxFee (BRIDGE_MAX_FEE_BPS 100 = 20,000)
+const BRIDGE_FEE = 0n; // a standard transfer: the attester double executes no fee, as Circle's
 const PLATFORM_FEE = 20_000n; // the organization's 100 bps of the signed value
 const PAYOUT = VALUE - BRIDGE_FEE - PLATFORM_FEE;
 

@@ -296,7 +296,8 @@ describe.each(oneDbKind('postgres'))('top-up durability (%s)', (kind) => {
     expect((await records()).map((r) => r.id)).toEqual([relayerTxId(topupId, 'approve')]);
     // A worker SIGKILLed while it waits: the new one replays the parked history and waits on.
     await h.restartWorker({ kill: true });
-    await pauser.writeContract({ chain: null, address: usdc, abi: tokenAbi, functionName: 'unpause' });
+    const unpaused = await pauser.writeContract({ chain: null, address: usdc, abi: tokenAbi, functionName: 'unpause' });
+    expect((await h.chain.waitForTransactionReceipt({ hash: unpaused })).status).toBe('success');
     expect(await h.chain.readContract({ address: usdc, abi: tokenAbi, functionName: 'paused' })).toBe(false);
 
     const ops = opsCli(h.stack.temporalAddress);
