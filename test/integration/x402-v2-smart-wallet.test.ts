@@ -6,7 +6,7 @@ import { settleWorkflowId } from '../../src/temporal/workflow-ids';
 import { TEST_ACCOUNTS } from '../support/accounts';
 import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
-import { serveSeller, v2Facilitator } from '../support/sdk-seller';
+import { serveV2WeatherSeller } from '../support/sdk-seller';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { smartWallets } from '../support/smart-wallets';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
@@ -17,12 +17,7 @@ import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
  * smart account (devnet/smart-wallet.ts). The SDK's client asks its signer only for `address` and
  * `signTypedData`; a smart account's typed-data signature is its wallet's EIP-1271 one, or, while the
  * wallet has no code, viem's EIP-6492 wrapper, and our relayer deploys the wallet before settling.
- * CommonJS builds, required at run time (their declarations sit where this build does not look).
  */
-/* eslint-disable @typescript-eslint/no-require-imports */
-const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
-const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 jest.setTimeout(120_000);
 
@@ -33,35 +28,14 @@ const NETWORK = 'eip155:84532';
 
 describe.each(oneDbKind('sqlite'))('x402 v2 SDKs paying from a smart wallet (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Awaited<ReturnType<typeof serveSeller>>;
+  let seller: Awaited<ReturnType<typeof serveV2WeatherSeller>>;
   let wallets: ReturnType<typeof smartWallets>;
   const relayer = TEST_ACCOUNTS.relayers[3];
 
   beforeAll(async () => {
     h = await startSettleHarness(kind, { relayerIndex: 3, platformFeeBps: Number(FEE_BPS) });
     wallets = smartWallets(h);
-    const resourceServer = new x402ResourceServer(v2Facilitator(h)).register(NETWORK, new ExactEvmServer());
-    seller = await serveSeller((app) => {
-      app.use(
-        paymentMiddleware(
-          {
-            'GET /weather': {
-              accepts: {
-                scheme: 'exact',
-                network: NETWORK,
-                // Our devnet USDC (the SDK's default asset table knows only the public one), paid to our facilitator contract.
-                price: { amount: PRICE.toString(), asset: h.stack.usdc, extra: { name: 'USDC', version: '2' } },
-                payTo: h.stack.facilitator,
-                maxTimeoutSeconds: 120,
-              },
-              description: 'weather report',
-            },
-          },
-          resourceServer,
-        ),
-      );
-      app.get('/weather', (_req: unknown, res: { json(b: unknown): void }) => res.json({ forecast: 'sunny' }));
-    });
+    seller = await serveV2WeatherSeller(h, PRICE);
   });
   afterAll(async () => {
     await seller?.close();

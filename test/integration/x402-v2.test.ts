@@ -5,19 +5,14 @@ import { oneDbKind } from '../support/db';
 import { request } from '../support/http';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { decodePaymentResponseHeader, v2Payer } from '../support/x402-v2';
-import { fundedBuyer, serveSeller, v2Facilitator } from '../support/sdk-seller';
+import { fundedBuyer, serveV2WeatherSeller } from '../support/sdk-seller';
 
 /**
  * x402 v2 end to end (issue 13), real SDKs on both sides and no hand-built payloads: a seller built
  * with `@x402/express` 2.x whose `x402ResourceServer` uses `HTTPFacilitatorClient` pointed at our
  * API with its Bearer key, and a buyer on `@x402/fetch` 2.x with `@x402/evm`'s exact scheme, paying
  * EIP-3009 `exact` on the devnet chain with the real chain id of base-sepolia (eip155:84532).
- * CommonJS builds: required at run time (their declarations sit where this build does not look).
  */
-/* eslint-disable @typescript-eslint/no-require-imports */
-const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
-const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
-/* eslint-enable @typescript-eslint/no-require-imports */
 
 jest.setTimeout(120_000);
 
@@ -27,33 +22,12 @@ const NETWORK = 'eip155:84532';
 
 describe.each(oneDbKind('sqlite'))('x402 v2 SDKs against our facilitator (%s)', (kind) => {
   let h: SettleHarness;
-  let seller: Awaited<ReturnType<typeof serveSeller>>;
+  let seller: Awaited<ReturnType<typeof serveV2WeatherSeller>>;
   let sellerUrl: string;
 
   beforeAll(async () => {
     h = await startSettleHarness(kind, { relayerIndex: 1, platformFeeBps: Number(FEE_BPS) });
-    const resourceServer = new x402ResourceServer(v2Facilitator(h)).register(NETWORK, new ExactEvmServer());
-    seller = await serveSeller((app) => {
-      app.use(
-        paymentMiddleware(
-          {
-            'GET /weather': {
-              accepts: {
-                scheme: 'exact',
-                network: NETWORK,
-                // Our devnet USDC (the SDK's default asset table knows only the public one), paid to our facilitator contract.
-                price: { amount: PRICE.toString(), asset: h.stack.usdc, extra: { name: 'USDC', version: '2' } },
-                payTo: h.stack.facilitator,
-                maxTimeoutSeconds: 120,
-              },
-              description: 'weather report',
-            },
-          },
-          resourceServer,
-        ),
-      );
-      app.get('/weather', (_req: unknown, res: { json(b: unknown): void }) => res.json({ forecast: 'sunny' }));
-    });
+    seller = await serveV2WeatherSeller(h, PRICE);
     sellerUrl = seller.url;
   });
   afterAll(async () => {

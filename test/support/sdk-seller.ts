@@ -78,3 +78,37 @@ export function v1Payer(h: SettleHarness, account: PrivateKeyAccount, maxValue: 
   const wallet = createWalletClient({ account, chain, transport: http(rpcUrl) });
   return { pay: wrapFetchWithPayment(recording, wallet as any, maxValue) as typeof fetch, sent };
 }
+
+/**
+ * An `@x402/express` 2.x seller of `GET /weather` for `price` of the devnet USDC on base-sepolia, paid to
+ * our facilitator contract, whose facilitator is our API (`v2Facilitator`): how a v2 seller uses us.
+ */
+export function serveV2WeatherSeller(h: SettleHarness, price: bigint): Promise<{ url: string; close(): Promise<void> }> {
+  /* eslint-disable @typescript-eslint/no-require-imports -- CommonJS builds whose declarations sit where this build does not look */
+  const { paymentMiddleware, x402ResourceServer } = require('@x402/express');
+  const { ExactEvmScheme: ExactEvmServer } = require('@x402/evm/exact/server');
+  /* eslint-enable @typescript-eslint/no-require-imports */
+  const network = 'eip155:84532';
+  const resourceServer = new x402ResourceServer(v2Facilitator(h)).register(network, new ExactEvmServer());
+  return serveSeller((app) => {
+    app.use(
+      paymentMiddleware(
+        {
+          'GET /weather': {
+            accepts: {
+              scheme: 'exact',
+              network,
+              // Our devnet USDC (the SDK's default asset table knows only the public one), paid to our facilitator contract.
+              price: { amount: price.toString(), asset: h.stack.usdc, extra: { name: 'USDC', version: '2' } },
+              payTo: h.stack.facilitator,
+              maxTimeoutSeconds: 120,
+            },
+            description: 'weather report',
+          },
+        },
+        resourceServer,
+      ),
+    );
+    app.get('/weather', (_req: unknown, res: { json(b: unknown): void }) => res.json({ forecast: 'sunny' }));
+  });
+}
