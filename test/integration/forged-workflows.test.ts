@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { generatePrivateKey, privateKeyToAccount, type PrivateKeyAccount } from 'viem/accounts';
 import { createPublicClient, http, numberToHex, type Address, type Hex, type PublicClient } from 'viem';
 import { rpc } from '../../devnet/anvil';
-import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import type { BridgeAttester } from '../../devnet/bridge-attester';
 import { buildNetworkTable } from '../../src/chains/networks';
 import { BRIDGE_ABANDONED, BridgeTransfer } from '../../src/db/bridge-transfer';
 import { Organization, Settlement } from '../../src/db/entities';
@@ -10,7 +10,7 @@ import { settlementRejection } from '../../src/settle/types';
 import type { CrossChainOutcome, CrossChainSettleInput } from '../../src/schemes/eip3009-crosschain/types';
 import { abandonBridgeLegUpdate } from '../../workflows/operator-actions';
 import { fundUsdc } from '../support/evm';
-import { readStackInfo } from '../support/stack-info';
+import { readStackInfo, startStackAttester } from '../support/stack-info';
 import { startSettleHarness, type SettleHarness } from '../support/settle-harness';
 import { InferenceCharge, RelayerTransaction } from '../../src/db/entities';
 import { MediaJob } from '../../src/db/media';
@@ -426,12 +426,7 @@ describe.each(oneDbKind('sqlite'))('a forged cross-chain settlement and its brid
 
   beforeAll(async () => {
     const stack = readStackInfo();
-    attester = await startBridgeAttester({
-      chains: attesterChainsFrom({
-        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
-        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
-      }),
-    });
+    attester = await startStackAttester();
     h = await startSettleHarness(kind, {
       relayerIndex: 2,
       env: { BRIDGE_ATTESTATION_URL: attester.url, RECEIPT_WAIT_MS: '3000', REVENUE_WALLET_PRIVATE_KEY: revenueKey },

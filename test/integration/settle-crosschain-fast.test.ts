@@ -1,7 +1,8 @@
 import { temporal } from '@temporalio/proto';
 import { createPublicClient, http, parseEventLogs, type Address, type Hex, type PublicClient } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import type { BridgeAttester } from '../../devnet/bridge-attester';
+import { startStackAttester } from '../support/stack-info';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
 import { DEVNET_BRIDGE_TRANSMITTER_ADDRESS } from '../../src/chains/devnet-addresses';
@@ -41,12 +42,7 @@ describe.each(oneDbKind('sqlite'))('cross-chain settlement at fast finality (%s)
 
   beforeAll(async () => {
     const stack = (await import('../support/stack-info')).readStackInfo();
-    attester = await startBridgeAttester({
-      chains: attesterChainsFrom({
-        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
-        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
-      }),
-    });
+    attester = await startStackAttester();
     provider = await startRpcProviderDouble({ upstream: stack.chains['base-sepolia'].rpcUrl });
     h = await startSettleHarness(kind, {
       relayerIndex: 3,

@@ -15,7 +15,8 @@ import {
 } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { rpc } from '../../devnet/anvil';
-import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import type { BridgeAttester } from '../../devnet/bridge-attester';
+import { startStackAttester } from '../support/stack-info';
 import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import { startRpcProviderDouble, type RpcProviderDouble } from '../../devnet/rpc-provider-double';
@@ -72,12 +73,7 @@ describe.each(oneDbKind('sqlite'))('operator actions on a cross-chain settlement
 
   beforeAll(async () => {
     const stack = (await import('../support/stack-info')).readStackInfo();
-    attester = await startBridgeAttester({
-      chains: attesterChainsFrom({
-        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
-        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
-      }),
-    });
+    attester = await startStackAttester();
     provider = await startRpcProviderDouble({ upstream: stack.chains['base-sepolia'].rpcUrl });
     destProvider = await startRpcProviderDouble({ upstream: stack.chains['optimism-sepolia'].rpcUrl });
     h = await startSettleHarness(kind, {

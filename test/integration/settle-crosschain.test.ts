@@ -18,7 +18,8 @@ import {
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { CCTPV2BridgingProvider } from '@circle-fin/provider-cctp-v2';
 import { rpc } from '../../devnet/anvil';
-import { attesterChainsFrom, startBridgeAttester, type BridgeAttester } from '../../devnet/bridge-attester';
+import type { BridgeAttester } from '../../devnet/bridge-attester';
+import { startStackAttester } from '../support/stack-info';
 import { getContract } from '../../devnet/contracts';
 import { waitUntil } from '../../devnet/process';
 import {
@@ -60,11 +61,7 @@ describe.each(oneDbKind('postgres'))('cross-chain settlement (%s)', (kind) => {
   beforeAll(async () => {
     const stack = (await import('../support/stack-info')).readStackInfo();
     // This file's own attester double, so it can withhold attestations (the stack's one never does).
-    attester = await startBridgeAttester({
-      chains: attesterChainsFrom({
-        RPC_URLS_BASE_SEPOLIA: stack.chains['base-sepolia'].rpcUrl,
-        RPC_URLS_OPTIMISM_SEPOLIA: stack.chains['optimism-sepolia'].rpcUrl,
-      }),
+    attester = await startStackAttester({
       held: true,
     });
     h = await startSettleHarness(kind, {

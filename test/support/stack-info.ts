@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { attesterChainsFrom, startBridgeAttester, type BridgeAttester, type BridgeAttesterOptions } from '../../devnet/bridge-attester';
 
 /** What the Jest global setup started, written to a file that every test file reads. */
 export interface StackInfo {
@@ -34,4 +35,19 @@ export function readStackInfo(): StackInfo {
   const path = process.env[STACK_INFO_ENV];
   if (!path) throw new Error(`${STACK_INFO_ENV} is not set: run the tests through jest (its global setup starts the stack)`);
   return JSON.parse(readFileSync(path, 'utf8')) as StackInfo;
+}
+
+/**
+ * A test file's own bridge attester double over the stack's two testnet chains (base-sepolia and
+ * optimism-sepolia), so it can withhold, re-key or re-price attestations without touching the stack's.
+ */
+export function startStackAttester(opts: Omit<BridgeAttesterOptions, 'chains'> = {}): Promise<BridgeAttester> {
+  const { chains } = readStackInfo();
+  return startBridgeAttester({
+    ...opts,
+    chains: attesterChainsFrom({
+      RPC_URLS_BASE_SEPOLIA: chains['base-sepolia'].rpcUrl,
+      RPC_URLS_OPTIMISM_SEPOLIA: chains['optimism-sepolia'].rpcUrl,
+    }),
+  });
 }
